@@ -1,0 +1,131 @@
+"""The `perseval` command: run, compare, ui, deploy."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from flows.runtime import apply_offline_env
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB).")
+console = Console()
+
+
+def _print_headline(rows: list[dict]) -> None:
+    table = Table(title="Headline scores (0-100)")
+    cols = ["benchmark", "agent", "backbone", "retriever", "judge", "metric", "score", "n", "unscored_items",
+            "invalid_outputs", "failed_outputs"]
+    for c in cols:
+        table.add_column(c, justify="right" if c in {"score", "n", "unscored_items", "invalid_outputs",
+                                                      "failed_outputs"} else "left")
+    for r in rows:
+        score = r.get("score")
+        table.add_row(*[(f"{score:.1f}" if c == "score" and score is not None else str(r.get(c, "")))
+                        for c in cols])
+    console.print(table)
+
+
+@app.command()
+def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
+        output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
+        dask_address: Optional[str] = typer.Option(None, help="an existing Dask scheduler (tcp://host:8786)"),
+        summary_json: Optional[Path] = typer.Option(None, help="also write the run summary as JSON here"),
+        quiet: bool = typer.Option(False, help="no progress bars")) -> None:
+    """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
+    apply_offline_env()
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from perseval.config import load_experiment
+    from perseval.errors import PersevalError
+    from perseval.plan import make_plan
+    from perseval.report import SMALL_MODEL_WARNING
+
+    try:  # fail on a bad file before any server starts
+        exp = load_experiment(config)
+        make_plan(exp)
+    except PersevalError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    from flows.prefect_server import prefect_api
+
+    with prefect_api(Path(output_root or exp.experiment.output_root) / "logs"):
+        from flows.runtime import run_experiment
+
+        try:
+            summary = run_experiment(str(config), output_root=output_root, dask_address=dask_address,
+                                     show_progress=not quiet)
+        except PersevalError as exc:
+            console.print(f"[red]error:[/red] {exc}")
+            raise typer.Exit(2)
+    _print_headline(summary["headline"])
+    if any(m.kind == "embedded" for m in exp.models.values()):
+        console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
+    console.print(f"stage seconds: {summary['timings']}")
+    console.print(f"LLM requests sent this run: {summary['llm_requests']} {summary['requests']}")
+    console.print(f"MLflow run id: [bold]{summary['mlflow_run_id']}[/bold] (experiment "
+                  f"'{summary['experiment']}'); open the UI with: perseval ui")
+    if summary_json:
+        summary_json.write_text(json.dumps(summary, indent=2, default=str))
+
+
+@app.command()
+def compare(experiment: str = typer.Option("perseval-quickstart", help="MLflow experiment name"),
+            runs: int = typer.Option(2, help="how many recent parent runs to put side by side"),
+            tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
+    """Print the headline score of every cell, side by side for the latest runs."""
+    from perseval.config import MLflowSettings
+    from perseval.tracking import compare_frame
+
+    frame = compare_frame(experiment, MLflowSettings(experiment=experiment, tracking_uri=tracking_uri), runs)
+    if frame.empty:
+        console.print(f"no runs in MLflow experiment {experiment!r}")
+        raise typer.Exit(1)
+    console.print(frame.to_markdown(floatfmt=".1f"))
+
+
+@app.command()
+def ui(port: int = typer.Option(5000), tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
+    """Start the MLflow UI on 127.0.0.1."""
+    from perseval.config import MLflowSettings
+    from perseval.tracking import resolve_tracking
+
+    uri, artifacts = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
+    env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
+    console.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C stops it)")
+    raise typer.Exit(subprocess.call([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
+                                      "--default-artifact-root", artifacts, "--host", "127.0.0.1",
+                                      "--port", str(port)], env=env))
+
+
+@app.command()
+def deploy(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
+           cron: str = typer.Option(..., help="cron expression, e.g. '0 2 * * *' for nightly at 02:00"),
+           name: Optional[str] = typer.Option(None, help="deployment name (default: the experiment name)"),
+           timezone: str = typer.Option("UTC"),
+           serve: bool = typer.Option(False, "--serve", help="also execute the scheduled runs here (blocks)")) -> None:
+    """Register the evaluate flow for CONFIG as a scheduled Prefect deployment (needs PREFECT_API_URL)."""
+    from flows import deploy as deploy_mod
+    from perseval.config import load_experiment
+
+    apply_offline_env()
+    exp = load_experiment(config)
+    dep_name = name or exp.experiment.name
+    if serve:
+        console.print(f"serving deployment {dep_name!r} on '{cron}' ({timezone}); Ctrl-C stops it")
+        deploy_mod.serve(config, cron, dep_name, timezone)
+        return
+    dep_id = deploy_mod.register(config, cron, dep_name, timezone)
+    console.print(f"deployment {dep_name!r} registered (id {dep_id}) with schedule '{cron}' ({timezone}). "
+                  f"`prefect deployment ls` lists it; `perseval deploy {config} --cron '{cron}' --serve` "
+                  "executes its runs on this machine")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,14 @@
+"""The flow a scheduled deployment runs: the evaluate flow with the experiment's own task runner."""
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from flows.runtime import apply_offline_env, run_experiment
+
+
+@flow(name="perseval-scheduled-evaluate")
+def scheduled_evaluate(config_path: str) -> dict[str, Any]:
+    apply_offline_env()
+    return run_experiment(config_path, show_progress=False)

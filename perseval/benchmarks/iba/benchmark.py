@@ -1,0 +1,70 @@
+"""IBA-Bench: constructed histories, Generate(text) checkpoints judged by an LLM, CallAPI slots by rule.
+
+params (the `params:` of the benchmark entry):
+  noise_per_evidence  noise turns per evidence turn (default 100, as in the paper)
+  dynamic_rate        chance that a dimension with shifts is dynamic (default 0.3)
+  extra_evidence_rate chance of a second evidence turn per value (default 0.3)
+  scenarios           optional list of scenario names (default: all)
+"""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from perseval.benchmarks.base import Benchmark, BenchmarkData, JudgeBinding
+from perseval.benchmarks.iba.construct import ConstructParams, construct
+from perseval.benchmarks.iba.prompts import JUDGE_SCHEMA, judge_messages
+from perseval.benchmarks.iba.scoring import instance_score, slot_judgments
+from perseval.benchmarks.iba.taxonomy import load_taxonomy
+from perseval.errors import InputError
+from perseval.parsing import parse_binary
+from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.registry import register_benchmark
+
+
+@register_benchmark("iba")
+class IbaBenchmark(Benchmark):
+    name = "iba"
+    headline_metric = "score"
+    group_label = "domain"
+    uses_llm_judge = True
+
+    def __init__(self, params: dict[str, Any] | None = None):
+        super().__init__(params)
+        self.construct_params = ConstructParams.from_mapping(self.params)  # fail early on a bad config
+
+    def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
+        if source is not None:
+            raise InputError(source, "the official IBA-Bench release is not public yet; "
+                                     "leave `source` unset to construct the data", field="source")
+        return construct(load_taxonomy(), sample=sample, seed=seed, params=self.construct_params)
+
+    async def judge(self, instance: Instance, output: AgentOutput, judge: JudgeBinding | None) -> list[Judgment]:
+        if instance.payload.get("action_type") == "call_api":
+            return slot_judgments(instance, output, judge.name if judge else "rule", judge.repeat if judge else 0)
+        checkpoints = instance.gold.get("checkpoints", [])
+        return list(await asyncio.gather(*(self._checkpoint(instance, output, cp, judge) for cp in checkpoints)))
+
+    async def _checkpoint(self, instance: Instance, output: AgentOutput, checkpoint: dict[str, Any],
+                          judge: JudgeBinding | None) -> Judgment:
+        def judgment(score: float | None, status: str, raw: str = "", feedback: str = "") -> Judgment:
+            return Judgment(instance.instance_id, output.agent, output.repeat, judge.name if judge else "none",
+                            judge.repeat if judge else 0, checkpoint["id"], "checkpoint", score, status, raw, feedback)
+
+        if output.status != "ok":
+            # the agent's fault, not the judge's: score 0 without spending a judge call
+            return judgment(0.0, "scored", feedback=f"agent output {output.status}; not sent to the judge")
+        if judge is None:
+            return judgment(None, "unscored", feedback="no judge configured for a Generate(text) instance")
+        messages = judge_messages(instance.query, output.text, checkpoint["statement"])
+        result = await judge.model.chat(messages, json_schema=JUDGE_SCHEMA, repeat=judge.repeat)
+        if result.status == "failed":
+            return judgment(None, "failed", raw=result.text, feedback=result.error)
+        score, reason = parse_binary(result.text)
+        if score is None:
+            return judgment(None, "unscored", raw=result.text, feedback="judge answer could not be parsed")
+        return judgment(score, "scored", raw=result.text, feedback=reason)
+
+    def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
+        return instance_score(instance, output, judgments)

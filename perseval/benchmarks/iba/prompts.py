@@ -1,0 +1,75 @@
+"""Prompts of the IBA-Bench judge and of the RAG agents, written for perseval.
+
+Kept short on purpose: the embedded default model is small and slow, so every
+prompt token costs wall time.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from perseval.records import Passage
+
+JUDGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["verdict", "reason"],
+}
+MAX_RESPONSE_CHARS = 6000  # keeps a judge prompt inside a small model's context
+
+_JUDGE_SYSTEM = (
+    "You grade whether a response meets one hidden user requirement. "
+    "Judge only that requirement. Reply with JSON only."
+)
+
+
+def judge_messages(task: str, response: str, requirement: str) -> list[dict[str, str]]:
+    """One binary checkpoint judgment: does `response` to `task` satisfy `requirement`?"""
+    if len(response) > MAX_RESPONSE_CHARS:
+        response = response[:MAX_RESPONSE_CHARS] + " [...]"
+    user = (
+        f"Task:\n{task}\n\nResponse:\n{response}\n\nRequirement:\n{requirement}\n\n"
+        'Does the response meet the requirement? Answer {"verdict": true or false, "reason": "<one sentence>"}.'
+    )
+    return [{"role": "system", "content": _JUDGE_SYSTEM}, {"role": "user", "content": user}]
+
+
+_AGENT_SYSTEM = (
+    "You are a personal assistant. The user's past messages reveal how they like things done; "
+    "follow those habits when you carry out the task."
+)
+
+
+def history_block(passages: list[Passage], max_chars: int) -> str:
+    """Retrieved passages as a numbered list; empty when there are none (no-history agent)."""
+    if not passages:
+        return ""
+    lines = [f"[{i}] {p.text[:max_chars]}" for i, p in enumerate(passages, 1)]
+    return "Past messages:\n" + "\n".join(lines) + "\n\n"
+
+
+def generate_messages(task: str, passages: list[Passage], max_chars: int) -> list[dict[str, str]]:
+    user = f"{history_block(passages, max_chars)}Task: {task}"
+    return [{"role": "system", "content": _AGENT_SYSTEM}, {"role": "user", "content": user}]
+
+
+def api_messages(task: str, api: dict[str, Any], open_slots: list[dict[str, Any]], passages: list[Passage],
+                 max_chars: int) -> list[dict[str, str]]:
+    """Ask for the open (non task-fixed) slots of an API call as one JSON object."""
+    fields = "\n".join(
+        f"- {s['name']}: " + (" | ".join(s["values"]) if s.get("values") else s.get("type", "string"))
+        for s in open_slots
+    )
+    user = (
+        f"{history_block(passages, max_chars)}Task: {task}\n"
+        f"API call: {api['name']}. Choose one allowed value for each field:\n{fields}\n"
+        "Reply with one JSON object mapping each field to its value."
+    )
+    return [{"role": "system", "content": _AGENT_SYSTEM}, {"role": "user", "content": user}]
+
+
+def api_schema(open_slots: list[dict[str, Any]]) -> dict[str, Any]:
+    """JSON schema of the open slots: an enum wherever allowed values are known."""
+    props: dict[str, Any] = {}
+    for s in open_slots:
+        props[s["name"]] = {"type": "string", "enum": list(s["values"])} if s.get("values") else {"type": "string"}
+    return {"type": "object", "properties": props, "required": [s["name"] for s in open_slots]}

@@ -1,0 +1,29 @@
+"""Errors a user can act on: each names the file, row and field at fault."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class PersevalError(Exception):
+    """Base class of errors perseval reports to the user."""
+
+
+class InputError(PersevalError):
+    """Malformed input data: names the file, the row and the field."""
+
+    def __init__(self, path: str | Path, message: str, row: int | None = None, field: str | None = None):
+        self.path, self.row, self.field = str(path), row, field
+        where = self.path
+        if row is not None:
+            where += f", row {row}"
+        if field is not None:
+            where += f", field '{field}'"
+        super().__init__(f"{where}: {message}")
+
+
+class ConfigError(PersevalError):
+    """A configuration file that does not validate: names the file and the key."""
+
+
+class DeploymentError(PersevalError):
+    """A model server that could not be started or reached."""

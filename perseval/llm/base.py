@@ -1,0 +1,35 @@
+"""What agents and judges see of a model: a chat call, nothing about its server."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+@dataclass
+class ChatResult:
+    text: str
+    status: Literal["ok", "failed"] = "ok"
+    error: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+class ChatModel(Protocol):
+    """A model bound to a role (backbone or judge). Sampling defaults come from its YAML."""
+
+    name: str
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        json_schema: dict[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+        repeat: int = 0,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> ChatResult:
+        """One chat completion; never raises for a failed request (status='failed')."""
+        ...

@@ -1,0 +1,113 @@
+"""One async OpenAI-compatible client for agents and judges.
+
+Bounded concurrency per deployment, retries with exponential backoff on
+transient errors (the openai SDK's), timeouts, structured output in the
+dialect each server kind accepts, token counts, and the persistent request
+cache in front of it all. A request that still fails is returned as a failed
+ChatResult (and logged), never raised: failures are data.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import openai
+
+from perseval.config import ModelConfig, Sampling
+from perseval.llm.base import ChatResult
+from perseval.llm.cache import RequestCache, request_key
+from perseval.llm.endpoint import Endpoint
+
+
+def response_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """llama.cpp takes `json_object` + `schema` and rejects `json_schema`; vLLM and OpenAI need `json_schema`."""
+    if kind == "embedded":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": False}}
+
+
+class LLMClient:
+    """A ChatModel bound to one endpoint and one role ("backbone" or "judge")."""
+
+    def __init__(self, endpoint: Endpoint, sampling: Sampling, cache: RequestCache, *, role: str,
+                 run_id: str, seed: int, max_concurrency: int = 4, timeout_s: float = 300.0, retries: int = 3):
+        self.name = endpoint.name
+        self.endpoint, self.sampling, self.cache = endpoint, sampling, cache
+        self.role, self.run_id = role, run_id
+        self.seed = sampling.seed if sampling.seed is not None else seed
+        self._sem = asyncio.Semaphore(max_concurrency)
+        api_key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else "not-needed"
+        self._client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=api_key or "missing",
+                                          timeout=timeout_s, max_retries=retries)
+        self.stats = {"requests": 0, "cached": 0, "failed": 0}
+
+    @classmethod
+    def for_model(cls, endpoint: Endpoint, model: ModelConfig, cache: RequestCache, *, role: str, run_id: str,
+                  seed: int, sampling: Sampling | None = None) -> "LLMClient":
+        return cls(endpoint, sampling or model.sampling, cache, role=role, run_id=run_id, seed=seed,
+                   max_concurrency=model.max_concurrency, timeout_s=model.timeout_s, retries=model.retries)
+
+    def _request(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, max_tokens: int | None,
+                 temperature: float | None, repeat: int, tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+        req: dict[str, Any] = {
+            "model": self.endpoint.served_model, "messages": messages,
+            "temperature": self.sampling.temperature if temperature is None else temperature,
+            "top_p": self.sampling.top_p, "max_tokens": max_tokens or self.sampling.max_tokens,
+            # a distinct seed per repeat, so repeated judgments at temperature > 0 are independent draws
+            "seed": self.seed + repeat,
+        }
+        if json_schema is not None:
+            req["response_format"] = response_format(self.endpoint.kind, json_schema)
+        if tools:
+            req["tools"] = tools
+        return req
+
+    async def chat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
+                   max_tokens: int | None = None, temperature: float | None = None, repeat: int = 0,
+                   tools: list[dict[str, Any]] | None = None) -> ChatResult:
+        req = self._request(messages, json_schema, max_tokens, temperature, repeat, tools)
+        sampling = {k: req[k] for k in ("temperature", "top_p", "max_tokens")}
+        key = request_key(self.endpoint.identity, messages, sampling, req["seed"], repeat,
+                          {"response_format": req.get("response_format"), "tools": tools})
+        hit = self.cache.get(key)
+        if hit is not None:
+            self.stats["cached"] += 1
+            return ChatResult(**hit, cached=True)
+        async with self._sem:
+            return await self._send(req, key)
+
+    async def _send(self, req: dict[str, Any], key: str) -> ChatResult:
+        start = time.monotonic()
+        try:
+            resp = await self._client.chat.completions.create(**req)
+        except openai.OpenAIError as exc:  # retries are exhausted by now
+            self.stats["failed"] += 1
+            self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "failed", 0, 0,
+                                   time.monotonic() - start)
+            return ChatResult(text="", status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+        result = _to_result(resp)
+        self.stats["requests"] += 1
+        self.cache.put(key, self.endpoint.identity, _cacheable(result))
+        self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "ok", result.prompt_tokens,
+                               result.completion_tokens, time.monotonic() - start)
+        return result
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+
+def _to_result(resp: Any) -> ChatResult:
+    choice = resp.choices[0]
+    msg = choice.message
+    calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in (msg.tool_calls or [])]
+    usage = resp.usage
+    return ChatResult(text=msg.content or "", prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, tool_calls=calls)
+
+
+def _cacheable(result: ChatResult) -> dict[str, Any]:
+    return {"text": result.text, "status": result.status, "error": result.error,
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "tool_calls": result.tool_calls}

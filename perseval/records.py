@@ -1,0 +1,109 @@
+"""The records that flow between stages, one dataclass per table row.
+
+Benchmark-specific fields travel in `payload` (visible to agents) and `gold`
+(hidden ground truth, seen only by scorers and oracle agents); both are stored
+as JSON text in Parquet so every benchmark shares one schema per stage.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+CORPUS_OWNER = "__corpus__"  # owner id of documents that belong to a search corpus, not a user
+
+
+@dataclass
+class Instance:
+    """One task instance: a user, a query, what the agent may see, and the hidden gold."""
+
+    instance_id: str
+    benchmark: str
+    user_id: str
+    group: str  # the reporting group: IBA domain, Bespoke task type, APeB category
+    query: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    gold: dict[str, Any] = field(default_factory=dict)
+
+    def public(self) -> "Instance":
+        """The instance as a non-oracle agent sees it: no gold."""
+        return Instance(self.instance_id, self.benchmark, self.user_id, self.group, self.query, dict(self.payload), {})
+
+
+@dataclass
+class Document:
+    """One history item (a chat turn, a session, a behaviour event) or corpus passage."""
+
+    owner: str
+    doc_id: str
+    text: str
+    timestamp: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)  # ground-truth tags, e.g. evidence dimension/value
+
+
+@dataclass
+class Passage:
+    """A retrieved chunk of a document, with its similarity score."""
+
+    doc_id: str
+    chunk_id: int
+    text: str
+    score: float
+
+
+OutputStatus = Literal["ok", "invalid", "failed"]
+
+
+@dataclass
+class AgentOutput:
+    """What an agent produced for one instance and repeat."""
+
+    instance_id: str
+    agent: str
+    repeat: int
+    text: str
+    parsed: dict[str, Any] | None = None  # the structured action (API slots, ranked ids) when there is one
+    status: OutputStatus = "ok"  # invalid: unusable output kept as is; failed: the request failed
+    error: str = ""
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+JudgmentStatus = Literal["scored", "unscored", "failed"]
+
+
+@dataclass
+class Judgment:
+    """One atomic judgment: a checkpoint, a slot, a claim, a criterion or a rank."""
+
+    instance_id: str
+    agent: str
+    repeat: int
+    judge: str  # judge name, or "rule" for rule scorers
+    judge_repeat: int
+    item_id: str
+    kind: str
+    score: float | None  # None unless status == "scored"
+    status: JudgmentStatus = "scored"
+    raw: str = ""
+    feedback: str = ""
+
+
+@dataclass
+class InstanceScore:
+    """An instance-level metric value (None when no item of it could be scored)."""
+
+    instance_id: str
+    agent: str
+    repeat: int
+    judge: str
+    judge_repeat: int
+    group: str
+    metric: str
+    value: float | None
+    n_items: int = 0
+    n_unscored: int = 0
+
+
+def to_row(record: Any) -> dict[str, Any]:
+    return asdict(record)

@@ -1,0 +1,59 @@
+"""Headline table of a run and its record in MLflow."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+
+from perseval.config import ResolvedExperiment
+from perseval.metrics.aggregate import OVERALL
+from perseval.plan import Cell, Plan
+from perseval.store import StageStore
+from perseval.tracking import ensure_experiment, log_cell, log_parent_summary
+
+SMALL_MODEL_WARNING = (
+    "Note: the embedded default serves a 135M-parameter model. Its answers and judgments are weak: this run "
+    "shows that the pipeline works end to end and how fast, not how good an agent is.")
+
+
+def cell_frame(score: dict[str, Any]) -> pd.DataFrame:
+    table = pd.DataFrame(score.get("table", []))
+    return table.set_index("group") if not table.empty else table
+
+
+def headline(plan: Plan, scores: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    rows = []
+    for cell in plan.cells:
+        s = scores[cell.score_key]
+        table = cell_frame(s)
+        metric = s["headline_metric"]
+        overall = table.loc[OVERALL] if OVERALL in table.index else {}
+        rows.append({"benchmark": cell.benchmark, "agent": cell.agent, "backbone": cell.backbone or "-",
+                     "retriever": cell.retriever, "judge": cell.judge, "metric": metric,
+                     "score": overall.get(metric), "n": overall.get("n"),
+                     "unscored_items": overall.get("unscored_items"),
+                     "invalid_outputs": s["outputs"].get("invalid", 0), "failed_outputs": s["outputs"].get("failed", 0),
+                     "failed_judgments": s["judgments"].get("failed", 0)})
+    return pd.DataFrame(rows)
+
+
+def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
+          stats: dict[str, float], base: Path | None = None) -> str:
+    """Log the parent run and one child run per cell; returns the parent run id."""
+    ensure_experiment(exp.experiment.mlflow, base)
+    mlflow.set_experiment(exp.experiment.mlflow.experiment)
+    with mlflow.start_run(run_name=exp.experiment.name) as parent:
+        log_parent_summary(exp, headline(plan, scores), stats)
+        for cell in plan.cells:
+            s = scores[cell.score_key]
+            table = cell_frame(s)
+            extra = {"outputs_invalid": float(s["outputs"].get("invalid", 0)),
+                     "outputs_failed": float(s["outputs"].get("failed", 0)),
+                     "judgments_unscored": float(s["judgments"].get("unscored", 0)),
+                     "judgments_failed": float(s["judgments"].get("failed", 0))}
+            dirs = {stage: StageStore(root, stage, key).dir for stage, key in
+                    (("run", cell.run_key), ("judge", cell.judge_key), ("score", cell.score_key))}
+            log_cell(exp, cell, table, s["metrics"], extra, dirs)
+        return parent.info.run_id

@@ -1,0 +1,74 @@
+"""Embedders through FlagEmbedding: FlagModel (e.g. the bundled MiniLM) or BGEM3FlagModel (BGE-M3)."""
+from __future__ import annotations
+
+import importlib.util
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perseval.config import EmbedderConfig
+from perseval.errors import ConfigError
+
+
+def resolve_model_path(spec: str) -> str:
+    """`package:<module>[/<sub>]` -> the folder inside an installed package holding config.json; else `spec`."""
+    if not spec.startswith("package:"):
+        return spec
+    module, _, sub = spec[len("package:"):].partition("/")
+    found = importlib.util.find_spec(module)
+    if found is None or not found.submodule_search_locations:
+        raise ConfigError(f"embedder model {spec!r}: package {module!r} is not installed")
+    base = Path(list(found.submodule_search_locations)[0]) / sub
+    hits = sorted(base.rglob("config.json"), key=lambda p: len(p.parts))
+    if not hits:
+        raise ConfigError(f"embedder model {spec!r}: no config.json under {base}")
+    return str(hits[0].parent)
+
+
+class Embedder:
+    """Dense, normalised embeddings of queries and passages."""
+
+    def __init__(self, cfg: EmbedderConfig):
+        self.cfg = cfg
+        self.path = resolve_model_path(cfg.model)
+        self._model = _load(cfg.kind, self.path, cfg.pooling, cfg.normalize, cfg.query_instruction, cfg.fp16,
+                            cfg.device, cfg.batch_size, cfg.max_length)
+
+    @property
+    def tokenizer(self) -> Any:
+        return self._model.tokenizer
+
+    def _encode(self, texts: list[str], queries: bool) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype="float32")
+        if self.cfg.kind == "m3":
+            out = self._model.encode(texts, batch_size=self.cfg.batch_size, max_length=self.cfg.max_length)
+            vecs = out["dense_vecs"]
+        elif queries:
+            vecs = self._model.encode_queries(texts, batch_size=self.cfg.batch_size, max_length=self.cfg.max_length)
+        else:
+            vecs = self._model.encode_corpus(texts, batch_size=self.cfg.batch_size, max_length=self.cfg.max_length)
+        return np.ascontiguousarray(np.asarray(vecs, dtype="float32").reshape(len(texts), -1))
+
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, queries=True)
+
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        return self._encode(texts, queries=False)
+
+
+@lru_cache(maxsize=4)
+def _load(kind: str, path: str, pooling: str, normalize: bool, instruction: str, fp16: bool,
+          device: str | None, batch_size: int, max_length: int) -> Any:
+    # One model per process and config: Dask workers reuse it across the shards they run.
+    from FlagEmbedding import BGEM3FlagModel, FlagModel
+
+    devices = device if device else None
+    if kind == "m3":
+        return BGEM3FlagModel(path, use_fp16=fp16, devices=devices, batch_size=batch_size,
+                              passage_max_length=max_length, query_max_length=max_length)
+    return FlagModel(path, pooling_method=pooling, normalize_embeddings=normalize,
+                     query_instruction_for_retrieval=instruction or None, use_fp16=fp16, devices=devices,
+                     batch_size=batch_size, query_max_length=max_length, passage_max_length=max_length)

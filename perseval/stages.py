@@ -1,0 +1,198 @@
+"""The work of each pipeline stage, as plain functions of paths, keys and config dicts.
+
+tasks/ wraps each as a cached Prefect task; nothing here knows about Prefect.
+Every function first checks whether its content-addressed output exists and
+returns at once if it does: that is what makes a re-run cheap.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from perseval.agents.base import AgentContext
+from perseval.benchmarks.base import Benchmark, JudgeBinding
+from perseval.config import AgentConfig, BenchmarkEntry, JudgeConfig, ModelConfig, RetrieverConfig, Sampling
+from perseval.llm.cache import RequestCache
+from perseval.llm.client import LLMClient
+from perseval.llm.endpoint import Endpoint
+from perseval.metrics.aggregate import group_table
+from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage
+from perseval.registry import agent_class, benchmark_class
+from perseval.retrieval.index import HistoryIndex, build_index
+from perseval.runner import judge_shard, run_agent_shard, score_outputs
+from perseval.store import StageStore
+
+
+def _store(root: str, stage: str, key: str) -> StageStore:
+    return StageStore(root, stage, key)
+
+
+# ---- construct / ingest -------------------------------------------------------------------------
+
+def construct(root: str, entry: dict[str, Any], seed: int, key: str) -> dict[str, Any]:
+    data, docs = _store(root, "data", key), _store(root, "documents", key)
+    if not data.is_complete():
+        e = BenchmarkEntry.model_validate(entry)
+        bench: Benchmark = benchmark_class(e.name)(e.params)
+        t0 = time.monotonic()
+        built = bench.build(sample=e.sample, seed=seed, source=Path(e.source) if e.source else None)
+        built.instances.sort(key=lambda i: i.instance_id)  # shards are slices of this fixed order
+        data.write_records("instances", built.instances, Instance)
+        docs.write_records(0, built.documents, Document)
+        docs.mark_complete({"n": len(built.documents)})
+        data.mark_complete({"benchmark": e.name, "n_instances": len(built.instances),
+                            "n_documents": len(built.documents), "info": built.info,
+                            "seconds": round(time.monotonic() - t0, 2)})
+    return {"key": key, **data.manifest()}
+
+
+def load_instances(root: str, dkey: str) -> list[Instance]:
+    return _store(root, "data", dkey).read_records(Instance)
+
+
+def load_documents(root: str, dkey: str) -> list[Document]:
+    return _store(root, "documents", dkey).read_records(Document)
+
+
+def shard_of(items: list[Instance], shard: int, shard_size: int) -> list[Instance]:
+    return items[shard * shard_size:(shard + 1) * shard_size]
+
+
+# ---- index --------------------------------------------------------------------------------------
+
+def index(root: str, dkey: str, retriever: dict[str, Any], key: str) -> dict[str, Any]:
+    store = _store(root, "index", key)
+    if not store.is_complete():
+        t0 = time.monotonic()
+        counts = build_index(load_documents(root, dkey), RetrieverConfig.model_validate(retriever), store.dir)
+        store.mark_complete({"retriever": retriever, "data_key": dkey, **counts,
+                             "seconds": round(time.monotonic() - t0, 2)})
+    return {"key": key, **store.manifest()}
+
+
+# ---- run agents ---------------------------------------------------------------------------------
+
+def _documents_by_owner(docs: list[Document]) -> dict[str, list[Document]]:
+    out: dict[str, list[Document]] = defaultdict(list)
+    for d in docs:
+        out[d.owner].append(d)
+    for v in out.values():
+        v.sort(key=lambda d: d.timestamp)
+    return out
+
+
+def _context(idx: HistoryIndex, by_owner: dict[str, list[Document]], llm: LLMClient | None,
+             search_mode: str, instances: dict[str, Instance]) -> AgentContext:
+    async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
+        return idx.search(owner, query, k)
+
+    async def search(inst: Instance, query: str, k: int) -> list[Passage]:
+        if search_mode == "gold":  # the gold-information setting: gold claims replace search results
+            claims = instances[inst.instance_id].gold.get("claims", [])
+            return [Passage(f"gold-{i}", 0, str(c), 1.0) for i, c in enumerate(claims[:k] if k else claims)]
+        return idx.search(CORPUS_OWNER, query, k)
+
+    has_corpus = CORPUS_OWNER in by_owner
+    use_search = search_mode == "gold" or (search_mode == "corpus" and has_corpus)
+    return AgentContext(llm=llm, retrieve=retrieve, documents=lambda o: list(by_owner.get(o, [])),
+                        search=search if use_search else None)
+
+
+def run_shard(root: str, *, bench_name: str, dkey: str, ikey: str, retriever: dict[str, Any],
+              agent: dict[str, Any], model: dict[str, Any] | None, endpoint: dict[str, Any] | None,
+              shard: int, shard_size: int, repeats: int, seed: int, run_id: str, cache_path: str,
+              key: str) -> dict[str, Any]:
+    store = _store(root, "run", key)
+    if store.has_part(shard):
+        return _summary(store.read_part(shard, AgentOutput), key)
+    acfg = AgentConfig.model_validate(agent)
+    agent_obj = agent_class(acfg.kind)(acfg.params)
+    instances = load_instances(root, dkey)
+    by_id = {i.instance_id: i for i in instances}
+    shard_items = shard_of(instances, shard, shard_size)
+    idx = HistoryIndex(_store(root, "index", ikey).dir, RetrieverConfig.model_validate(retriever))
+    by_owner = _documents_by_owner(load_documents(root, dkey))
+    search_mode = str(acfg.params.get("search", "corpus"))
+
+    async def work() -> list[AgentOutput]:
+        llm = None
+        if model is not None and endpoint is not None:
+            mcfg = ModelConfig.model_validate(model)
+            llm = LLMClient.for_model(Endpoint(**endpoint), mcfg, RequestCache(cache_path), role="agent",
+                                      run_id=run_id, seed=seed)
+        try:
+            ctx = _context(idx, by_owner, llm, search_mode, by_id)
+            return await run_agent_shard(agent_obj, acfg.name, shard_items, ctx, repeats)
+        finally:
+            if llm is not None:
+                await llm.aclose()
+
+    outputs = asyncio.run(work())
+    store.write_records(shard, outputs, AgentOutput)
+    return _summary(outputs, key)
+
+
+def _summary(records: list[AgentOutput] | list[Judgment], key: str) -> dict[str, Any]:
+    return {"key": key, "n": len(records), "status": dict(Counter(r.status for r in records))}
+
+
+# ---- judge --------------------------------------------------------------------------------------
+
+def judge(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str, rkey: str, shard: int,
+          judge_cfg: dict[str, Any] | None, judge_model: dict[str, Any] | None, endpoint: dict[str, Any] | None,
+          seed: int, run_id: str, cache_path: str, key: str) -> dict[str, Any]:
+    store = _store(root, "judge", key)
+    if store.has_part(shard):
+        return _summary(store.read_part(shard, Judgment), key)
+    bench: Benchmark = benchmark_class(bench_name)(bench_params)
+    outputs = _store(root, "run", rkey).read_part(shard, AgentOutput)
+    by_id = {i.instance_id: i for i in load_instances(root, dkey)}
+
+    async def work() -> list[Judgment]:
+        if judge_cfg is None:
+            return await judge_shard(bench, by_id, outputs, [None])
+        jcfg = JudgeConfig.model_validate(judge_cfg)
+        mcfg = ModelConfig.model_validate(judge_model)
+        client = LLMClient.for_model(Endpoint(**endpoint), mcfg, RequestCache(cache_path), role="judge",
+                                     run_id=run_id, seed=seed, sampling=Sampling.model_validate(jcfg.sampling))
+        try:
+            bindings = [JudgeBinding(jcfg.name, client, r) for r in range(jcfg.repeats)]
+            return await judge_shard(bench, by_id, outputs, bindings)
+        finally:
+            await client.aclose()
+
+    judgments = asyncio.run(work())
+    store.write_records(shard, judgments, Judgment)
+    return _summary(judgments, key)
+
+
+
+
+# ---- score --------------------------------------------------------------------------------------
+
+def score(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str, rkey: str, jkey: str,
+          key: str) -> dict[str, Any]:
+    store = _store(root, "score", key)
+    if not store.is_complete():
+        bench: Benchmark = benchmark_class(bench_name)(bench_params)
+        by_id = {i.instance_id: i for i in load_instances(root, dkey)}
+        outputs = _store(root, "run", rkey).read_records(AgentOutput)
+        judgments = _store(root, "judge", jkey).read_records(Judgment)
+        scores = score_outputs(bench, by_id, outputs, judgments)
+        store.write_records(0, scores, InstanceScore)
+        metrics = _metric_order(bench, scores)
+        table = group_table(scores, metrics)
+        store.mark_complete({"judge_key": jkey, "n_scores": len(scores), "metrics": metrics,
+                             "headline_metric": bench.headline_metric, "group_label": bench.group_label,
+                             "outputs": dict(Counter(o.status for o in outputs)),
+                             "judgments": dict(Counter(j.status for j in judgments)),
+                             "table": table.reset_index().to_dict("records")})
+    return {"key": key, **store.manifest()}
+
+
+def _metric_order(bench: Benchmark, scores: list[InstanceScore]) -> list[str]:
+    names = sorted({s.metric for s in scores})
+    return [bench.headline_metric] + [m for m in names if m != bench.headline_metric]

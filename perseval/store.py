@@ -1,0 +1,92 @@
+"""Content-addressed stage outputs: `<root>/<stage>/<key>/part-*.parquet`.
+
+A part is written to a temporary file in the same folder and renamed into
+place, so a crash never leaves a half-written Parquet file that a later run
+would mistake for a finished one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from perseval.schema import from_table, to_table
+
+MANIFEST = "_manifest.json"
+
+
+class StageStore:
+    """Where one stage's outputs live, addressed by the key of its inputs and config."""
+
+    def __init__(self, root: str | Path, stage: str, key: str):
+        self.root, self.stage, self.key = Path(root), stage, key
+        self.dir = self.root / stage / key
+
+    def part_path(self, part: int | str) -> Path:
+        name = f"part-{part:05d}" if isinstance(part, int) else f"part-{part}"
+        return self.dir / f"{name}.parquet"
+
+    def has_part(self, part: int | str) -> bool:
+        return self.part_path(part).exists()
+
+    def write_part(self, part: int | str, table: pa.Table) -> Path:
+        path = self.part_path(part)
+        atomic_write_parquet(table, path)
+        return path
+
+    def write_records(self, part: int | str, records: list[Any], cls: type) -> Path:
+        return self.write_part(part, to_table(records, cls))
+
+    def read_part(self, part: int | str, cls: type) -> list[Any]:
+        return from_table(pq.read_table(self.part_path(part)), cls)
+
+    def parts(self) -> list[Path]:
+        return sorted(self.dir.glob("part-*.parquet"))
+
+    def read(self) -> pa.Table:
+        parts = self.parts()
+        if not parts:
+            raise FileNotFoundError(f"no Parquet parts under {self.dir}")
+        return pa.concat_tables([pq.read_table(p) for p in parts])
+
+    def read_records(self, cls: type) -> list[Any]:
+        return from_table(self.read(), cls)
+
+    # A manifest marks a stage whose parts are all written; it carries the config for humans.
+    def is_complete(self) -> bool:
+        return (self.dir / MANIFEST).exists()
+
+    def mark_complete(self, info: dict[str, Any]) -> None:
+        atomic_write_text(json.dumps(info, indent=2, sort_keys=True, default=str), self.dir / MANIFEST)
+
+    def manifest(self) -> dict[str, Any]:
+        return json.loads((self.dir / MANIFEST).read_text())
+
+
+def atomic_write_parquet(table: pa.Table, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def atomic_write_text(text: str, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
