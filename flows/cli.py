@@ -12,11 +12,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from flows.runtime import apply_offline_env
+from flows.env import apply_offline_env
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB).")
-console = Console()
+console = Console(width=None if sys.stdout.isatty() else 160)  # logs and CI: keep the table readable
 
 
 def _print_headline(rows: list[dict]) -> None:

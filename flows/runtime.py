@@ -1,25 +1,11 @@
 """Running the evaluate flow with the task runner an experiment file asks for."""
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from prefect_dask import DaskTaskRunner
 
 from perseval.config import DaskSettings, load_experiment
-
-OFFLINE_ENV = {
-    # The embedded default never reaches a model hub: a hub name fails fast instead of hanging.
-    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
-    "OMP_WAIT_POLICY": "PASSIVE",
-}
-
-
-def apply_offline_env() -> None:
-    for k, v in OFFLINE_ENV.items():
-        os.environ.setdefault(k, v)
-
 
 def task_runner(settings: DaskSettings, address: str | None = None) -> DaskTaskRunner:
     """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes."""

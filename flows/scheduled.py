@@ -5,7 +5,8 @@ from typing import Any
 
 from prefect import flow
 
-from flows.runtime import apply_offline_env, run_experiment
+from flows.env import apply_offline_env
+from flows.runtime import run_experiment
 
 
 @flow(name="perseval-scheduled-evaluate")

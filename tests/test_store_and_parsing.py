@@ -1,0 +1,38 @@
+import pytest
+
+from perseval.parsing import extract_json, parse_binary
+from perseval.records import Judgment
+from perseval.store import StageStore, atomic_write_parquet
+
+
+def test_stage_store_round_trip_and_completion(tmp_path):
+    store = StageStore(tmp_path, "judge", "abc")
+    rows = [Judgment("i1", "a", 0, "j", 0, "c1", "checkpoint", None, "unscored", raw="maybe?")]
+    assert not store.has_part(0) and not store.is_complete()
+    store.write_records(0, rows, Judgment)
+    assert store.has_part(0)
+    back = store.read_records(Judgment)
+    assert back == rows and back[0].score is None and back[0].raw == "maybe?"
+    store.mark_complete({"n": 1})
+    assert store.is_complete() and store.manifest() == {"n": 1}
+
+
+def test_failed_write_leaves_no_part(tmp_path):
+    path = tmp_path / "part-00000.parquet"
+
+    with pytest.raises(Exception):
+        atomic_write_parquet("not a table", path)  # type: ignore[arg-type]
+    assert not path.exists() and not list(tmp_path.glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("text,expected", [
+    ('{"verdict": true, "reason": "ok"}', 1.0), ('{"verdict": "no"}', 0.0), ("```json\n{\"verdict\": 1}\n```", 1.0),
+    ("Yes, it does.", 1.0), ("No.", 0.0), ("I think the answer depends", None), ('{"verdict": "perhaps"}', None),
+])
+def test_parse_binary(text, expected):
+    assert parse_binary(text)[0] == expected
+
+
+def test_extract_json_from_prose():
+    assert extract_json('Sure! Here it is: {"ranking": ["a", "b"]} hope it helps') == {"ranking": ["a", "b"]}
+    assert extract_json("no json here") is None
