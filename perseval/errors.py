@@ -12,13 +12,16 @@ class InputError(PersevalError):
     """Malformed input data: names the file, the row and the field."""
 
     def __init__(self, path: str | Path, message: str, row: int | None = None, field: str | None = None):
-        self.path, self.row, self.field = str(path), row, field
+        self.path, self.row, self.field, self.detail = str(path), row, field, message
         where = self.path
         if row is not None:
             where += f", row {row}"
         if field is not None:
             where += f", field '{field}'"
         super().__init__(f"{where}: {message}")
+
+    def __reduce__(self):  # keep it picklable: Dask ships task errors between processes
+        return (type(self), (self.path, self.detail, self.row, self.field))
 
 
 class ConfigError(PersevalError):

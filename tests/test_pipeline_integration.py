@@ -136,3 +136,30 @@ def test_oracle_beats_no_history_on_rule_scorers(workdir, first):
             means[scores[0].agent] = sum(s.value for s in scores) / len(scores)
     assert means["iba-oracle"] == 100.0
     assert means["iba-oracle"] > means["iba-no-history"]
+
+
+def test_malformed_input_fails_before_any_model_starts(workdir, prefect_api, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from perseval.benchmarks.bespoke.sample import write_sample
+
+    release = tmp_path / "bespoke-release"
+    write_sample(release, users=1, seed=3)
+    gold = release / "gold_information" / "gold_information.parquet"
+    table = pq.read_table(gold)
+    values = table.column("gold_information_value").to_pylist()
+    values[1] = "{not json"
+    pq.write_table(table.set_column(table.schema.get_field_index("gold_information_value"),
+                                    "gold_information_value", pa.array(values)), gold)
+    bad = {**TINY, "name": "bad", "benchmarks": [{"name": "bespoke", "sample": 1, "source": str(release),
+                                                  "agents": ["bespoke-raw-history"]}]}
+    (workdir / "configs" / "experiments" / "bad.yaml").write_text(yaml.safe_dump(bad))
+    env = dict(os.environ, PREFECT_API_URL=prefect_api)
+    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/bad.yaml", "--quiet",
+                           "--output-root", str(tmp_path / "runs")], cwd=workdir, env=env, capture_output=True,
+                          text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out[-3000:]
+    assert "gold_information.parquet" in out and "row 1" in out and "gold_information_value" in out
+    assert not (tmp_path / "runs" / "logs").exists() or not list((tmp_path / "runs" / "logs").glob("smollm2*.log"))

@@ -36,3 +36,12 @@ def test_parse_binary(text, expected):
 def test_extract_json_from_prose():
     assert extract_json('Sure! Here it is: {"ranking": ["a", "b"]} hope it helps') == {"ranking": ["a", "b"]}
     assert extract_json("no json here") is None
+
+
+def test_input_error_survives_pickling():
+    import pickle
+
+    from perseval.errors import InputError
+
+    err = pickle.loads(pickle.dumps(InputError("a.parquet", "bad JSON", row=3, field="value")))
+    assert str(err) == "a.parquet, row 3, field 'value': bad JSON" and err.row == 3
