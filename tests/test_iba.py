@@ -109,7 +109,7 @@ def test_construction_is_deterministic_for_a_seed():
 
 
 def test_sample_is_balanced_across_action_types_and_scenarios():
-    data = build(sample=12)
+    data = build(sample=12, scenarios=GENERATE + CALL_API)
     assert data.info["by_action_type"] == {"generate": 6, "call_api": 6}
     assert set(data.info["by_scenario"]) == set(GENERATE + CALL_API)
     assert {i.group for i in data.instances} == set(data.info["by_domain"])
@@ -332,3 +332,15 @@ def test_no_prefect_import_in_the_iba_slice():
     files = [*(ROOT / "perseval/benchmarks/iba").glob("*.py"), ROOT / "perseval/agents/iba_rag.py",
              ROOT / "perseval/agents/iba_oracle.py"]
     assert files and not [f for f in files if re.search(r"^\s*(import|from)\s+prefect", f.read_text(), re.M)]
+
+
+def test_oracle_reads_combined_evidence_turns_in_table2_mode():
+    # table2 mode packs several dimensions into one evidence turn: the oracle must read them all
+    bench = IbaBenchmark({"noise_per_evidence": 2, "distribution": "table2", "dynamic_rate": 0.5})
+    data = bench.build(sample=60, seed=5, source=None)
+    combined = [d for d in data.documents if len(d.meta.get("supports", [])) > 1]
+    assert combined, "the fixture must contain combined evidence turns"
+    api = [i for i in data.instances if i.payload["action_type"] == "call_api"]
+    assert api
+    sub = type(data)(api, data.documents, {})
+    assert mean_score(bench, sub, IbaOracleAgent(), context(data)) == 100.0
