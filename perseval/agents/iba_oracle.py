@@ -17,13 +17,17 @@ from perseval.records import AgentOutput, Document, Instance
 from perseval.registry import register_agent
 
 
-def latest_evidence(documents: list[Document], scenario: str) -> dict[str, Document]:
-    """Dimension -> its latest evidence turn of `scenario`, by timestamp then history order."""
+def latest_evidence(documents: list[Document], scenario: str) -> dict[str, dict[str, Any]]:
+    """Dimension -> the signal (dimension, value, ...) of its latest evidence turn of `scenario`."""
     order = sorted(enumerate(documents), key=lambda p: (p[1].timestamp, p[0]))
-    latest: dict[str, Document] = {}
+    latest: dict[str, dict[str, Any]] = {}
     for _, doc in order:
-        if doc.meta.get("scenario") == scenario and "dimension" in doc.meta:
-            latest[doc.meta["dimension"]] = doc
+        if doc.meta.get("scenario") != scenario:
+            continue
+        # one turn may carry evidence for several dimensions (table2 mode): read every signal
+        for signal in doc.meta.get("supports") or [doc.meta]:
+            if "dimension" in signal:
+                latest[signal["dimension"]] = {**signal, "doc_id": doc.doc_id}
     return latest
 
 
@@ -37,10 +41,10 @@ class IbaOracleAgent(Agent):
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         scenario = load_taxonomy().scenario(instance.payload["scenario"])
         latest = latest_evidence(ctx.documents(instance.user_id), scenario.name)
-        values = {dim: doc.meta["value"] for dim, doc in latest.items()}
+        values = {dim: signal["value"] for dim, signal in latest.items()}
         trace: list[dict[str, Any]] = [{"step": "oracle_evidence", "evidence": [
-            {"doc_id": d.doc_id, "dimension": dim, "value": d.meta["value"], "phase": d.meta.get("dynamic_phase")}
-            for dim, d in latest.items()]}]
+            {"doc_id": sig["doc_id"], "dimension": dim, "value": sig["value"], "phase": sig.get("dynamic_phase")}
+            for dim, sig in latest.items()]}]
         if scenario.api is not None:
             parsed: dict[str, Any] = dict(instance.payload["api"].get("task_fixed", {}))
             for slot in scenario.api.personal_slots:

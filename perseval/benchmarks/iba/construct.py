@@ -6,45 +6,53 @@ noise turns around them at `noise_per_evidence` noise turns per evidence
 turn. Each instance gets its own user, so a user's history holds exactly the
 evidence its gold depends on; every evidence turn carries its ground truth in
 `Document.meta` for oracle agents and for tests.
+
+Two distributions of the per-instance counts:
+  simple  the thin slice's: balanced action types and scenarios, one or two
+          evidence turns per value, constraints from Table 2's overall row
+  table2  Table 2 per domain: instances per domain (and per scenario, Table 13's
+          I when the taxonomy gives it), #evidence and #constraints quotas; a
+          turn may carry several preferences so that one evidence item can back
+          three constraints, as the paper's counts require
+`full_size: true` (or sample = 6962) builds the paper's size with `table2`.
+The build streams instance by instance (`iter_build`), so a writer can put a
+full-size build on disk without holding a million history turns in memory.
 """
 from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from perseval.benchmarks.base import BenchmarkData
+from perseval.benchmarks.iba import distribution as dist
+from perseval.benchmarks.iba.evidence import (Preference, Signal, Support, order_signals, plan_turns, realise,
+                                              simple_signals, turn_meta, turn_text)
 from perseval.benchmarks.iba.noise import noise_turn
-from perseval.benchmarks.iba.personas import Persona, sample_persona, transition_phrase
-from perseval.benchmarks.iba.taxonomy import Dimension, Scenario, Taxonomy, Value
+from perseval.benchmarks.iba.personas import Persona, sample_persona
+from perseval.benchmarks.iba.stats import ConstructionStats
+from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.errors import ConfigError
 from perseval.records import Document, Instance
 
-# Share of each evidence kind: implicit behaviour dominates, direct statements are occasional.
-KIND_WEIGHTS = {"behaviour": 0.35, "correction": 0.25, "complaint": 0.15, "rejection": 0.15, "statement": 0.10}
-# A change of preference is announced more explicitly than it is acted out.
-NEW_PHASE_WEIGHTS = {"behaviour": 0.10, "correction": 0.40, "complaint": 0.15, "rejection": 0.15, "statement": 0.20}
 # Instances by number of constraints, overall row of Table 2 (1, 2, 3, 4, 5+), in percent.
 CONSTRAINT_WEIGHTS = {1: 4, 2: 16, 3: 35, 4: 29, 5: 16}
-PHASE_ORDER = {"old": 0, "static": 1, "new": 2}
-ACKS = (
-    "Got it, I'll keep that in mind.",
-    "Understood, updated.",
-    "Noted.",
-    "Makes sense, I've adjusted it.",
-    "Thanks for telling me.",
-    "Sounds good!",
-)
+DISTRIBUTIONS = ("simple", "table2")
+# One meta dict shared by every noise turn: a full-size build has over a million of them.
+# Treat Document.meta as read-only (the pipeline only serialises it).
+NOISE_META: dict[str, Any] = {"kind": "noise"}
 
 
 @dataclass(frozen=True)
 class ConstructParams:
     noise_per_evidence: float = 100.0  # the paper: about one task-relevant turn per 100
     dynamic_rate: float = 0.3  # chance that a dimension with shifts gets a dynamic preference
-    extra_evidence_rate: float = 0.3  # chance of a second evidence turn for one value
+    extra_evidence_rate: float = 0.3  # simple: chance of a second evidence turn for one value
     scenarios: tuple[str, ...] | None = None  # scenario names; None: all
+    distribution: str = "simple"  # simple | table2
+    full_size: bool = False  # Table 2's instance counts (6,962 with the full taxonomy)
 
     @classmethod
     def from_mapping(cls, params: Mapping[str, Any] | None) -> "ConstructParams":
@@ -60,44 +68,59 @@ class ConstructParams:
             dynamic_rate=float(params.get("dynamic_rate", cls.dynamic_rate)),
             extra_evidence_rate=float(params.get("extra_evidence_rate", cls.extra_evidence_rate)),
             scenarios=tuple(str(n) for n in names) if names else None,
+            distribution=str(params.get("distribution", cls.distribution)),
+            full_size=params.get("full_size", cls.full_size),
         )
-        if out.noise_per_evidence < 0:
-            raise ConfigError("iba params: key 'noise_per_evidence' must be >= 0")
-        for key in ("dynamic_rate", "extra_evidence_rate"):
-            if not 0.0 <= getattr(out, key) <= 1.0:
-                raise ConfigError(f"iba params: key '{key}' must lie in [0, 1]")
+        out.validate()
         return out
 
+    def validate(self) -> None:
+        if self.noise_per_evidence < 0:
+            raise ConfigError("iba params: key 'noise_per_evidence' must be >= 0")
+        for key in ("dynamic_rate", "extra_evidence_rate"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ConfigError(f"iba params: key '{key}' must lie in [0, 1]")
+        if self.distribution not in DISTRIBUTIONS:
+            raise ConfigError(f"iba params: key 'distribution' must be one of {list(DISTRIBUTIONS)}")
+        if not isinstance(self.full_size, bool):
+            raise ConfigError("iba params: key 'full_size' must be true or false")
+
+    def is_full_size(self, sample: int) -> bool:
+        return self.full_size or sample == dist.FULL_SIZE
+
+    def uses_table2(self, sample: int) -> bool:
+        return self.distribution == "table2" or self.is_full_size(sample)
+
 
 @dataclass(frozen=True)
-class Preference:
-    dimension: Dimension
-    value: str  # the gold (current) value
-    previous: str | None = None  # set for a dynamic preference: the value it replaced
+class InstanceSpec:
+    """What the planner fixes before an instance is drawn; counts are None in the simple distribution."""
 
-    @property
-    def dynamic(self) -> bool:
-        return self.previous is not None
-
-
-@dataclass(frozen=True)
-class Evidence:
-    dimension: str
-    value: str
-    kind: str
-    phase: str  # static | old | new
-    text: str
+    index: int
+    scenario: Scenario
+    n_evidence: int | None = None
+    n_constraints: int | None = None
 
 
-# --- choices -----------------------------------------------------------------
+@dataclass
+class BuildPlan:
+    specs: list[InstanceSpec]
+    notes: dict[str, Any] = field(default_factory=dict)  # planner facts for the info (clamps, gaps)
+
+
+# --- planning -----------------------------------------------------------------------------
+
+
+def _pool(taxonomy: Taxonomy, names: tuple[str, ...] | None) -> list[Scenario]:
+    try:
+        return [taxonomy.scenario(n) for n in names] if names else list(taxonomy.scenarios)
+    except KeyError as exc:
+        raise ConfigError(f"iba params: key 'scenarios': {exc.args[0]}") from None
 
 
 def plan_scenarios(taxonomy: Taxonomy, sample: int, names: tuple[str, ...] | None) -> list[Scenario]:
-    """Scenario of each instance: alternate action types, round-robin scenarios within a type."""
-    try:
-        pool = [taxonomy.scenario(n) for n in names] if names else list(taxonomy.scenarios)
-    except KeyError as exc:
-        raise ConfigError(f"iba params: key 'scenarios': {exc.args[0]}") from None
+    """Simple distribution: alternate action types, round-robin scenarios within a type."""
+    pool = _pool(taxonomy, names)
     by_type = {t: [s for s in pool if s.action_type == t] for t in ("generate", "call_api")}
     types = [t for t, group in by_type.items() if group]
     used: Counter[str] = Counter()
@@ -109,69 +132,72 @@ def plan_scenarios(taxonomy: Taxonomy, sample: int, names: tuple[str, ...] | Non
     return plan
 
 
-def choose_preferences(scenario: Scenario, rng: random.Random, params: ConstructParams) -> list[Preference]:
-    """Constrained dimensions and their values; CallAPI constrains every personal slot."""
+def plan_table2(taxonomy: Taxonomy, sample: int, seed: int, params: ConstructParams) -> BuildPlan:
+    """Table 2 distribution: scenario counts, then per-domain evidence and constraint quotas."""
+    full = params.is_full_size(sample)
+    counts = dist.scenario_counts(taxonomy, _pool(taxonomy, params.scenarios), None if full else sample)
+    scenarios = [taxonomy.scenario(n) for n, k in counts.items() for _ in range(k)]
+    rng = random.Random(f"iba-plan:{seed}")
+    rng.shuffle(scenarios)  # shards mix domains and scenarios
+    n_ev: dict[int, int] = {}
+    n_con: dict[int, int] = {}
+    clamped = 0
+    for domain in dict.fromkeys(s.domain for s in scenarios):
+        idx = [i for i, s in enumerate(scenarios) if s.domain == domain]
+        row = dist.row_for(domain)
+        n_ev.update(zip(idx, dist.evidence_counts(len(idx), row, rng)))
+        con, k = dist.constraint_counts([len(scenarios[i].dimensions) for i in idx], row, rng)
+        n_con.update(zip(idx, con))
+        clamped += k
+    specs = [InstanceSpec(i, s, n_ev[i], n_con[i]) for i, s in enumerate(scenarios)]
+    notes: dict[str, Any] = {"clamped_constraints": clamped}
+    if full:
+        notes["missing_domains"] = dist.missing_domains(taxonomy)
+    return BuildPlan(specs, notes)
+
+
+def plan_build(taxonomy: Taxonomy, *, sample: int, seed: int, params: ConstructParams) -> BuildPlan:
+    if params.uses_table2(sample):
+        return plan_table2(taxonomy, sample, seed, params)
+    return BuildPlan([InstanceSpec(i, s) for i, s in enumerate(plan_scenarios(taxonomy, sample, params.scenarios))])
+
+
+# --- one instance ---------------------------------------------------------------------------
+
+
+def _n_constraints(scenario: Scenario, rng: random.Random) -> int:
+    """Simple distribution: Generate(text) draws a count, CallAPI constrains every personal slot."""
+    n = len(scenario.dimensions)
+    if scenario.action_type != "generate":
+        return n
+    k = rng.choices(list(CONSTRAINT_WEIGHTS), weights=list(CONSTRAINT_WEIGHTS.values()))[0]
+    return min(n, k if k < 5 else rng.randint(5, max(5, n)))
+
+
+def choose_preferences(scenario: Scenario, rng: random.Random, params: ConstructParams,
+                       k: int | None = None, n_evidence: int | None = None) -> list[Preference]:
+    """Constrained dimensions (taxonomy order) and their values; dynamic ones need two evidence turns."""
     dims = list(scenario.dimensions)
-    if scenario.action_type == "generate":
-        k = rng.choices(list(CONSTRAINT_WEIGHTS), weights=list(CONSTRAINT_WEIGHTS.values()))[0]
-        k = min(len(dims), k if k < 5 else rng.randint(5, max(5, len(dims))))
+    k = _n_constraints(scenario, rng) if k is None else min(k, len(dims))
+    if k < len(dims):
         chosen = set(rng.sample(range(len(dims)), k))
-        dims = [d for i, d in enumerate(dims) if i in chosen]  # keep taxonomy order
+        dims = [d for i, d in enumerate(dims) if i in chosen]
+    can_change = scenario.dynamic and (n_evidence is None or n_evidence >= 2)
     prefs = []
     for dim in dims:
-        if scenario.dynamic and dim.shifts and rng.random() < params.dynamic_rate:
+        if can_change and dim.shifts and rng.random() < params.dynamic_rate:
             old, new = rng.choice(dim.shifts)
-            prefs.append(Preference(dim, new, old))
+            prefs.append(Preference(dim.id, new, old))
         else:
-            prefs.append(Preference(dim, rng.choice(dim.value_ids)))
+            prefs.append(Preference(dim.id, rng.choice(dim.value_ids)))
     return prefs
 
 
-def _pick_kinds(value: Value, n: int, rng: random.Random, weights: Mapping[str, float]) -> list[str]:
-    """n evidence kinds for one value, distinct while the value has enough kinds."""
-    chosen: list[str] = []
-    for _ in range(n):
-        pool = [k for k in value.evidence if k not in chosen] or list(value.evidence)
-        chosen.append(rng.choices(pool, weights=[weights.get(k, 0.1) for k in pool])[0])
-    return chosen
-
-
-def _turns(dim: Dimension, value_id: str, phase: str, rng: random.Random, params: ConstructParams,
-           persona: Persona) -> list[Evidence]:
-    value = dim.value(value_id)
-    n = 1 + (rng.random() < params.extra_evidence_rate)
-    weights = NEW_PHASE_WEIGHTS if phase == "new" else KIND_WEIGHTS
-    out = []
-    for kind in _pick_kinds(value, n, rng, weights):
-        text = rng.choice(value.evidence[kind])
-        if phase == "new":
-            text = f"{transition_phrase(persona, rng)} {text}"
-        out.append(Evidence(dim.id, value_id, kind, phase, text))
-    return out
-
-
-def evidence_for(pref: Preference, persona: Persona, rng: random.Random, params: ConstructParams) -> list[Evidence]:
-    if not pref.dynamic:
-        return _turns(pref.dimension, pref.value, "static", rng, params, persona)
-    old = _turns(pref.dimension, pref.previous or "", "old", rng, params, persona)
-    return old + _turns(pref.dimension, pref.value, "new", rng, params, persona)
-
-
-# --- history -----------------------------------------------------------------
-
-
-def order_evidence(evidence: list[Evidence], rng: random.Random) -> list[Evidence]:
-    """A random order in which each dimension's old-phase turns precede its new-phase turns."""
-    order = list(evidence)
-    rng.shuffle(order)
-    by_dim: dict[str, list[int]] = {}
-    for i, ev in enumerate(order):
-        by_dim.setdefault(ev.dimension, []).append(i)
-    for idxs in by_dim.values():
-        turns = sorted((order[i] for i in idxs), key=lambda e: PHASE_ORDER[e.phase])
-        for i, turn in zip(idxs, turns):
-            order[i] = turn
-    return order
+def evidence_turns(prefs: list[Preference], spec: InstanceSpec, rng: random.Random,
+                   params: ConstructParams) -> list[list[Signal]]:
+    if spec.n_evidence is None:
+        return [[s] for s in order_signals(simple_signals(prefs, params.extra_evidence_rate, rng), rng)]
+    return plan_turns(prefs, spec.n_evidence, rng)
 
 
 def timestamps(n: int, rng: random.Random) -> list[str]:
@@ -184,35 +210,30 @@ def timestamps(n: int, rng: random.Random) -> list[str]:
     return out
 
 
-def write_history(user_id: str, scenario: Scenario, evidence: list[Evidence], n_noise: int,
+def write_history(user_id: str, scenario: Scenario, turns: list[list[Support]], n_noise: int,
                   persona: Persona, rng: random.Random) -> list[Document]:
-    ordered = order_evidence(evidence, rng)
-    total = len(ordered) + n_noise
-    at = dict(zip(sorted(rng.sample(range(total), len(ordered))), ordered))
+    """Evidence turns, in their planned order, at random positions among `n_noise` noise turns."""
+    total = len(turns) + n_noise
+    at = dict(zip(sorted(rng.sample(range(total), len(turns))), turns))
     docs = []
     for i, stamp in enumerate(timestamps(total, rng)):
-        ev = at.get(i)
-        if ev is None:
-            text, meta = noise_turn(rng, persona), {"kind": "noise"}
+        supports = at.get(i)
+        if supports is None:
+            text, meta = noise_turn(rng, persona), NOISE_META
         else:
-            text = f"User: {ev.text}\nAssistant: {rng.choice(ACKS)}"
-            meta = {"scenario": scenario.name, "dimension": ev.dimension, "value": ev.value,
-                    "kind": ev.kind, "dynamic_phase": ev.phase}
+            text, meta = turn_text(supports, persona, rng), turn_meta(scenario, supports)
         docs.append(Document(owner=user_id, doc_id=f"{user_id}-t{i:05d}", text=text, timestamp=stamp, meta=meta))
     return docs
-
-
-# --- instances -----------------------------------------------------------------
 
 
 def _action_parts(scenario: Scenario, prefs: list[Preference], case: Mapping[str, Any]) -> tuple[dict, dict]:
     """(payload part, gold part) specific to the action type."""
     if scenario.api is None:
-        checkpoints = [{"id": p.dimension.id, "dimension": p.dimension.id, "value": p.value,
-                        "statement": p.dimension.value(p.value).checkpoint} for p in prefs]
+        checkpoints = [{"id": p.dimension_id, "dimension": p.dimension_id, "value": p.value,
+                        "statement": scenario.dimension(p.dimension_id).value(p.value).checkpoint} for p in prefs]
         return {}, {"checkpoints": checkpoints}
     api = scenario.api
-    gold_by_dim = {p.dimension.id: p.value for p in prefs}
+    gold_by_dim = {p.dimension_id: p.value for p in prefs}
     slots = [{"name": s.name, "type": s.type, "values": list(s.values), "description": s.description}
              for s in api.slots]
     payload = {"api": {"name": api.name, "description": api.description, "slots": slots,
@@ -221,60 +242,49 @@ def _action_parts(scenario: Scenario, prefs: list[Preference], case: Mapping[str
     return payload, gold
 
 
-def build_instance(index: int, scenario: Scenario, seed: int,
-                   params: ConstructParams) -> tuple[Instance, list[Document]]:
-    # one RNG per instance, seeded by (seed, index): an instance does not change when sample grows
+def build_instance(spec: InstanceSpec, seed: int, params: ConstructParams) -> tuple[Instance, list[Document]]:
+    # one RNG per instance, seeded by (seed, index): in the simple distribution an instance
+    # does not change when sample grows
+    index, scenario = spec.index, spec.scenario
     rng = random.Random(f"iba:{seed}:{index}")
     user_id = f"iba-u{index:04d}"
     persona = sample_persona(rng)
     case = rng.choice(scenario.cases)
     query = rng.choice(scenario.tasks).format(**case)
-    prefs = choose_preferences(scenario, rng, params)
-    evidence = [ev for p in prefs for ev in evidence_for(p, persona, rng, params)]
-    n_noise = round(len(evidence) * params.noise_per_evidence)
-    docs = write_history(user_id, scenario, evidence, n_noise, persona, rng)
+    prefs = choose_preferences(scenario, rng, params, spec.n_constraints, spec.n_evidence)
+    turns = realise(evidence_turns(prefs, spec, rng, params), scenario, rng)
+    n_noise = round(len(turns) * params.noise_per_evidence)
+    docs = write_history(user_id, scenario, turns, n_noise, persona, rng)
     action_payload, action_gold = _action_parts(scenario, prefs, case)
+    n_dynamic = sum(p.dynamic for p in prefs)
     payload = {"scenario": scenario.name, "action_type": scenario.action_type, **action_payload,
-               "n_evidence": len(evidence), "n_constraints": len(prefs)}
+               "n_evidence": len(turns), "n_constraints": len(prefs), "dynamic": n_dynamic > 0}
     gold = {**action_gold,
-            "preferences": [{"dimension": p.dimension.id, "value": p.value, "previous": p.previous,
+            "preferences": [{"dimension": p.dimension_id, "value": p.value, "previous": p.previous,
                              "dynamic": p.dynamic} for p in prefs],
-            "n_dynamic": sum(p.dynamic for p in prefs), "persona": persona.to_dict()}
+            "n_dynamic": n_dynamic, "persona": persona.to_dict(),
+            "task_case": dict(case)}  # the task's concrete details: LLM mode must keep them
     instance = Instance(f"iba-{index:04d}-{scenario.slug}", "iba", user_id, scenario.domain, query, payload, gold)
     return instance, docs
 
 
-def _bucket(n: int) -> str:
-    return "5+" if n >= 5 else str(n)
+# --- whole builds -----------------------------------------------------------------------------
 
 
-def construction_info(instances: list[Instance], documents: list[Document], params: ConstructParams) -> dict[str, Any]:
-    """Counts in the shape of Table 2, plus the noise ratio actually achieved."""
-    n_evidence = sum(i.payload["n_evidence"] for i in instances)
-    n_noise = len(documents) - n_evidence
-    return {
-        "n_instances": len(instances),
-        "n_users": len({i.user_id for i in instances}),
-        "n_documents": len(documents),
-        "n_evidence": n_evidence,
-        "n_noise": n_noise,
-        "noise_per_evidence": params.noise_per_evidence,
-        "noise_ratio": n_noise / n_evidence if n_evidence else 0.0,
-        "n_dynamic_preferences": sum(i.gold["n_dynamic"] for i in instances),
-        "by_action_type": dict(Counter(i.payload["action_type"] for i in instances)),
-        "by_scenario": dict(Counter(i.payload["scenario"] for i in instances)),
-        "by_domain": dict(Counter(i.group for i in instances)),
-        "evidence_hist": dict(Counter(_bucket(i.payload["n_evidence"]) for i in instances)),
-        "constraints_hist": dict(Counter(_bucket(i.payload["n_constraints"]) for i in instances)),
-    }
+def iter_build(plan: BuildPlan, seed: int, params: ConstructParams) -> Iterator[tuple[Instance, list[Document]]]:
+    """Instances one at a time, in plan order, each with its user's history."""
+    for spec in plan.specs:
+        yield build_instance(spec, seed, params)
 
 
 def construct(taxonomy: Taxonomy, *, sample: int, seed: int, params: ConstructParams) -> BenchmarkData:
-    """`sample` instances balanced across action types and scenarios, with their users' histories."""
+    """The whole build in memory: `sample` instances (or the full size) with their users' histories."""
+    plan = plan_build(taxonomy, sample=sample, seed=seed, params=params)
+    stats = ConstructionStats(params, plan, sample)
     instances: list[Instance] = []
     documents: list[Document] = []
-    for index, scenario in enumerate(plan_scenarios(taxonomy, sample, params.scenarios)):
-        inst, docs = build_instance(index, scenario, seed, params)
+    for inst, docs in iter_build(plan, seed, params):
+        stats.add(inst, docs)
         instances.append(inst)
         documents.extend(docs)
-    return BenchmarkData(instances, documents, construction_info(instances, documents, params))
+    return BenchmarkData(instances, documents, stats.info())

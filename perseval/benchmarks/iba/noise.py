@@ -74,6 +74,20 @@ _TEMPLATES: tuple[tuple[str, str, dict[str, tuple[str, ...]]], ...] = (
      "They overlap, but they differ in scale and in how the terms are used; I can go into detail.",
      {"pair": ("a violin and a fiddle", "a crocodile and an alligator", "weather and climate",
                "a comet and an asteroid", "baking soda and baking powder")}),
+    ("Why does {phenomenon}?",
+     "It comes down to how light, heat or pressure behave at small scales; I can sketch the physics if you want.",
+     {"phenomenon": ("the sky look blue", "ice float on water", "a rainbow form", "metal feel colder than wood",
+                     "the moon change shape over a month")}),
+    ("Is it true that {claim}?",
+     "That's a popular belief, but the evidence points the other way; it's a common myth.",
+     {"claim": ("goldfish have a three-second memory", "lightning never strikes the same place twice",
+                "bats are blind", "bulls hate the colour red", "we only use ten percent of our brains")}),
+    ("Can you explain how {mechanism} works?",
+     "In short, a few simple parts interact in a clever sequence; a diagram makes it obvious.",
+     {"mechanism": ("a zipper", "a pin tumbler lock", "a bicycle derailleur", "a compass", "a mechanical watch")}),
+    ("What's a good name for a new {animal}?",
+     "Short names with two syllables are easy to call; pick something that suits its personality.",
+     {"animal": ("kitten", "puppy", "parrot", "tortoise", "hamster")}),
     ("How do I clean {thing}?",
      "A mild soap solution and a soft cloth work for most cases; test a hidden spot first.",
      {"thing": ("a suede jacket", "a cast-iron pan", "window blinds", "a keyboard", "white sneakers")}),
@@ -91,13 +105,36 @@ _PERSONA_TEMPLATES = (
 )
 
 
+# Rendered turns, keyed by the choices that made them: a full-size build has over a million
+# noise turns drawn from a few thousand distinct texts, so sharing the strings saves memory.
+_RENDERED: dict[tuple, str] = {}
+
+
+def _persona_turn(t: int, persona: Persona, trait: str) -> str:
+    key = ("persona", t, persona.persona_id, trait)
+    text = _RENDERED.get(key)
+    if text is None:
+        q, a = _PERSONA_TEMPLATES[t]
+        q = q.format(role=persona.role, state=persona.state, background=persona.background, trait=trait)
+        text = _RENDERED[key] = f"User: {q}\nAssistant: {a}"
+    return text
+
+
+def _topic_turn(t: int, picks: tuple[int, ...], ending: int) -> str:
+    key = (t, picks, ending)
+    text = _RENDERED.get(key)
+    if text is None:
+        q, a, fillers = _TEMPLATES[t]
+        q = q.format(**{k: v[i] for (k, v), i in zip(fillers.items(), picks)}) + _ENDINGS[ending]
+        text = _RENDERED[key] = f"User: {q}\nAssistant: {a}"
+    return text
+
+
 def noise_turn(rng: random.Random, persona: Persona) -> str:
     """One task-irrelevant exchange; about one in eight mentions the persona for realism."""
     if rng.random() < 0.125:
-        q, a = rng.choice(_PERSONA_TEMPLATES)
-        q = q.format(role=persona.role, state=persona.state, background=persona.background,
-                     trait=rng.choice(persona.traits))
-        return f"User: {q}\nAssistant: {a}"
-    q, a, fillers = rng.choice(_TEMPLATES)
-    q = q.format(**{k: rng.choice(v) for k, v in fillers.items()}) + rng.choice(_ENDINGS)
-    return f"User: {q}\nAssistant: {a}"
+        t = rng.randrange(len(_PERSONA_TEMPLATES))
+        return _persona_turn(t, persona, rng.choice(persona.traits))
+    t = rng.randrange(len(_TEMPLATES))
+    picks = tuple(rng.randrange(len(v)) for v in _TEMPLATES[t][2].values())
+    return _topic_turn(t, picks, rng.randrange(len(_ENDINGS)))

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
+
+SEED_PERSONAS = 400  # the paper builds its users from 400 seed personas
 
 BACKGROUNDS = (
     "a 29-year-old nurse in Manchester",
@@ -22,6 +25,14 @@ BACKGROUNDS = (
     "a 38-year-old data analyst in Singapore",
     "a 27-year-old paramedic in Dublin",
     "a 60-year-old retired librarian in Edinburgh",
+    "a 31-year-old software tester in Bangalore",
+    "a 44-year-old architect in Montreal",
+    "a 22-year-old barista and art student in Seoul",
+    "a 57-year-old pharmacist in Cape Town",
+    "a 36-year-old journalist in Buenos Aires",
+    "a 49-year-old logistics manager in Rotterdam",
+    "a 26-year-old junior lawyer in Nairobi",
+    "a 40-year-old physiotherapist in Stockholm",
 )
 TRAITS = (
     "meticulous", "impatient", "curious", "frugal", "sociable",
@@ -57,11 +68,27 @@ class Persona:
         return {**asdict(self), "traits": list(self.traits)}
 
 
-def sample_persona(rng: random.Random) -> Persona:
+def _draw(rng: random.Random) -> Persona:
     """One persona; its id names the combination so equal personas share an id."""
     b, e, r = rng.randrange(len(BACKGROUNDS)), rng.randrange(len(STATES)), rng.randrange(len(ROLES))
     t = sorted(rng.sample(range(len(TRAITS)), 2))
     return Persona(f"p-{b}-{t[0]}-{t[1]}-{e}-{r}", BACKGROUNDS[b], tuple(TRAITS[i] for i in t), STATES[e], ROLES[r])
+
+
+@lru_cache(maxsize=1)
+def persona_pool() -> tuple[Persona, ...]:
+    """The seed personas: distinct, and the same on every machine (drawn with a constant seed)."""
+    rng = random.Random("iba-seed-personas")
+    pool: dict[str, Persona] = {}
+    while len(pool) < SEED_PERSONAS:
+        p = _draw(rng)
+        pool.setdefault(p.persona_id, p)
+    return tuple(pool.values())
+
+
+def sample_persona(rng: random.Random) -> Persona:
+    """A seed persona; several users may share one, as in the paper (400 personas, 6,962 instances)."""
+    return persona_pool()[rng.randrange(SEED_PERSONAS)]
 
 
 def transition_phrase(persona: Persona, rng: random.Random) -> str:

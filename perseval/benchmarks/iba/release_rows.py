@@ -1,0 +1,225 @@
+"""Field-level checks of release rows, and their mapping onto perseval's records.
+
+Nested fields may be native (JSON Lines, Parquet struct/list columns) or JSON
+text (a Parquet string column); both are accepted. A field path in an error
+uses dots and indexes, e.g. `api.slots[2].name`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
+from perseval.errors import InputError
+from perseval.records import Document, Instance
+
+ACTION_ALIASES = {"generate": "generate", "generate(text)": "generate",
+                  "call_api": "call_api", "callapi": "call_api", "callapi(params)": "call_api"}
+PHASES = ("static", "old", "new")
+
+
+@dataclass
+class Rows:
+    """One raw row and where it came from, with typed getters that fail precisely."""
+
+    path: Path
+    n: int
+    raw: dict[str, Any]
+
+    def fail(self, field: str, message: str) -> InputError:
+        return InputError(self.path, message, row=self.n, field=field)
+
+    def get(self, obj: dict[str, Any], key: str, where: str, kind: type | tuple[type, ...], required: bool) -> Any:
+        value = obj.get(key) if isinstance(obj, dict) else None
+        if isinstance(value, str) and kind in (list, dict):
+            value = self._decode(value, where)
+        if value is None or (value == "" and kind is str):
+            if required:
+                raise self.fail(where, f"missing; expected {_kind_name(kind)}")
+            return None
+        if isinstance(value, dict):
+            # a Parquet struct column has every key any row has, null where a row lacks it
+            value = {k: v for k, v in value.items() if v is not None}
+        if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)  # numeric ids are fine as text
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+            raise self.fail(where, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.80}")
+        return value
+
+    def _decode(self, text: str, where: str) -> Any:
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise self.fail(where, f"a string that is not valid JSON ({exc.msg})") from None
+
+    def need(self, key: str, kind: type | tuple[type, ...] = str, obj: dict | None = None, where: str = "") -> Any:
+        return self.get(self.raw if obj is None else obj, key, where or key, kind, True)
+
+    def opt(self, key: str, kind: type | tuple[type, ...] = str, obj: dict | None = None, where: str = "") -> Any:
+        return self.get(self.raw if obj is None else obj, key, where or key, kind, False)
+
+    def items(self, key: str, obj: dict | None = None, where: str = "", required: bool = True) -> list[dict]:
+        """A list of objects, non-empty when required."""
+        where = where or key
+        value = self.need(key, list, obj, where) if required else (self.opt(key, list, obj, where) or [])
+        if required and not value:
+            raise self.fail(where, "empty list; expected at least one object")
+        for i, item in enumerate(value):
+            if not isinstance(item, dict):
+                raise self.fail(f"{where}[{i}]", f"expected an object, got {type(item).__name__}")
+        return value
+
+
+def _sub(r: Rows, obj: dict[str, Any], prefix: str, key: str, kind: type = str, required: bool = False) -> Any:
+    """A field of a nested object, named `<prefix>.<key>` in errors."""
+    return (r.need if required else r.opt)(key, kind, obj, f"{prefix}.{key}")
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    names = {str: "a string", int: "an integer", list: "a list", dict: "an object", bool: "true/false"}
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(names.get(k, k.__name__) for k in kinds)
+
+
+# --- instances ---------------------------------------------------------------------------
+
+
+def _action_type(r: Rows) -> str:
+    raw = r.need("action_type")
+    action = ACTION_ALIASES.get(raw.strip().lower())
+    if action is None:
+        raise r.fail("action_type", f"unknown value {raw!r}; expected generate or call_api")
+    return action
+
+
+def _preferences(r: Rows) -> list[dict[str, Any]]:
+    prefs = []
+    for i, p in enumerate(r.items("preferences")):
+        w = f"preferences[{i}]"
+        prev = r.opt("previous", str, p, f"{w}.previous")
+        prefs.append({"dimension": r.need("dimension", str, p, f"{w}.dimension"),
+                      "value": r.need("value", str, p, f"{w}.value"), "previous": prev, "dynamic": prev is not None})
+    return prefs
+
+
+def _checkpoints(r: Rows) -> list[dict[str, Any]]:
+    out = []
+    for i, c in enumerate(r.items("checkpoints")):
+        w = f"checkpoints[{i}]"
+        dim = _sub(r, c, w, "dimension")
+        out.append({"id": _sub(r, c, w, "id") or dim or f"c{i}", "dimension": dim, "value": _sub(r, c, w, "value"),
+                    "statement": _sub(r, c, w, "statement", required=True)})
+    return out
+
+
+def _api(r: Rows) -> dict[str, Any]:
+    api = r.need("api", dict)
+    slots = []
+    for i, s in enumerate(r.items("slots", api, "api.slots")):
+        w = f"api.slots[{i}]"
+        values = _sub(r, s, w, "values", list) or []
+        slots.append({"name": _sub(r, s, w, "name", required=True), "type": _sub(r, s, w, "type") or "string",
+                      "values": [str(v) for v in values], "description": _sub(r, s, w, "description") or ""})
+    names = [s["name"] for s in slots]
+    fixed = r.opt("task_fixed", dict, api, "api.task_fixed") or {}
+    for name in fixed:
+        if name not in names:
+            raise r.fail(f"api.task_fixed.{name}", f"names no slot of the API; slots: {names}")
+    return {"name": _sub(r, api, "api", "name", required=True), "description": _sub(r, api, "api", "description") or "",
+            "slots": slots, "task_fixed": fixed}
+
+
+def _gold_slots(r: Rows, api: dict[str, Any]) -> dict[str, Any]:
+    gold = r.need("gold_slots", dict)
+    if not gold:
+        raise r.fail("gold_slots", "empty; expected at least one personalization-relevant slot")
+    by_name = {s["name"]: s for s in api["slots"]}
+    for name, value in gold.items():
+        if name not in by_name:
+            raise r.fail(f"gold_slots.{name}", f"names no slot of the API; slots: {sorted(by_name)}")
+        if name in api["task_fixed"]:
+            raise r.fail(f"gold_slots.{name}", "is task-fixed; only personalization-relevant slots are scored")
+        allowed = by_name[name]["values"]
+        if allowed and str(value) not in allowed:
+            raise r.fail(f"gold_slots.{name}", f"value {value!r} is not among the slot's values {allowed}")
+    return gold
+
+
+def instance_from_row(r: Rows) -> Instance:
+    """The row as an Instance with construction's payload and gold fields."""
+    action = _action_type(r)
+    prefs = _preferences(r)
+    payload: dict[str, Any] = {"scenario": r.need("scenario"), "action_type": action}
+    if action == "call_api":
+        payload["api"] = _api(r)
+        gold: dict[str, Any] = {"slots": _gold_slots(r, payload["api"])}
+    else:
+        gold = {"checkpoints": _checkpoints(r)}
+    n_evidence = r.opt("n_evidence", int)
+    if n_evidence is not None:
+        payload["n_evidence"] = n_evidence
+    payload["n_constraints"] = r.opt("n_constraints", int) or len(prefs)
+    n_dynamic = sum(p["dynamic"] for p in prefs)
+    payload["dynamic"] = n_dynamic > 0
+    gold.update({"preferences": prefs, "n_dynamic": n_dynamic, "persona": r.opt("persona", dict) or {}})
+    case = r.opt("task_case", dict)
+    if case is not None:
+        gold["task_case"] = case
+    return Instance(r.need("instance_id"), "iba", r.need("user_id"), r.need("domain"), r.need("query"), payload, gold)
+
+
+# --- histories -----------------------------------------------------------------------------
+
+
+@dataclass
+class HistoryRow:
+    doc: Document
+
+
+def _text(r: Rows) -> str:
+    text, user = r.opt("text"), r.opt("user")
+    if (text is None) == (user is None):
+        raise r.fail("text", "give either `text` (the whole exchange) or `user` (and optionally `assistant`)"
+                     if text is None else "give `text` or `user`/`assistant`, not both")
+    if text is not None:
+        return text
+    assistant = r.opt("assistant")
+    return f"User: {user}" + (f"\nAssistant: {assistant}" if assistant else "")
+
+
+def _timestamp(r: Rows) -> str:
+    stamp = r.need("timestamp")
+    try:
+        datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        raise r.fail("timestamp", f"{stamp!r} is not an ISO 8601 date-time (e.g. 2025-03-01T09:30:00)") from None
+    return stamp
+
+
+def _support(r: Rows, e: dict[str, Any], where: str) -> dict[str, Any]:
+    phase = r.opt("phase", str, e, f"{where}.phase") or "static"
+    if phase not in PHASES:
+        raise r.fail(f"{where}.phase", f"unknown value {phase!r}; expected one of {list(PHASES)}")
+    kind = r.opt("kind", str, e, f"{where}.kind") or "unspecified"
+    category, low, high = TABLE12.get(kind, ("unspecified", 0, 0))
+    return {"dimension": _sub(r, e, where, "dimension", required=True),
+            "value": _sub(r, e, where, "value", required=True), "kind": kind, "dynamic_phase": phase,
+            "evidence_type": category, "salience": high if phase == "new" else low}
+
+
+def _meta(r: Rows) -> dict[str, Any]:
+    evidence = r.items("evidence", required=False)
+    if not evidence:
+        return {"kind": "noise"}
+    supports = [_support(r, e, f"evidence[{i}]") for i, e in enumerate(evidence)]
+    return {"scenario": r.opt("scenario") or "", **supports[0],
+            "salience": min(SALIENCE_CAP, sum(s["salience"] for s in supports)), "supports": supports}
+
+
+def history_row(r: Rows, index_in_user: int) -> HistoryRow:
+    user = r.need("user_id")
+    turn_id = r.opt("turn_id") or f"{user}-t{index_in_user:05d}"
+    return HistoryRow(Document(owner=user, doc_id=turn_id, text=_text(r), timestamp=_timestamp(r), meta=_meta(r)))
