@@ -1,0 +1,66 @@
+"""IBA-Agent (IBA-Bench paper, section 4): Deep Retrieval, then Broad Thinking & Deep Alignment.
+
+Deep Retrieval: retrieve with the task text; expand the task into facet queries
+(style, structure, decision, correction, habit); dense retrieval per query;
+content-hash redundancy filter; LLM salience re-ranking 0..10 keeping >= 5
+(Table 12); at most 5 expanded queries and 10 passages (C.3).
+Broad Thinking & Deep Alignment: compact evidence -> preference extraction ->
+task-preference alignment plan -> synthesis of the final output (text, QA
+answer, or the CallAPI slots under the schema iba.rag uses).
+
+params (all optional; see iba_agent_parts/settings.py for the full list):
+  controller      pipeline (fixed order, default) | fc (the LLM picks tools by function calling)
+  max_steps       controller turns of the fc loop (default 8)
+  deep_retrieval  false: plain top-k retrieval with the task text        (Table 5: w/o Deep Retrieval)
+  broad_thinking  false: no extraction/plan, synthesise from passages   (Table 5: w/o BT+DA)
+  synthesis       trajectory (default) | rag: the RAG baseline's prompt (Table 5: w/o Synth.)
+  rerank          false: skip LLM salience re-ranking (keep retrieval order)
+  top_k, max_queries, max_passages, salience_threshold   retrieval sizes (3, 5, 10, 5)
+  *_max_tokens    completion budget per stage (expand, salience, extract, plan, controller, api, max_tokens)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from perseval.agents.base import Agent, AgentContext
+from perseval.agents.iba_agent_parts import alignment
+from perseval.agents.iba_agent_parts import deep_retrieval as dr
+from perseval.agents.iba_agent_parts.fc import run_fc
+from perseval.agents.iba_agent_parts.settings import Settings
+from perseval.agents.iba_agent_parts.state import StageFailed, State
+from perseval.records import AgentOutput, Instance
+from perseval.registry import register_agent
+
+
+@register_agent("iba.agent")
+class IbaAgent(Agent):
+    kind = "iba.agent"
+    benchmarks = ("iba",)
+    uses_llm = True
+
+    def __init__(self, params: dict[str, Any] | None = None):
+        super().__init__(params)
+        self.settings = Settings.from_params(self.params)  # a bad YAML fails at load time
+
+    async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
+        state = State(instance, ctx, self.settings, repeat)
+        state.log("config", controller=self.settings.controller, deep_retrieval=self.settings.deep_retrieval,
+                  broad_thinking=self.settings.broad_thinking, synthesis=self.settings.synthesis,
+                  rerank=self.settings.rerank)
+        if ctx.llm is None:
+            return state.output(name, StageFailed("config", "iba.agent needs a backbone model"))
+        try:
+            await (run_fc(state) if self.settings.controller == "fc" else run_pipeline(state))
+        except StageFailed as exc:
+            return state.output(name, exc)
+        return state.output(name)
+
+
+async def run_pipeline(state: State) -> None:
+    """The fixed-order controller: every enabled stage once, in the paper's order."""
+    s = state.settings
+    await (dr.deep_retrieve(state) if s.deep_retrieval else dr.plain_retrieve(state))
+    # RAG-style synthesis reads the passages only: the thinking stages would have no consumer
+    if s.broad_thinking and s.synthesis == "trajectory":
+        await alignment.broad_thinking(state)
+    await alignment.synthesize(state)

@@ -1,0 +1,214 @@
+"""Deep Retrieval (paper section 4): task retrieval, facet query expansion, dense retrieval per query,
+content-hash redundancy filter, LLM salience re-ranking (keep >= threshold), capped evidence context."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from typing import Any
+
+from perseval.agents.iba_agent_parts import prompts
+from perseval.agents.iba_agent_parts.state import Scored, StageFailed, State, usage
+from perseval.agents.iba_rag import passage_trace
+from perseval.parsing import extract_json
+from perseval.records import Passage
+
+_FACET_PAIR = re.compile(r'"(' + "|".join(prompts.FACETS) + r')"\s*:\s*"([^"]+)"')
+_FIRST_INT = re.compile(r"-?\d+")
+
+
+# --- retrieval -----------------------------------------------------------------------
+
+
+async def retrieve(state: State, query: str, k: int, step: str = "retrieve") -> list[Passage]:
+    """Dense retrieval over the user's history; a back-end error ends the run like a failed request."""
+    try:
+        passages = await state.ctx.retrieve(state.instance.user_id, query, k) if k > 0 else []
+    except Exception as exc:  # noqa: BLE001 - any back-end error is recorded, not raised past the agent
+        state.log(step, status="failed", query=query, error=f"{type(exc).__name__}: {exc}")
+        raise StageFailed(step, f"{type(exc).__name__}: {exc}") from exc
+    state.trace.append({**passage_trace(query, k, passages), "step": step})
+    state.retrievals.append(passages)
+    state.kept = None  # new candidates: any earlier selection is stale
+    return passages
+
+
+async def plain_retrieve(state: State) -> list[Scored]:
+    """The w/o Deep Retrieval ablation: top-k with the task text, nothing else."""
+    passages = await retrieve(state, state.instance.query, state.settings.top_k)
+    state.kept = [Scored(p) for p in passages]
+    log_kept(state, "plain")
+    return state.kept
+
+
+# --- query expansion ------------------------------------------------------------------
+
+
+def parse_expansion(text: str, limit: int) -> list[str] | None:
+    """Facet queries from a JSON object, a JSON list, or complete "facet": "query" pairs of a cut answer."""
+    value = extract_json(text)
+    if isinstance(value, dict):
+        items = _dict_items(value)
+    elif isinstance(value, list):
+        items = value
+    else:  # a reply cut off by max_tokens still holds its finished pairs
+        items = [q for _, q in _FACET_PAIR.findall(text or "")]
+    queries = [" ".join(str(q).split()) for q in items if isinstance(q, str) and q.strip()]
+    unique = list(dict.fromkeys(queries))[:limit]
+    return unique or None
+
+
+def _dict_items(value: dict[str, Any]) -> list[Any]:
+    if any(f in value for f in prompts.FACETS):
+        return [value.get(f) for f in prompts.FACETS]
+    if isinstance(value.get("queries"), list):
+        return value["queries"]
+    return list(value.values())
+
+
+def fallback_queries(task: str, limit: int) -> list[str]:
+    """Template facet queries: still broad retrieval when the model's expansion is unusable."""
+    return [f"{task} {hint}" for hint in prompts.FACET_HINTS.values()][:limit]
+
+
+async def expand_queries(state: State) -> list[str]:
+    limit = state.settings.max_queries
+    if limit == 0:
+        state.queries = []
+        return []
+    messages = prompts.expansion_messages(state.instance.query, state.instance.payload)
+    result = await state.ask("expand_queries", messages, json_schema=prompts.EXPANSION_SCHEMA,
+                             max_tokens=state.settings.expand_max_tokens)
+    queries = parse_expansion(result.text, limit)
+    fallback = queries is None
+    state.queries = queries if queries is not None else fallback_queries(state.instance.query, limit)
+    state.log("expand_queries", queries=state.queries, fallback=fallback, raw=result.text[:1000], **usage(result))
+    return state.queries
+
+
+async def retrieve_expanded(state: State) -> None:
+    for query in state.queries:
+        await retrieve(state, query, state.settings.top_k, step="retrieve_expanded")
+
+
+# --- refinement -----------------------------------------------------------------------
+
+
+def content_hash(text: str) -> str:
+    """Hash of the text with case, punctuation and spacing ignored: repeated snippets collide."""
+    norm = " ".join(re.sub(r"[^\w]+", " ", text.lower()).split())
+    return hashlib.sha1(norm.encode()).hexdigest()[:16]
+
+
+def interleave(lists: list[list[Passage]]) -> list[Passage]:
+    """Rank 1 of every query, then rank 2, ...: each facet reaches the capped context."""
+    out = []
+    for rank in range(max((len(x) for x in lists), default=0)):
+        out += [x[rank] for x in lists if rank < len(x)]
+    return out
+
+
+def drop_duplicates(passages: list[Passage]) -> tuple[list[Passage], list[dict[str, Any]]]:
+    seen: dict[str, Passage] = {}
+    kept, removed = [], []
+    for p in passages:
+        h = content_hash(p.text)
+        if h in seen:
+            first = seen[h]
+            removed.append({"doc_id": p.doc_id, "chunk_id": p.chunk_id, "hash": h,
+                            "duplicate_of": {"doc_id": first.doc_id, "chunk_id": first.chunk_id}})
+        else:
+            seen[h] = p
+            kept.append(p)
+    return kept, removed
+
+
+def candidates(state: State) -> list[Passage]:
+    """Every retrieved passage once, interleaved across queries; the filter is logged."""
+    merged = interleave(state.retrievals)
+    unique, removed = drop_duplicates(merged)
+    state.log("redundancy_filter", candidates=len(merged), removed=removed, unique=len(unique))
+    return unique
+
+
+def parse_salience(text: str) -> int | None:
+    """An integer score 0..10 from JSON {"score": n} or the first number in the text; None if absent."""
+    value = extract_json(text)
+    if isinstance(value, dict) and "score" in value:
+        value = value["score"]
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return max(0, min(10, int(round(value))))
+    match = _FIRST_INT.search(text or "")
+    return max(0, min(10, int(match.group()))) if match else None
+
+
+async def score_salience(state: State, passages: list[Passage]) -> list[int | None]:
+    """One scoring request per passage, all in flight at once (the server batches them)."""
+    s = state.settings
+
+    async def one(p: Passage) -> tuple[int | None, str]:
+        messages = prompts.salience_messages(state.instance.query, p.text[:s.evidence_chars])
+        result = await state.ask("salience", messages, json_schema=prompts.SALIENCE_SCHEMA,
+                                 max_tokens=s.salience_max_tokens)
+        return parse_salience(result.text), result.text
+
+    # let every request finish before failing, so no stray request outlives the run
+    answers = await asyncio.gather(*(one(p) for p in passages), return_exceptions=True)
+    for a in answers:
+        if isinstance(a, BaseException):
+            raise a
+    state.log("salience", threshold=s.salience_threshold, scores=[
+        {"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": score, "parsed": score is not None,
+         **({} if score is not None else {"raw": raw[:200]})}
+        for p, (score, raw) in zip(passages, answers)])
+    return [score for score, _ in answers]
+
+
+def select(passages: list[Passage], scores: list[int | None] | None, threshold: int, cap: int) -> list[Scored]:
+    """Passages at or above the threshold, best first; unscorable ones keep retrieval order after them.
+
+    An answer we cannot read is no evidence that the passage is weak, so it is
+    neither trusted above scored passages nor dropped.
+    """
+    if scores is None:
+        return [Scored(p) for p in passages[:cap]]
+    passing = [(i, s) for i, s in enumerate(scores) if s is not None and s >= threshold]
+    passing.sort(key=lambda t: (-t[1], t[0]))
+    unknown = [i for i, s in enumerate(scores) if s is None]
+    chosen = [Scored(passages[i], s) for i, s in passing] + [Scored(passages[i]) for i in unknown]
+    return chosen[:cap]
+
+
+async def refine(state: State) -> list[Scored]:
+    """Redundancy filter, then (optionally) salience re-ranking, then the cap."""
+    s = state.settings
+    unique = candidates(state)
+    scores = await score_salience(state, unique) if s.rerank and unique else None
+    state.kept = select(unique, scores, s.salience_threshold, s.max_passages)
+    log_kept(state, "reranked" if scores is not None else "retrieval_order")
+    return state.kept
+
+
+def log_kept(state: State, how: str) -> None:
+    state.log("kept_passages", selection=how, passages=[
+        {"doc_id": k.passage.doc_id, "chunk_id": k.passage.chunk_id, "score": k.passage.score,
+         "salience": k.salience} for k in state.kept or []])
+
+
+def current_evidence(state: State) -> list[Scored]:
+    """The evidence context as it stands: the selection if one was made, else the filtered candidates."""
+    if state.kept is None:
+        unique = candidates(state)
+        state.kept = select(unique, None, state.settings.salience_threshold, state.settings.max_passages)
+        log_kept(state, "retrieval_order")
+    return state.kept
+
+
+async def deep_retrieve(state: State) -> list[Scored]:
+    """The full module, in the paper's order."""
+    await retrieve(state, state.instance.query, state.settings.top_k)
+    await expand_queries(state)
+    await retrieve_expanded(state)
+    return await refine(state)
