@@ -1,0 +1,102 @@
+"""IBA-Bench cross-cell analyses: the paper's Tables 4-10 and the section 5.3 figures.
+
+`analyze` is called by IbaBenchmark.analyze with the long frame of every instance score (columns
+perseval.benchmarks.base.ANALYSIS_COLUMNS) and the benchmark's instances (QA probe twins from
+perseval.benchmarks.iba.qa included, recognised by payload action_type 'qa'). QA twins are kept out
+of every task table and used only by `qa_vs_task`.
+
+Optional params (ANALYSIS_PARAMS; strip them before the construction params are validated):
+  metric             the metric analysed (default 'score')
+  ablation_agents    agent names of Table 5 (default: agents of kind 'iba.agent')
+  ablation_base      the agent Table 5's deltas are taken against (default: the one without ablation flags)
+  retriever_base     the retriever Table 10's deltas are taken against (default: the most used one)
+  preference_window  sliding-window width of by_preferences (default 2, as in the paper)
+  count_cap          evidence/preference counts >= cap share the last bucket (default 5, the '5+')
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from perseval.benchmarks.iba.analysis_frame import OVERALL, UNSCORED, Prepared, prepare
+from perseval.benchmarks.iba.analysis_slices import by_evidence, by_preferences, qa_vs_task, static_vs_dynamic
+from perseval.benchmarks.iba.analysis_tables import ablation_table, domain_table, repeat_std_table, retriever_swap
+from perseval.benchmarks.iba.plots import grouped_bars, line_figure
+from perseval.records import Instance
+
+ANALYSIS_PARAMS = frozenset({"metric", "ablation_agents", "ablation_base", "retriever_base",
+                             "preference_window", "count_cap"})
+Result = dict[str, "pd.DataFrame | Figure"]
+
+
+def safe_name(text: str) -> str:
+    """A judge name as a file-name-safe suffix."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("_") or "judge"
+
+
+def analyze(scores: pd.DataFrame, instances: list[Instance], params: dict[str, Any] | None = None) -> Result:
+    """name -> DataFrame or Figure; each analysis only when the frame holds what it needs."""
+    params = dict(params or {})
+    if scores is None or scores.empty:
+        return {}
+    prep = prepare(scores, instances, str(params.get("metric", "score")))
+    if prep.task.empty:
+        return {}
+    out: Result = {}
+    out.update(domain_tables(prep, params))
+    out.update(slice_tables(prep, params))
+    out.update(figures(out))
+    return out
+
+
+def domain_tables(prep: Prepared, params: dict[str, Any]) -> Result:
+    task, order = prep.task, prep.order
+    table4 = domain_table(task, order)
+    out: Result = {"table4_mean_over_judges": table4}
+    for judge, rows in task.groupby("judge", sort=False):
+        out[f"table_judge_{safe_name(judge)}"] = domain_table(rows, order)
+        if rows["judge_repeat"].nunique() > 1:
+            out[f"table9_std_over_repeats_{safe_name(judge)}"] = repeat_std_table(rows, order)
+    optional = {"table5_ablation": ablation_table(table4, prep.systems, params),
+                "table10_retriever_swap": retriever_swap(table4, prep.systems, params)}
+    out.update({k: v for k, v in optional.items() if v is not None})
+    return out
+
+
+def slice_tables(prep: Prepared, params: dict[str, Any]) -> Result:
+    cap = int(params.get("count_cap", 5))
+    window = int(params.get("preference_window", 2))
+    optional = {"by_evidence": by_evidence(prep.task, prep.order, cap),
+                "by_preferences": by_preferences(prep.task, prep.order, window, cap),
+                "static_vs_dynamic": static_vs_dynamic(prep.task, prep.order),
+                "qa_vs_task": qa_vs_task(prep.task, prep.qa, prep.order)}
+    return {k: v for k, v in optional.items() if v is not None}
+
+
+def _scores_only(table: pd.DataFrame) -> pd.DataFrame:
+    return table.drop(columns=[c for c in ("n", UNSCORED, OVERALL) if c in table.columns])
+
+
+def figures(tables: Result) -> Result:
+    """Figure 5 (a)-(d) style plots and per-domain bars, from the tables just built."""
+    out: Result = {}
+    if "table4_mean_over_judges" in tables:
+        out["fig_domains"] = grouped_bars(_scores_only(tables["table4_mean_over_judges"]),
+                                          "Score by domain (mean over judges)", "Domain")
+    if "by_evidence" in tables:
+        out["fig_by_evidence"] = line_figure(_scores_only(tables["by_evidence"]),
+                                             "Score by number of evidence items", "Evidence items")
+    if "by_preferences" in tables:
+        out["fig_by_preferences"] = line_figure(_scores_only(tables["by_preferences"]),
+                                                "Score by number of preferences (sliding window)",
+                                                "Preferences (window)")
+    if "static_vs_dynamic" in tables:
+        out["fig_static_vs_dynamic"] = grouped_bars(tables["static_vs_dynamic"][["Static", "Dynamic"]].T,
+                                                    "Static vs dynamic preferences", "System")
+    if "qa_vs_task" in tables:
+        out["fig_qa_vs_task"] = grouped_bars(tables["qa_vs_task"][["QA", "Task"]].T,
+                                             "QA vs task execution", "System")
+    return out
