@@ -19,10 +19,10 @@ from perseval.config import ResolvedExperiment, load_experiment
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import Deployment
 from perseval.llm.endpoint import Endpoint
-from perseval.plan import Cell, Plan, entry_seed, make_plan, pending_models, shard_specs
+from perseval.plan import Cell, Plan, analysis_units, entry_seed, make_plan, pending_models, shard_specs
 from perseval.progress import stage_bar
 from perseval.report import headline, track
-from tasks.stages import construct_task, index_task, judge_task, run_shard_task, score_task
+from tasks.stages import analyze_task, construct_task, index_task, judge_task, run_shard_task, score_task
 
 
 def _wait(stage: str, futures: dict[Any, PrefectFuture], show: bool, timings: dict[str, float]) -> dict[Any, Any]:
@@ -101,14 +101,19 @@ def evaluate(config_path: str, output_root: str | None = None, mlflow_base: str 
         "bench_name": c.benchmark, "bench_params": e.benchmarks[c.bench_index].params, "dkey": c.data_key,
         "rkey": c.run_key, "jkey": c.judge_key}) for c in plan.cells}, show_progress, timings)
 
+    analyses = _wait("analyze", {bi: analyze_task.submit(root, key, {
+        "bench_name": e.benchmarks[bi].name, "bench_params": e.benchmarks[bi].params, "dkey": plan.data[bi],
+        "cells": cells}) for bi, (key, cells) in analysis_units(plan).items()}, show_progress, timings)
+
     requests = RequestCache(cache).request_counts(run_id)
     n_requests = sum(n for by_status in requests.values() for n in by_status.values())
     t0 = time.monotonic()
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
-    parent = track(exp, plan, root, scores, stats, Path(mlflow_base) if mlflow_base else None)
+    parent = track(exp, plan, root, scores, analyses, stats, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
     return {"mlflow_run_id": parent, "run_id": run_id, "requests": requests, "llm_requests": n_requests,
             "headline": headline(plan, scores).to_dict("records"), "timings": timings,
+            "analyses": {e.benchmarks[bi].name: a["files"] for bi, a in analyses.items()},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},
             "experiment": e.mlflow.experiment, "tracking_uri": e.mlflow.tracking_uri}

@@ -17,7 +17,7 @@ from perseval.registry import agent_class, benchmark_class
 from perseval.store import StageStore
 
 # Bump when a stage's code changes what it writes, to invalidate old outputs.
-STAGE_VERSIONS = {"data": 1, "index": 1, "run": 1, "judge": 1, "score": 1}
+STAGE_VERSIONS = {"data": 2, "index": 1, "run": 1, "judge": 1, "score": 1, "analysis": 1}
 
 
 def model_fingerprint(cfg: ModelConfig) -> dict[str, Any]:
@@ -141,3 +141,19 @@ def pending_models(plan: Plan, root: str, n_instances: dict[str, int]) -> set[st
         if cell.judge != "rule" and not all(StageStore(root, "judge", cell.judge_key).has_part(s) for s in shards):
             needed.add(plan.exp.judges[cell.judge].model)
     return needed
+
+
+def cell_identity(exp: ResolvedExperiment, cell: Cell) -> dict[str, Any]:
+    agent = exp.agents[cell.agent]
+    return {"name": cell.name, "agent": cell.agent, "agent_kind": agent.kind, "agent_params": agent.params,
+            "backbone": cell.backbone, "retriever": cell.retriever, "judge": cell.judge, "score_key": cell.score_key}
+
+
+def analysis_units(plan: Plan) -> dict[int, tuple[str, list[dict[str, Any]]]]:
+    """Per benchmark entry: the analysis key (over all its cells' score keys) and the cells it reads."""
+    units: dict[int, tuple[str, list[dict[str, Any]]]] = {}
+    for bi, entry in enumerate(plan.exp.experiment.benchmarks):
+        cells = [cell_identity(plan.exp, c) for c in plan.cells if c.bench_index == bi]
+        key = content_key("analysis", STAGE_VERSIONS["analysis"], entry.params, cells)
+        units[bi] = (key, cells)
+    return units

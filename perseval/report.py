@@ -40,12 +40,16 @@ def headline(plan: Plan, scores: dict[str, dict[str, Any]]) -> pd.DataFrame:
 
 
 def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
-          stats: dict[str, float], base: Path | None = None) -> str:
+          analyses: dict[int, dict[str, Any]], stats: dict[str, float], base: Path | None = None) -> str:
     """Log the parent run and one child run per cell; returns the parent run id."""
     ensure_experiment(exp.experiment.mlflow, base)
     mlflow.set_experiment(exp.experiment.mlflow.experiment)
     with mlflow.start_run(run_name=exp.experiment.name) as parent:
         log_parent_summary(exp, headline(plan, scores), stats)
+        for bi, analysis in analyses.items():  # the paper's tables and figures, per benchmark
+            if analysis["files"]:
+                mlflow.log_artifacts(str(StageStore(root, "analysis", analysis["key"]).dir),
+                                     f"analysis/{exp.experiment.benchmarks[bi].name}")
         for cell in plan.cells:
             s = scores[cell.score_key]
             table = cell_frame(s)

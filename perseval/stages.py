@@ -12,13 +12,16 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.base import Benchmark, JudgeBinding
+from perseval.benchmarks.base import ANALYSIS_COLUMNS, Benchmark, JudgeBinding
 from perseval.config import AgentConfig, BenchmarkEntry, JudgeConfig, ModelConfig, RetrieverConfig, Sampling
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
-from perseval.metrics.aggregate import group_table
+from perseval.hashing import canonical_json
+from perseval.metrics.aggregate import group_table, scores_frame
 from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage
 from perseval.registry import agent_class, benchmark_class
 from perseval.retrieval.index import HistoryIndex, build_index
@@ -196,3 +199,44 @@ def score(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str
 def _metric_order(bench: Benchmark, scores: list[InstanceScore]) -> list[str]:
     names = sorted({s.metric for s in scores})
     return [bench.headline_metric] + [m for m in names if m != bench.headline_metric]
+
+
+# ---- analyze ------------------------------------------------------------------------------------
+
+def analysis_frame(root: str, cells: list[dict[str, Any]]) -> pd.DataFrame:
+    """The long frame Benchmark.analyze receives: every instance score of every cell, with the cell's identity."""
+    frames = []
+    for c in cells:
+        df = scores_frame(_store(root, "score", c["score_key"]).read_records(InstanceScore))
+        df = df.drop(columns=["agent"]).assign(cell=c["name"], agent=c["agent"], agent_kind=c["agent_kind"],
+                                               agent_params=canonical_json(c["agent_params"]),
+                                               backbone=c["backbone"] or "-", retriever=c["retriever"],
+                                               judge=c["judge"])
+        frames.append(df)
+    return pd.concat(frames, ignore_index=True)[ANALYSIS_COLUMNS] if frames else pd.DataFrame(columns=ANALYSIS_COLUMNS)
+
+
+def analyze(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str, cells: list[dict[str, Any]],
+            key: str) -> dict[str, Any]:
+    """Cross-cell tables (CSV + Markdown) and figures (PNG) of one benchmark, under analysis/<key>/."""
+    store = _store(root, "analysis", key)
+    if not store.is_complete():
+        bench: Benchmark = benchmark_class(bench_name)(bench_params)
+        results = bench.analyze(analysis_frame(root, cells), load_instances(root, dkey))
+        store.dir.mkdir(parents=True, exist_ok=True)
+        files = [write_artifact(store.dir, name, obj) for name, obj in sorted(results.items())]
+        store.mark_complete({"benchmark": bench_name, "files": files})
+    return {"key": key, **store.manifest()}
+
+
+def write_artifact(folder: Path, name: str, obj: Any) -> str:
+    """A DataFrame -> <name>.csv and <name>.md; a matplotlib Figure -> <name>.png. Returns the main file name."""
+    if isinstance(obj, pd.DataFrame):
+        obj.to_csv(folder / f"{name}.csv")
+        (folder / f"{name}.md").write_text(obj.to_markdown(floatfmt=".1f") if not obj.empty else "(empty)\n")
+        return f"{name}.csv"
+    obj.savefig(folder / f"{name}.png", dpi=110, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(obj)
+    return f"{name}.png"

@@ -49,3 +49,8 @@ def judge_task(root: str, key: str, shard: int, spec: dict[str, Any]) -> dict[st
 @task(name="score", cache_key_fn=_cached_when_written("score"))
 def score_task(root: str, key: str, spec: dict[str, Any]) -> dict[str, Any]:
     return stages.score(root, key=key, **spec)
+
+
+@task(name="analyze", cache_key_fn=_cached_when_written("analysis"))
+def analyze_task(root: str, key: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return stages.analyze(root, key=key, **spec)

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pandas as pd
+
 from perseval.llm.base import ChatModel
 from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
 
@@ -53,3 +55,19 @@ class Benchmark(ABC):
     @abstractmethod
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
         """Instance-level metric values from the judgments of one (output, judge, judge repeat)."""
+
+    def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
+        """Cross-cell analyses of this benchmark (the paper's tables and figures).
+
+        `scores` is the long frame of every instance score of every cell of this benchmark, with
+        columns ANALYSIS_COLUMNS. Returns name -> pandas DataFrame (logged as CSV + Markdown) or
+        matplotlib Figure (logged as PNG). Default: none.
+        """
+        return {}
+
+
+# Columns of the frame Benchmark.analyze receives: one row per instance score of one cell.
+ANALYSIS_COLUMNS = [
+    "cell", "agent", "agent_kind", "agent_params", "backbone", "retriever", "judge",  # the cell
+    "instance_id", "repeat", "judge_repeat", "group", "metric", "value", "n_items", "n_unscored",
+]

@@ -1,7 +1,9 @@
 """Embedders through FlagEmbedding: FlagModel (e.g. the bundled MiniLM) or BGEM3FlagModel (BGE-M3)."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,11 @@ class Embedder:
     def _encode(self, texts: list[str], queries: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype="float32")
+        # FlagEmbedding draws per-batch tqdm bars that ignore TQDM_DISABLE; keep them off the stage bars
+        with contextlib.redirect_stderr(io.StringIO()):
+            return self._encode_quietly(texts, queries)
+
+    def _encode_quietly(self, texts: list[str], queries: bool) -> np.ndarray:
         if self.cfg.kind == "m3":
             out = self._model.encode(texts, batch_size=self.cfg.batch_size, max_length=self.cfg.max_length)
             vecs = out["dense_vecs"]
