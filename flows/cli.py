@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Optional
@@ -76,6 +75,29 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
 
 
 @app.command()
+def construct(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
+              mode: str = typer.Option("template", help="template (seeded, offline) or llm (models write the text)"),
+              user_model: Optional[str] = typer.Option(None, help="llm mode: user-simulator model config"),
+              assistant_model: Optional[str] = typer.Option(None, help="llm mode: assistant model config"),
+              task_model: Optional[str] = typer.Option(None, help="llm mode: task-writer model config"),
+              output_root: Optional[str] = typer.Option(None)) -> None:
+    """Construct the experiment's IBA-Bench data only (streamed to Parquet; reused by `perseval run`)."""
+    apply_offline_env()
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from perseval.config import load_experiment
+
+    exp = load_experiment(config)
+    from flows.prefect_server import prefect_api
+
+    with prefect_api(Path(output_root or exp.experiment.output_root) / "logs"):
+        from flows.construct import construct as construct_flow
+
+        manifest = construct_flow(str(config), mode=mode, output_root=output_root, user_model=user_model,
+                                  assistant_model=assistant_model, task_model=task_model)
+    console.print({k: v for k, v in manifest.items() if k != "info"})
+
+
+@app.command()
 def compare(experiment: str = typer.Option("perseval-quickstart", help="MLflow experiment name"),
             runs: int = typer.Option(2, help="how many recent parent runs to put side by side"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
@@ -99,9 +121,9 @@ def ui(port: int = typer.Option(5000), tracking_uri: str = typer.Option("sqlite:
     uri, artifacts = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
     console.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C stops it)")
-    raise typer.Exit(subprocess.call([sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
-                                      "--default-artifact-root", artifacts, "--host", "127.0.0.1",
-                                      "--port", str(port)], env=env))
+    # exec, not a child process: Ctrl-C or a kill of this PID stops the server itself
+    os.execve(sys.executable, [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
+                               "--default-artifact-root", artifacts, "--host", "127.0.0.1", "--port", str(port)], env)
 
 
 @app.command()

@@ -32,11 +32,15 @@ def headline(plan: Plan, scores: dict[str, dict[str, Any]]) -> pd.DataFrame:
         overall = table.loc[OVERALL] if OVERALL in table.index else {}
         rows.append({"benchmark": cell.benchmark, "agent": cell.agent, "backbone": cell.backbone or "-",
                      "retriever": cell.retriever, "judge": cell.judge, "metric": metric,
-                     "score": overall.get(metric), "n": overall.get("n"),
-                     "unscored_items": overall.get("unscored_items"),
+                     "score": overall.get(metric), "n": _int(overall.get("n")),
+                     "unscored_items": _int(overall.get("unscored_items")),
                      "invalid_outputs": s["outputs"].get("invalid", 0), "failed_outputs": s["outputs"].get("failed", 0),
                      "failed_judgments": s["judgments"].get("failed", 0)})
     return pd.DataFrame(rows)
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None or value != value else int(value)
 
 
 def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],

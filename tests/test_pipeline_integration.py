@@ -23,7 +23,7 @@ TINY = {
     "name": "tiny", "seed": 7, "repeats": 1, "shard_size": 2, "output_root": "runs",
     "backbones": ["smollm2-tiny"], "retrievers": ["minilm"], "judges": ["judge-a"],
     "benchmarks": [
-        {"name": "iba", "sample": 2, "params": {"noise_per_evidence": 3,
+        {"name": "iba", "sample": 2, "params": {"noise_per_evidence": 3, "qa_probes": True,
                                                 "scenarios": ["Food ordering", "Academic paper writing"]},
          "agents": ["iba-no-history", "iba-oracle"]},
         {"name": "bespoke", "sample": 1, "agents": ["bespoke-raw-history"]},
@@ -96,6 +96,11 @@ def test_first_run_sends_requests_and_tracks_every_cell(workdir, first):
     assert apeb.data.metrics["hit_at_1"] == 100.0 and apeb.data.params["judge"] == "rule"
     artifacts = {a.path for a in client.list_artifacts(apeb.info.run_id, "tables")}
     assert {"tables/scores.csv", "tables/scores.md"} <= artifacts
+    # the paper's tables and figures are artifacts of the parent run
+    analysis = {a.path for a in client.list_artifacts(parent.info.run_id, "analysis/iba")}
+    assert {"analysis/iba/table4_mean_over_judges.csv", "analysis/iba/fig_domains.png",
+            "analysis/iba/qa_vs_task.csv"} <= analysis, analysis
+    assert "qa_score" in iba.data.metrics  # QA probes are scored apart from task execution
 
 
 def test_second_run_sends_no_request(workdir, prefect_api, first):
