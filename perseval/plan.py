@@ -14,10 +14,10 @@ from perseval.config import AgentConfig, BenchmarkEntry, JudgeConfig, ModelConfi
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
 from perseval.registry import agent_class, benchmark_class
-from perseval.store import StageStore
+from perseval.stages import judge_done, run_done
 
 # Bump when a stage's code changes what it writes, to invalidate old outputs.
-STAGE_VERSIONS = {"data": 2, "index": 1, "run": 1, "judge": 1, "score": 1, "analysis": 1}
+STAGE_VERSIONS = {"data": 2, "index": 1, "run": 2, "judge": 1, "score": 1, "analysis": 1}
 
 
 def model_fingerprint(cfg: ModelConfig) -> dict[str, Any]:
@@ -136,9 +136,9 @@ def pending_models(plan: Plan, root: str, n_instances: dict[str, int]) -> set[st
     needed: set[str] = set()
     for cell in plan.cells:
         shards = shard_specs(n_instances[cell.data_key], size)
-        if cell.backbone and not all(StageStore(root, "run", cell.run_key).has_part(s) for s in shards):
+        if cell.backbone and not all(run_done(root, cell.run_key, s) for s in shards):
             needed.add(cell.backbone)
-        if cell.judge != "rule" and not all(StageStore(root, "judge", cell.judge_key).has_part(s) for s in shards):
+        if cell.judge != "rule" and not all(judge_done(root, cell.judge_key, cell.run_key, s) for s in shards):
             needed.add(plan.exp.judges[cell.judge].model)
     return needed
 

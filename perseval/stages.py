@@ -26,11 +26,44 @@ from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, Inst
 from perseval.registry import agent_class, benchmark_class
 from perseval.retrieval.index import HistoryIndex, build_index
 from perseval.runner import judge_shard, run_agent_shard, score_outputs
-from perseval.store import StageStore
+from perseval.store import MANIFEST, StageStore
 
 
 def _store(root: str, stage: str, key: str) -> StageStore:
     return StageStore(root, stage, key)
+
+
+# ---- freshness: make's rule on top of content keys ------------------------------------------------
+# A key says which inputs and config an output was made from; a part that had failures is redone on
+# the next run, and then everything made from it must be redone too. So an output counts as done
+# only if it exists, holds no failure, and is newer than every file it was made from.
+
+def _newer(path: Path, inputs: list[Path]) -> bool:
+    if not path.exists():
+        return False
+    mtime = path.stat().st_mtime_ns
+    return all(p.exists() and p.stat().st_mtime_ns <= mtime for p in inputs)
+
+
+def run_done(root: str, key: str, shard: int) -> bool:
+    return _store(root, "run", key).has_final_part(shard)
+
+
+def judge_done(root: str, key: str, rkey: str, shard: int) -> bool:
+    store = _store(root, "judge", key)
+    return store.has_final_part(shard) and _newer(store.part_path(shard), [_store(root, "run", rkey).part_path(shard)])
+
+
+def score_done(root: str, key: str, rkey: str, jkey: str) -> bool:
+    store = _store(root, "score", key)
+    inputs = _store(root, "run", rkey).parts() + _store(root, "judge", jkey).parts()
+    return store.is_complete() and _newer(store.dir / MANIFEST, inputs)
+
+
+def analysis_done(root: str, key: str, cells: list[dict[str, Any]]) -> bool:
+    store = _store(root, "analysis", key)
+    inputs = [_store(root, "score", c["score_key"]).dir / MANIFEST for c in cells]
+    return store.is_complete() and _newer(store.dir / MANIFEST, inputs)
 
 
 # ---- construct / ingest -------------------------------------------------------------------------
@@ -109,7 +142,7 @@ def run_shard(root: str, *, bench_name: str, dkey: str, ikey: str, retriever: di
               shard: int, shard_size: int, repeats: int, seed: int, run_id: str, cache_path: str,
               key: str) -> dict[str, Any]:
     store = _store(root, "run", key)
-    if store.has_part(shard):
+    if run_done(root, key, shard):
         return _summary(store.read_part(shard, AgentOutput), key)
     acfg = AgentConfig.model_validate(agent)
     agent_obj = agent_class(acfg.kind)(acfg.params)
@@ -148,7 +181,7 @@ def judge(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str
           judge_cfg: dict[str, Any] | None, judge_model: dict[str, Any] | None, endpoint: dict[str, Any] | None,
           seed: int, run_id: str, cache_path: str, key: str) -> dict[str, Any]:
     store = _store(root, "judge", key)
-    if store.has_part(shard):
+    if judge_done(root, key, rkey, shard):
         return _summary(store.read_part(shard, Judgment), key)
     bench: Benchmark = benchmark_class(bench_name)(bench_params)
     outputs = _store(root, "run", rkey).read_part(shard, AgentOutput)
@@ -179,7 +212,7 @@ def judge(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str
 def score(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str, rkey: str, jkey: str,
           key: str) -> dict[str, Any]:
     store = _store(root, "score", key)
-    if not store.is_complete():
+    if not score_done(root, key, rkey, jkey):
         bench: Benchmark = benchmark_class(bench_name)(bench_params)
         by_id = {i.instance_id: i for i in load_instances(root, dkey)}
         outputs = _store(root, "run", rkey).read_records(AgentOutput)
@@ -220,7 +253,7 @@ def analyze(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: s
             key: str) -> dict[str, Any]:
     """Cross-cell tables (CSV + Markdown) and figures (PNG) of one benchmark, under analysis/<key>/."""
     store = _store(root, "analysis", key)
-    if not store.is_complete():
+    if not analysis_done(root, key, cells):
         bench: Benchmark = benchmark_class(bench_name)(bench_params)
         results = bench.analyze(analysis_frame(root, cells), load_instances(root, dkey))
         store.dir.mkdir(parents=True, exist_ok=True)

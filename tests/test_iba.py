@@ -344,3 +344,18 @@ def test_oracle_reads_combined_evidence_turns_in_table2_mode():
     assert api
     sub = type(data)(api, data.documents, {})
     assert mean_score(bench, sub, IbaOracleAgent(), context(data)) == 100.0
+
+
+def test_oracle_answers_a_qa_probe_in_text():
+    from perseval.benchmarks.iba.qa import make_qa_probes
+
+    bench = IbaBenchmark({"noise_per_evidence": 2, "scenarios": ["Food ordering"]})
+    data = bench.build(sample=1, seed=3, source=None)
+    probe = make_qa_probes(data.instances)[0]
+    out = asyncio.run(IbaOracleAgent().act(probe.public(), context(data), 0, "oracle"))
+    assert out.status == "ok" and out.parsed is None
+    gold = data.instances[0].gold["slots"]
+    scenario = load_taxonomy().scenario("Food ordering")
+    for slot in scenario.api.personal_slots:  # every preferred value is stated by its label
+        label = scenario.dimension(slot.dimension).value(gold[slot.name]).label
+        assert label in out.text

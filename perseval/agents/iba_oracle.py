@@ -45,7 +45,7 @@ class IbaOracleAgent(Agent):
         trace: list[dict[str, Any]] = [{"step": "oracle_evidence", "evidence": [
             {"doc_id": sig["doc_id"], "dimension": dim, "value": sig["value"], "phase": sig.get("dynamic_phase")}
             for dim, sig in latest.items()]}]
-        if scenario.api is not None:
+        if scenario.api is not None and instance.payload.get("action_type") == "call_api":
             parsed: dict[str, Any] = dict(instance.payload["api"].get("task_fixed", {}))
             for slot in scenario.api.personal_slots:
                 if slot.dimension in values:
