@@ -9,7 +9,7 @@ import pandas as pd
 
 from perseval.config import ResolvedExperiment
 from perseval.metrics.aggregate import OVERALL
-from perseval.plan import Cell, Plan
+from perseval.plan import Plan
 from perseval.store import StageStore
 from perseval.tracking import ensure_experiment, log_cell, log_parent_summary
 

@@ -1,4 +1,3 @@
-import asyncio
 import threading
 
 from perseval.llm.cache import RequestCache, request_key

@@ -10,7 +10,7 @@ from perseval.plan import make_plan
 from .conftest import CONFIGS
 
 
-@pytest.mark.parametrize("name", ["quickstart", "gpu"])
+@pytest.mark.parametrize("name", ["quickstart", "gpu", "iba_cpu", "iba_paper"])
 def test_shipped_experiments_validate_and_plan(name):
     exp = load_experiment(CONFIGS / "experiments" / f"{name}.yaml")
     plan = make_plan(exp)
@@ -65,3 +65,16 @@ def test_embedded_model_needs_gguf(tmp_path):
     path.write_text(yaml.safe_dump({"name": "m", "kind": "embedded", "model": "x"}))
     with pytest.raises(ConfigError, match="gguf"):
         load_config(ModelConfig, path)
+
+
+def test_iba_paper_grid_mirrors_the_paper():
+    exp = load_experiment(CONFIGS / "experiments" / "iba_paper.yaml")
+    entry = exp.experiment.benchmarks[0]
+    assert entry.sample == 6962 and entry.params["full_size"] is True and exp.experiment.seed == 42
+    assert len(exp.judges) == 3 and exp.judges["qwen3-4b-judge"].repeats == 5  # Tables 6-9
+    assert set(exp.retrievers) == {"bge-m3", "all-mpnet-base-v2"}  # Table 10
+    kinds = {exp.agents[a].kind for a in entry.agents}
+    assert kinds == {"iba.rag", "iba.oracle", "iba.agent"}
+    assert {exp.agents[a].params.get("controller") for a in entry.agents if exp.agents[a].kind == "iba.agent"} >= {"fc"}
+    for r in exp.retrievers.values():  # C.3: 256-token chunks, 50 overlap, top-3
+        assert (r.chunking.size, r.chunking.overlap, r.top_k) == (256, 50, 3)

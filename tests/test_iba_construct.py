@@ -17,7 +17,7 @@ from perseval.benchmarks.iba.construct import ConstructParams, construct
 from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD, TABLE12
 from perseval.benchmarks.iba.export import write_build
 from perseval.benchmarks.iba.llm_construct import LlmParams, Writers, llm_construct, write_llm_build
-from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy, parse_taxonomy
+from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.errors import ConfigError
 from perseval.records import Document, Instance
 from perseval.store import StageStore

@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 from perseval.records import Instance, InstanceScore
 from perseval.store import StageStore
 
-from .conftest import CONFIGS, REPO
+from .conftest import CONFIGS
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import faiss
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 

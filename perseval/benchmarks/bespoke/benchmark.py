@@ -22,7 +22,7 @@ from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.records import BespokeQuery, BespokeRelease
 from perseval.benchmarks.bespoke.sample import QUERIES_PER_USER, write_sample
 from perseval.errors import ConfigError
-from perseval.parsing import parse_binary
+from perseval.judges.binary import binary_verdict
 from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.registry import register_benchmark
 
@@ -99,13 +99,8 @@ class BespokeBenchmark(Benchmark):
     async def _judge_claim(self, instance: Instance, output: AgentOutput, judge: JudgeBinding,
                            k: int, claim: str) -> Judgment:
         messages = P.claim_messages(claim, output.text, self.params["response_chars"])
-        res = await judge.model.chat(messages, json_schema=P.CLAIM_SCHEMA,
-                                     max_tokens=self.params["claim_max_tokens"], repeat=judge.repeat)
-        if res.status != "ok":
-            return _judgment(instance, output, judge, f"claim-{k}", "claim", None, "failed", res.text, res.error)
-        score, reason = parse_binary(res.text)
-        status = "scored" if score is not None else "unscored"
-        return _judgment(instance, output, judge, f"claim-{k}", "claim", score, status, res.text, reason)
+        v = await binary_verdict(judge, messages, max_tokens=self.params["claim_max_tokens"])
+        return _judgment(instance, output, judge, f"claim-{k}", "claim", v.score, v.status, v.raw, v.feedback)
 
     async def _judge_criteria(self, instance: Instance, output: AgentOutput, judge: JudgeBinding) -> list[Judgment]:
         gold = instance.gold

@@ -9,17 +9,13 @@ answer cut short by max_tokens still carries the part that is scored.
 """
 from __future__ import annotations
 
+
 from typing import Any
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, RESPONSE_TEXT_KEY, SCORE_MAX, SCORE_MIN
 from perseval.benchmarks.bespoke.loader import rating_score
 from perseval.parsing import extract_object
 
-CLAIM_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
-    "required": ["verdict", "reason"],
-}
 
 _RATING = {
     "type": "object",

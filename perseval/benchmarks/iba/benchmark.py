@@ -20,14 +20,14 @@ import pandas as pd
 
 from perseval.benchmarks.base import Benchmark, BenchmarkData, JudgeBinding
 from perseval.benchmarks.iba.construct import ConstructParams, construct
-from perseval.benchmarks.iba.prompts import JUDGE_SCHEMA, judge_messages
+from perseval.benchmarks.iba.prompts import judge_messages
 from perseval.benchmarks.iba.scoring import instance_score, slot_judgments
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.benchmarks.iba.analysis import ANALYSIS_PARAMS, analyze
 from perseval.benchmarks.iba.qa import make_qa_probes
 from perseval.benchmarks.iba.release import load_release
 from perseval.errors import ConfigError
-from perseval.parsing import parse_binary
+from perseval.judges.binary import binary_verdict
 from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.registry import register_benchmark
 
@@ -87,14 +87,8 @@ class IbaBenchmark(Benchmark):
             return judgment(0.0, "scored", feedback=f"agent output {output.status}; not sent to the judge")
         if judge is None:
             return judgment(None, "unscored", feedback="no judge configured for a Generate(text) instance")
-        messages = judge_messages(instance.query, output.text, checkpoint["statement"])
-        result = await judge.model.chat(messages, json_schema=JUDGE_SCHEMA, repeat=judge.repeat)
-        if result.status == "failed":
-            return judgment(None, "failed", raw=result.text, feedback=result.error)
-        score, reason = parse_binary(result.text)
-        if score is None:
-            return judgment(None, "unscored", raw=result.text, feedback="judge answer could not be parsed")
-        return judgment(score, "scored", raw=result.text, feedback=reason)
+        v = await binary_verdict(judge, judge_messages(instance.query, output.text, checkpoint["statement"]))
+        return judgment(v.score, v.status, raw=v.raw, feedback=v.feedback)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
         # QA probes get their own metric so a cell's headline `score` is task execution only

@@ -5,15 +5,11 @@ prompt token costs wall time.
 """
 from __future__ import annotations
 
+
 from typing import Any
 
 from perseval.records import Passage
 
-JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
-    "required": ["verdict", "reason"],
-}
 MAX_RESPONSE_CHARS = 6000  # keeps a judge prompt inside a small model's context
 
 _JUDGE_SYSTEM = (

@@ -1,0 +1,36 @@
+"""One binary judgment (is this checkpoint met? is this claim present?), shared by every benchmark.
+
+The judge model answers JSON {"verdict": bool, "reason": str}; a failed request is `failed`, an
+answer that cannot be read is `unscored` with its raw text, never a 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from perseval.benchmarks.base import JudgeBinding
+from perseval.parsing import parse_binary
+
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["verdict", "reason"],
+}
+
+
+@dataclass
+class Verdict:
+    score: float | None
+    status: str  # scored | unscored | failed
+    raw: str
+    feedback: str
+
+
+async def binary_verdict(judge: JudgeBinding, messages: list[dict[str, Any]], max_tokens: int | None = None) -> Verdict:
+    result = await judge.model.chat(messages, json_schema=VERDICT_SCHEMA, max_tokens=max_tokens, repeat=judge.repeat)
+    if result.status != "ok":
+        return Verdict(None, "failed", result.text, result.error)
+    score, reason = parse_binary(result.text)
+    if score is None:
+        return Verdict(None, "unscored", result.text, "judge answer could not be parsed")
+    return Verdict(score, "scored", result.text, reason)
