@@ -25,6 +25,7 @@ from perseval.metrics.aggregate import group_table, scores_frame
 from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage
 from perseval.registry import agent_class, benchmark_class
 from perseval.retrieval.index import HistoryIndex, build_index
+from perseval.search import make_search
 from perseval.runner import judge_shard, run_agent_shard, score_outputs
 from perseval.store import MANIFEST, StageStore
 
@@ -121,20 +122,13 @@ def _documents_by_owner(docs: list[Document]) -> dict[str, list[Document]]:
 
 
 def _context(idx: HistoryIndex, by_owner: dict[str, list[Document]], llm: LLMClient | None,
-             search_mode: str, instances: dict[str, Instance]) -> AgentContext:
+             search_mode: str | dict[str, Any], instances: dict[str, Instance]) -> AgentContext:
     async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
         return idx.search(owner, query, k)
 
-    async def search(inst: Instance, query: str, k: int) -> list[Passage]:
-        if search_mode == "gold":  # the gold-information setting: gold claims replace search results
-            claims = instances[inst.instance_id].gold.get("claims", [])
-            return [Passage(f"gold-{i}", 0, str(c), 1.0) for i, c in enumerate(claims[:k] if k else claims)]
-        return idx.search(CORPUS_OWNER, query, k)
-
-    has_corpus = CORPUS_OWNER in by_owner
-    use_search = search_mode == "gold" or (search_mode == "corpus" and has_corpus)
-    return AgentContext(llm=llm, retrieve=retrieve, documents=lambda o: list(by_owner.get(o, [])),
-                        search=search if use_search else None)
+    search = make_search(search_mode, has_corpus=CORPUS_OWNER in by_owner, retrieve=idx.search,
+                         gold_of=lambda iid: instances[iid].gold)
+    return AgentContext(llm=llm, retrieve=retrieve, documents=lambda o: list(by_owner.get(o, [])), search=search)
 
 
 def run_shard(root: str, *, bench_name: str, dkey: str, ikey: str, retriever: dict[str, Any],
@@ -151,7 +145,7 @@ def run_shard(root: str, *, bench_name: str, dkey: str, ikey: str, retriever: di
     shard_items = shard_of(instances, shard, shard_size)
     idx = HistoryIndex(_store(root, "index", ikey).dir, RetrieverConfig.model_validate(retriever))
     by_owner = _documents_by_owner(load_documents(root, dkey))
-    search_mode = str(acfg.params.get("search", "corpus"))
+    search_mode = acfg.params.get("search", "corpus")
 
     async def work() -> list[AgentOutput]:
         llm = None

@@ -25,6 +25,7 @@ DEFAULTS: dict[str, Any] = {
     "search_k": 3,
     "search_chars": 1200,  # budget shared by the search results
     "max_tokens": 256,
+    "search": "corpus",  # the back end the runner binds: corpus | gold | none | {kind: http, ...}
 }
 SYSTEM = ("You are a search assistant. Answer the user's question directly, grounded in the search results. "
           "Fit the depth, tone and layout of the answer to the user. Do not ask follow-up questions.")
