@@ -6,7 +6,7 @@ as JSON text in Parquet so every benchmark shares one schema per stage.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 CORPUS_OWNER = "__corpus__"  # owner id of documents that belong to a search corpus, not a user
@@ -103,7 +103,3 @@ class InstanceScore:
     value: float | None
     n_items: int = 0
     n_unscored: int = 0
-
-
-def to_row(record: Any) -> dict[str, Any]:
-    return asdict(record)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 from perseval.errors import ConfigError
 
@@ -65,8 +65,3 @@ def agent_class(kind: str) -> type:
 def registered() -> dict[str, list[str]]:
     _scan()
     return {"benchmarks": sorted(_BENCHMARKS), "agents": sorted(_AGENTS)}
-
-
-def create(kind_table: str, kind: str, params: dict[str, Any]) -> Any:
-    cls = benchmark_class(kind) if kind_table == "benchmark" else agent_class(kind)
-    return cls(params)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, TypeVar
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.base import Benchmark, JudgeBinding
@@ -61,8 +61,3 @@ def score_outputs(benchmark: Benchmark, instances: dict[str, Instance], outputs:
     for (iid, agent, rep, _judge, _jrep), js in sorted(groups.items()):
         scores += benchmark.score(instances[iid], by_output[(iid, agent, rep)], js)
     return scores
-
-
-def run_sync(coro_fn: Callable[[], Awaitable[T]]) -> T:
-    """Run async shard work from synchronous task code (a fresh loop per call)."""
-    return asyncio.run(coro_fn())
