@@ -17,7 +17,7 @@ from perseval.registry import agent_class, benchmark_class
 from perseval.stages import judge_done, run_done
 
 # Bump when a stage's code changes what it writes, to invalidate old outputs.
-STAGE_VERSIONS = {"data": 2, "index": 1, "run": 2, "judge": 1, "score": 1, "analysis": 1}
+STAGE_VERSIONS = {"data": 2, "index": 1, "run": 2, "judge": 1, "score": 1, "analysis": 2}
 
 
 def model_fingerprint(cfg: ModelConfig) -> dict[str, Any]:

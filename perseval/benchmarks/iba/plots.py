@@ -9,15 +9,25 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 
 SCORE_LABEL = "Score (0-100)"
 
 
-def _figure(n_groups: int) -> tuple[Figure, Axes]:
-    fig = Figure(figsize=(max(5.0, 0.9 * n_groups + 3.0), 3.8), layout="constrained")
+def _figure(n_groups: int, n_series: int = 1, bars: bool = False) -> tuple[Figure, Axes]:
+    # width grows with the bars drawn; the legend sits below the plot, two columns, so it never squeezes it
+    per_group = 0.25 * n_series if bars else 0.9
+    width = max(6.0, per_group * n_groups + 2.0)
+    height = 3.8 + 0.2 * -(-n_series // 2)
+    fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)  # savefig -> PNG without any pyplot backend
     return fig, fig.add_subplot()
+
+
+def _color(i: int, n: int) -> tuple[float, ...]:
+    """Distinct colours up to 20 series (the default cycle repeats after 10)."""
+    return colormaps["tab10" if n <= 10 else "tab20"].colors[i % (10 if n <= 10 else 20)]
 
 
 def _xticks(ax: Axes, x: np.ndarray, labels: pd.Index) -> None:
@@ -32,15 +42,15 @@ def _finish(ax: Axes, title: str, xlabel: str, ylabel: str, n_series: int) -> No
     ax.set_ylabel(ylabel)
     ax.grid(axis="y", alpha=0.3)
     if n_series:
-        ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
+        ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
 
 
 def line_figure(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCORE_LABEL) -> Figure:
     """One line per row of `table` (a system), x = its columns in order."""
-    fig, ax = _figure(len(table.columns))
+    fig, ax = _figure(len(table.columns), len(table))
     x = np.arange(len(table.columns))
-    for name, row in table.iterrows():  # a handful of systems, not data rows
-        ax.plot(x, row.to_numpy(dtype=float), marker="o", label=str(name))
+    for i, (name, row) in enumerate(table.iterrows()):  # a handful of systems, not data rows
+        ax.plot(x, row.to_numpy(dtype=float), marker="o", label=str(name), color=_color(i, len(table)))
     _xticks(ax, x, table.columns)
     _finish(ax, title, xlabel, ylabel, len(table))
     return fig
@@ -48,12 +58,12 @@ def line_figure(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCOR
 
 def grouped_bars(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCORE_LABEL) -> Figure:
     """Groups = columns of `table`; one bar series (one bar container) per row."""
-    fig, ax = _figure(len(table.columns))
+    fig, ax = _figure(len(table.columns), len(table), bars=True)
     x = np.arange(len(table.columns))
     width = 0.8 / max(1, len(table))
     for i, (name, row) in enumerate(table.iterrows()):
         offset = (i - (len(table) - 1) / 2) * width
-        ax.bar(x + offset, row.to_numpy(dtype=float), width, label=str(name))
+        ax.bar(x + offset, row.to_numpy(dtype=float), width, label=str(name), color=_color(i, len(table)))
     _xticks(ax, x, table.columns)
     _finish(ax, title, xlabel, ylabel, len(table))
     return fig
