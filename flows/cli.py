@@ -98,6 +98,29 @@ def construct(config: Path = typer.Argument(..., exists=True, dir_okay=False, he
 
 
 @app.command()
+def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, help="first rater's CSV"),
+              labels_b: Path = typer.Argument(..., exists=True, dir_okay=False, help="second rater's CSV")) -> None:
+    """IBA-Bench validation (appendix B.1): raw agreement and Gwet's AC1 of two annotation files.
+
+    Each CSV has `instance_id` and one 0/1 column per dimension (reasonableness, coherence,
+    persona_consistency); empty cells are left out and counted.
+    """
+    import pandas as pd
+
+    from perseval.benchmarks.iba.validation import agreement_report, read_label_csv
+    from perseval.errors import PersevalError
+
+    try:
+        report = agreement_report(read_label_csv(labels_a), read_label_csv(labels_b))
+    except PersevalError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    rows = {**report["dimensions"], "overall": report["overall"]}
+    console.print(pd.DataFrame(rows).T.to_markdown(floatfmt=".3f"))
+    console.print(f"mean AC1 over dimensions: {report['mean_ac1']}")
+
+
+@app.command()
 def compare(experiment: str = typer.Option("perseval-quickstart", help="MLflow experiment name"),
             runs: int = typer.Option(2, help="how many recent parent runs to put side by side"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:

@@ -1,0 +1,41 @@
+"""The command line: every command has --help; `agreement` reports B.1's numbers."""
+import csv
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+
+runner = CliRunner()
+
+
+@pytest.mark.parametrize("command", ["run", "construct", "compare", "ui", "deploy", "agreement"])
+def test_every_command_has_help(command):
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0 and "Usage" in result.output
+
+
+def _labels(path, rows):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["instance_id", "reasonableness", "coherence", "persona_consistency"])
+        w.writerows(rows)
+    return str(path)
+
+
+def test_agreement_reports_raw_agreement_and_ac1(tmp_path):
+    # reasonableness: rater a all 1, rater b three 0s in 20 -> agreement 0.85,
+    # pi = 37/40 = 0.925, Pe = 2 pi (1 - pi) = 0.13875, AC1 = (0.85 - Pe) / (1 - Pe) = 0.826
+    a = _labels(tmp_path / "a.csv", [(f"i{i}", 1, 1, 1) for i in range(20)])
+    b = _labels(tmp_path / "b.csv", [(f"i{i}", 0 if i % 7 == 0 else 1, 1, 1) for i in range(20)])
+    result = runner.invoke(app, ["agreement", a, b])
+    assert result.exit_code == 0, result.output
+    line = next(l for l in result.output.splitlines() if l.startswith("| reasonableness"))
+    assert "0.850" in line and "0.826" in line
+
+
+def test_agreement_names_the_bad_cell(tmp_path):
+    a = _labels(tmp_path / "a.csv", [("i0", 1, 1, 1), ("i1", "maybe", 1, 1)])
+    b = _labels(tmp_path / "b.csv", [("i0", 1, 1, 1), ("i1", 1, 1, 1)])
+    result = runner.invoke(app, ["agreement", a, b])
+    assert result.exit_code == 2 and "a.csv" in result.output and "reasonableness" in result.output
