@@ -27,6 +27,7 @@ from perseval.registry import agent_class, benchmark_class
 from perseval.retrieval.index import HistoryIndex, build_index
 from perseval.search import make_search
 from perseval.runner import judge_shard, run_agent_shard, score_outputs
+from perseval.schema import from_table
 from perseval.store import MANIFEST, StageStore
 
 
@@ -90,8 +91,12 @@ def load_instances(root: str, dkey: str) -> list[Instance]:
     return _store(root, "data", dkey).read_records(Instance)
 
 
-def load_documents(root: str, dkey: str) -> list[Document]:
-    return _store(root, "documents", dkey).read_records(Document)
+def load_documents(root: str, dkey: str, owners: set[str] | None = None) -> list[Document]:
+    """All documents, or only those of `owners` (a shard reads its own users, not the whole history)."""
+    store = _store(root, "documents", dkey)
+    if owners is None:
+        return store.read_records(Document)
+    return from_table(store.read(filters=[("owner", "in", sorted(owners))]), Document)
 
 
 def shard_of(items: list[Instance], shard: int, shard_size: int) -> list[Instance]:
@@ -143,8 +148,9 @@ def run_shard(root: str, *, bench_name: str, dkey: str, ikey: str, retriever: di
     instances = load_instances(root, dkey)
     by_id = {i.instance_id: i for i in instances}
     shard_items = shard_of(instances, shard, shard_size)
-    idx = HistoryIndex(_store(root, "index", ikey).dir, RetrieverConfig.model_validate(retriever))
-    by_owner = _documents_by_owner(load_documents(root, dkey))
+    owners = {i.user_id for i in shard_items} | {CORPUS_OWNER}
+    idx = HistoryIndex(_store(root, "index", ikey).dir, RetrieverConfig.model_validate(retriever), owners)
+    by_owner = _documents_by_owner(load_documents(root, dkey, owners))
     search_mode = acfg.params.get("search", "corpus")
 
     async def work() -> list[AgentOutput]:

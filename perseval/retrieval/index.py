@@ -81,9 +81,11 @@ def build_index(documents: list[Document], cfg: RetrieverConfig, out_dir: str | 
 class HistoryIndex:
     """Searches the persisted per-owner indexes with the retriever's query encoder."""
 
-    def __init__(self, index_dir: str | Path, cfg: RetrieverConfig):
+    def __init__(self, index_dir: str | Path, cfg: RetrieverConfig, owners: set[str] | None = None):
+        """`owners`: load only these owners' chunks (a shard needs its own users, not all of them)."""
         self.dir, self.cfg = Path(index_dir), cfg
-        table = pq.read_table(self.dir / "chunks.parquet")
+        filters = [("owner", "in", sorted(owners))] if owners is not None else None
+        table = pq.read_table(self.dir / "chunks.parquet", filters=filters)
         self._chunks: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in table.to_pylist():
             self._chunks[row["owner"]].append(row)
