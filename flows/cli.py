@@ -5,7 +5,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import ContextManager, Optional
 
 import typer
 from rich.console import Console
@@ -32,6 +32,14 @@ def _print_headline(rows: list[dict]) -> None:
     console.print(table)
 
 
+def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[str]:
+    """The Prefect API a flow command uses (a local server if none is configured), quiet logging."""
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    from flows.prefect_server import prefect_api  # after the env is set: Prefect reads it on import
+
+    return prefect_api(Path(output_root or default_root) / "logs")
+
+
 @app.command()
 def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
         output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
@@ -40,7 +48,6 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         quiet: bool = typer.Option(False, help="no progress bars")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from perseval.config import load_experiment
     from perseval.errors import PersevalError
     from perseval.plan import make_plan
@@ -52,9 +59,7 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
     except PersevalError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2)
-    from flows.prefect_server import prefect_api
-
-    with prefect_api(Path(output_root or exp.experiment.output_root) / "logs"):
+    with _prefect_for(exp.experiment.output_root, output_root):
         from flows.runtime import run_experiment
 
         try:
@@ -83,13 +88,10 @@ def construct(config: Path = typer.Argument(..., exists=True, dir_okay=False, he
               output_root: Optional[str] = typer.Option(None)) -> None:
     """Construct the experiment's IBA-Bench data only (streamed to Parquet; reused by `perseval run`)."""
     apply_offline_env()
-    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
     from perseval.config import load_experiment
 
     exp = load_experiment(config)
-    from flows.prefect_server import prefect_api
-
-    with prefect_api(Path(output_root or exp.experiment.output_root) / "logs"):
+    with _prefect_for(exp.experiment.output_root, output_root):
         from flows.construct import construct as construct_flow
 
         manifest = construct_flow(str(config), mode=mode, output_root=output_root, user_model=user_model,

@@ -6,14 +6,12 @@ temporary server, about 15 s each; one shared server on 127.0.0.1 avoids that.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from perseval.llm.deployments import HOST, free_port, wait_healthy
+from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
 
 
 @contextmanager
@@ -21,23 +19,16 @@ def local_prefect_server(log_dir: str | Path = "runs/logs", timeout_s: float = 1
     """Start `prefect server start` on a free loopback port; yield its API URL; stop it after."""
     port = free_port()
     log_path = Path(log_dir) / f"prefect-server-{port}.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
     env.pop("PREFECT_API_URL", None)
     cmd = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    proc = start_server(cmd, env, log_path)
     api = f"http://{HOST}:{port}/api"
     try:
         wait_healthy(api, proc, timeout_s, log_path, health_path="/health")
         yield api
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
+        stop_server(proc, grace_s=30)
 
 
 @contextmanager

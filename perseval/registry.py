@@ -19,22 +19,26 @@ _AGENTS: dict[str, type] = {}
 _scanned = False
 
 
-def _register(table: dict[str, type], kind: str) -> Callable[[type[T]], type[T]]:
+def _register(table: dict[str, type], key: str, attr: str) -> Callable[[type[T]], type[T]]:
+    """Register `cls` under `key` and set `cls.<attr> = key`, so the name is written once."""
     def deco(cls: type[T]) -> type[T]:
-        if kind in table and table[kind] is not cls:
-            raise ValueError(f"{kind!r} is registered twice ({table[kind]} and {cls})")
-        table[kind] = cls
+        if key in table and table[key] is not cls:
+            raise ValueError(f"{key!r} is registered twice ({table[key]} and {cls})")
+        setattr(cls, attr, key)
+        table[key] = cls
         return cls
 
     return deco
 
 
 def register_benchmark(name: str) -> Callable[[type[T]], type[T]]:
-    return _register(_BENCHMARKS, name)
+    """Class decorator: a benchmark under `name` (also set as its `name` attribute)."""
+    return _register(_BENCHMARKS, name, "name")
 
 
 def register_agent(kind: str) -> Callable[[type[T]], type[T]]:
-    return _register(_AGENTS, kind)
+    """Class decorator: an agent under `kind` (also set as its `kind` attribute)."""
+    return _register(_AGENTS, kind, "kind")
 
 
 def _scan() -> None:

@@ -23,7 +23,6 @@ DEFAULTS: dict[str, Any] = {"use_history": True, "history_items": 30, "retrieve_
 
 @register_agent("apeb.direct")
 class APeBDirect(Agent):
-    kind = "apeb.direct"
     benchmarks = ("apeb",)
 
     def __init__(self, params: dict[str, Any] | None = None):

@@ -12,7 +12,6 @@ TOP_K = 5
 
 @register_agent("apeb.oracle")
 class APeBOracle(Agent):
-    kind = "apeb.oracle"
     benchmarks = ("apeb",)
     uses_llm = False
     reads_gold = True

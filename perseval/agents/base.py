@@ -25,7 +25,7 @@ class AgentContext:
 class Agent(ABC):
     """`params` is the `params:` mapping of the agent's YAML."""
 
-    kind: ClassVar[str]
+    kind: ClassVar[str]  # set by @register_agent
     benchmarks: ClassVar[tuple[str, ...]]
     uses_llm: ClassVar[bool] = True
     reads_gold: ClassVar[bool] = False  # oracle agents only: they are given the instance's gold

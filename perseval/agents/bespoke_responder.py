@@ -33,7 +33,6 @@ SYSTEM = ("You are a search assistant. Answer the user's question directly, grou
 
 @register_agent("bespoke.responder")
 class BespokeResponder(Agent):
-    kind = "bespoke.responder"
     benchmarks = ("bespoke",)
 
     def __init__(self, params: dict[str, Any] | None = None):

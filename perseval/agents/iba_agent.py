@@ -34,7 +34,6 @@ from perseval.registry import register_agent
 
 @register_agent("iba.agent")
 class IbaAgent(Agent):
-    kind = "iba.agent"
     benchmarks = ("iba",)
     uses_llm = True
 

@@ -33,7 +33,6 @@ def latest_evidence(documents: list[Document], scenario: str) -> dict[str, dict[
 
 @register_agent("iba.oracle")
 class IbaOracleAgent(Agent):
-    kind = "iba.oracle"
     benchmarks = ("iba",)
     uses_llm = False
     reads_gold = False  # uses history meta, not the instance gold

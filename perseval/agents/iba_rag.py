@@ -47,7 +47,6 @@ def parse_api_answer(text: str, api: dict[str, Any]) -> dict[str, Any] | None:
 
 @register_agent("iba.rag")
 class IbaRagAgent(Agent):
-    kind = "iba.rag"
     benchmarks = ("iba",)
     uses_llm = True
 

@@ -33,7 +33,7 @@ class JudgeBinding:
 class Benchmark(ABC):
     """One benchmark: `params` is the `params:` mapping of its entry in the experiment file."""
 
-    name: ClassVar[str]
+    name: ClassVar[str]  # set by @register_benchmark
     headline_metric: ClassVar[str]
     group_label: ClassVar[str] = "group"  # what `Instance.group` means here (domain, task type...)
     uses_llm_judge: ClassVar[bool] = True  # False: rule scoring only, judge stage ignores the judges

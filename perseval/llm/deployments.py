@@ -108,6 +108,27 @@ def log_tail(path: Path | None, lines: int = 25) -> str:
     return f"last lines of {path}:\n" + "\n".join(text)
 
 
+def start_server(cmd: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """A server in its own process group, stdout and stderr to `log_path` (read back on failure)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:
+    """SIGTERM the server's whole process group (its workers go too), SIGKILL after `grace_s`."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    except ProcessLookupError:
+        pass
+
+
 class Deployment:
     """A model config made live. Use as a context manager, or call start()/stop()."""
 
@@ -145,11 +166,8 @@ class Deployment:
                                      self.identity(), cfg.api_key_env)
             return self.endpoint
         port = free_port()
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.log_path = self.log_dir / f"{cfg.name}-{port}.log"
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(self.command(port), stdout=log, stderr=subprocess.STDOUT,
-                                         env=self.launch_env(), start_new_session=True)
+        self.proc = start_server(self.command(port), self.launch_env(), self.log_path)
         base = f"http://{HOST}:{port}"
         try:
             if cfg.kind == "vllm":
@@ -163,16 +181,7 @@ class Deployment:
 
     def stop(self, grace_s: float = 20.0) -> None:
         proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)  # the server's own process group: its workers go too
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
-        except ProcessLookupError:
-            pass
+        stop_server(proc, grace_s)
 
     def __enter__(self) -> Endpoint:
         return self.start()

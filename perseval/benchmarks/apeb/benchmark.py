@@ -49,7 +49,6 @@ def _check_params(params: dict[str, Any]) -> dict[str, Any]:
 
 @register_benchmark("apeb")
 class APeB(Benchmark):
-    name = "apeb"
     headline_metric = "hit@1"
     group_label = "category"
     uses_llm_judge = False

@@ -41,7 +41,6 @@ NO_RESPONSE = "agent produced no response"
 
 @register_benchmark("bespoke")
 class BespokeBenchmark(Benchmark):
-    name = "bespoke"
     headline_metric = "personalization"
     group_label = "user"
     uses_llm_judge = True

@@ -37,7 +37,6 @@ QA_METRIC = "qa_score"
 
 @register_benchmark("iba")
 class IbaBenchmark(Benchmark):
-    name = "iba"
     headline_metric = "score"
     group_label = "domain"
     uses_llm_judge = True
