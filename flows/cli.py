@@ -5,7 +5,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import ContextManager, Optional
+from typing import Any, ContextManager, Optional
 
 import typer
 from rich.console import Console
@@ -48,17 +48,10 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         quiet: bool = typer.Option(False, help="no progress bars")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
-    from perseval.config import load_experiment
     from perseval.errors import PersevalError
-    from perseval.plan import make_plan
     from perseval.report import SMALL_MODEL_WARNING
 
-    try:  # fail on a bad file before any server starts
-        exp = load_experiment(config)
-        make_plan(exp)
-    except PersevalError as exc:
-        console.print(f"[red]error:[/red] {exc}")
-        raise typer.Exit(2)
+    exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts
     with _prefect_for(exp.experiment.output_root, output_root):
         from flows.runtime import run_experiment
 
@@ -69,7 +62,7 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
             console.print(f"[red]error:[/red] {exc}")
             raise typer.Exit(2)
     _print_headline(summary["headline"])
-    if any(m.kind == "embedded" for m in exp.models.values()):
+    if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
     console.print(f"stage seconds: {summary['timings']}")
     console.print(f"LLM requests sent this run: {summary['llm_requests']} {summary['requests']}")
@@ -79,24 +72,46 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         summary_json.write_text(json.dumps(summary, indent=2, default=str))
 
 
+def _load_or_exit(config: Path) -> "Any":
+    """The resolved experiment and its plan, or one line per problem and exit code 2 (no server started)."""
+    from perseval.config import load_experiment
+    from perseval.errors import PersevalError
+    from perseval.plan import make_plan
+
+    try:
+        exp = load_experiment(config)
+        return exp, make_plan(exp)
+    except PersevalError as exc:
+        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        raise typer.Exit(2)
+
+
+@app.command()
+def validate(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML")) -> None:
+    """Check an experiment file and everything it names (no server is started)."""
+    apply_offline_env()
+    exp, plan = _load_or_exit(config)
+    console.print(f"ok: {config} — {len(plan.data)} benchmark(s), {len(plan.runs())} run(s), "
+                  f"{len(plan.cells)} cell(s), models {sorted(exp.models)}")
+
+
 @app.command()
 def construct(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
-              mode: str = typer.Option("template", help="template (seeded, offline) or llm (models write the text)"),
-              user_model: Optional[str] = typer.Option(None, help="llm mode: user-simulator model config"),
-              assistant_model: Optional[str] = typer.Option(None, help="llm mode: assistant model config"),
-              task_model: Optional[str] = typer.Option(None, help="llm mode: task-writer model config"),
-              output_root: Optional[str] = typer.Option(None)) -> None:
-    """Construct the experiment's IBA-Bench data only (streamed to Parquet; reused by `perseval run`)."""
+              output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
+              dask_address: Optional[str] = typer.Option(None, help="an existing Dask scheduler")) -> None:
+    """Build the experiment's benchmark data only: the evaluate flow's construct stage, under the same data
+    keys `perseval run` uses (so a later run reuses it). Template or LLM mode is the benchmark's
+    `params.construction` in the YAML."""
     apply_offline_env()
-    from perseval.config import load_experiment
-
-    exp = load_experiment(config)
+    exp, _ = _load_or_exit(config)
     with _prefect_for(exp.experiment.output_root, output_root):
-        from flows.construct import construct as construct_flow
+        from flows.runtime import run_experiment
 
-        manifest = construct_flow(str(config), mode=mode, output_root=output_root, user_model=user_model,
-                                  assistant_model=assistant_model, task_model=task_model)
-    console.print({k: v for k, v in manifest.items() if k != "info"})
+        summary = run_experiment(str(config), output_root=output_root, dask_address=dask_address,
+                                 stop_after="construct")
+    for key, manifest in summary["data"].items():
+        console.print(f"{manifest['benchmark']}: data key {key}, {manifest['n_instances']} instances, "
+                      f"{manifest['n_documents']} documents")
 
 
 @app.command()

@@ -1,27 +1,31 @@
-"""The evaluate flow: construct -> index -> serve -> run -> judge -> score -> track.
+"""The evaluate flow: construct -> index -> serve -> run -> judge -> score -> analyze -> track.
 
-It only composes tasks. Units are mapped per shard of instances onto the task
-runner (Dask by default); a unit whose content-addressed output exists is
-skipped, and models are served only when an unfinished unit needs them.
+It only composes tasks. The plan knows every unit's key before anything runs;
+before each stage the flow asks once which units are missing, stale or hold
+failures, submits only those (per shard, onto the task runner: Dask by default)
+and serves a model only when a pending unit needs it. `perseval construct` is
+this flow stopped after its construct stage.
 """
 from __future__ import annotations
 
 import time
 import uuid
-from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from prefect import flow
 from prefect.futures import PrefectFuture, as_completed
 
-from perseval.config import ResolvedExperiment, load_experiment
+from perseval.config import load_experiment
+from perseval.freshness import data_done, index_done, pending
 from perseval.llm.cache import RequestCache
-from perseval.llm.deployments import Deployment
-from perseval.llm.endpoint import Endpoint
-from perseval.plan import Cell, Plan, analysis_units, entry_seed, make_plan, pending_models, shard_specs
+from perseval.llm.deployments import ServerPool
+from perseval.plan import Plan, make_plan, shards
 from perseval.progress import stage_bar
 from perseval.report import headline, track
+from perseval.stages import Runtime, score_summary
+from perseval.store import StageStore
 from tasks.stages import analyze_task, construct_task, index_task, judge_task, run_shard_task, score_task
 
 
@@ -30,7 +34,7 @@ def _wait(stage: str, futures: dict[Any, PrefectFuture], show: bool, timings: di
     t0 = time.monotonic()
     by_future = {id(f): k for k, f in futures.items()}
     results: dict[Any, Any] = {}
-    with stage_bar(stage, len(futures), show) as bar:
+    with stage_bar(stage, len(futures), show and bool(futures)) as bar:
         for fut in as_completed(list(futures.values())):
             results[by_future[id(fut)]] = fut.result()
             if bar is not None:
@@ -39,81 +43,57 @@ def _wait(stage: str, futures: dict[Any, PrefectFuture], show: bool, timings: di
     return results
 
 
-def _serve(stack: ExitStack, exp: ResolvedExperiment, names: Iterable[str], root: str) -> dict[str, dict[str, Any]]:
-    endpoints: dict[str, dict[str, Any]] = {}
-    for name in sorted(names):
-        endpoint: Endpoint = stack.enter_context(Deployment(exp.models[name], Path(root) / "logs"))
-        endpoints[name] = endpoint.to_dict()
-    return endpoints
-
-
-def _run_spec(exp: ResolvedExperiment, cell: Cell, endpoints: dict[str, Any], run_id: str, cache: str) -> dict:
-    e = exp.experiment
-    return {"bench_name": cell.benchmark, "dkey": cell.data_key, "ikey": cell.index_key,
-            "retriever": exp.retrievers[cell.retriever].model_dump(), "agent": exp.agents[cell.agent].model_dump(),
-            "model": exp.models[cell.backbone].model_dump() if cell.backbone else None,
-            "endpoint": endpoints.get(cell.backbone) if cell.backbone else None, "shard_size": e.shard_size,
-            "repeats": e.repeats, "seed": e.seed, "run_id": run_id, "cache_path": cache}
-
-
-def _judge_spec(exp: ResolvedExperiment, cell: Cell, endpoints: dict[str, Any], run_id: str, cache: str) -> dict:
-    entry = exp.experiment.benchmarks[cell.bench_index]
-    judge = exp.judges.get(cell.judge)
-    return {"bench_name": cell.benchmark, "bench_params": entry.params, "dkey": cell.data_key,
-            "rkey": cell.run_key, "judge_cfg": judge.model_dump() if judge else None,
-            "judge_model": exp.models[judge.model].model_dump() if judge else None,
-            "endpoint": endpoints.get(judge.model) if judge else None, "seed": exp.experiment.seed,
-            "run_id": run_id, "cache_path": cache}
+def _manifests(root: str, stage: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+    return {k: {"key": k, **StageStore(root, stage, k).manifest()} for k in keys}
 
 
 @flow(name="perseval-evaluate", log_prints=True)
-def evaluate(config_path: str, output_root: str | None = None, mlflow_base: str | None = None,
-             show_progress: bool = True) -> dict[str, Any]:
-    """Run one experiment file end to end; returns the headline table, MLflow run id and request counts."""
+def evaluate(config_path: str, output_root: str | None = None, stop_after: str | None = None,
+             mlflow_base: str | None = None, show_progress: bool = True) -> dict[str, Any]:
+    """Run one experiment file end to end (or up to `stop_after="construct"`); returns the headline table,
+    MLflow run id and request counts."""
     exp = load_experiment(config_path)
     if output_root:
         exp.experiment.output_root = output_root
     e, root = exp.experiment, exp.experiment.output_root
     plan: Plan = make_plan(exp)
-    run_id = uuid.uuid4().hex
-    cache = e.request_cache or str(Path(root) / "request-cache.sqlite")
+    rt = Runtime(root, uuid.uuid4().hex, e.request_cache or str(Path(root) / "request-cache.sqlite"), e.shard_size,
+                 exp.plugins)
     timings: dict[str, float] = {}
-
-    data = _wait("construct", {bi: construct_task.submit(root, exp.experiment.benchmarks[bi].model_dump(),
-                                                         entry_seed(exp, e.benchmarks[bi]), key)
-                               for bi, key in plan.data.items()}, show_progress, timings)
-    n_inst = {d["key"]: d["n_instances"] for d in data.values()}
-    _wait("index", {k: index_task.submit(root, plan.data[bi], exp.retrievers[r].model_dump(), k)
-                    for (bi, r), k in plan.index.items()}, show_progress, timings)
-
-    with ExitStack() as stack:
-        t0 = time.monotonic()
-        endpoints = _serve(stack, exp, pending_models(plan, root, n_inst), root)
-        timings["serve"] = round(time.monotonic() - t0, 2)
-        runs = _wait("run", {(k, s): run_shard_task.submit(root, k, s, _run_spec(exp, c, endpoints, run_id, cache))
-                             for k, c in plan.runs().items() for s in shard_specs(n_inst[c.data_key], e.shard_size)},
-                     show_progress, timings)
-        _wait("judge", {(k, s): judge_task.submit(root, k, s, _judge_spec(exp, c, endpoints, run_id, cache))
-                        for k, c in plan.judgings().items() for s in shard_specs(n_inst[c.data_key], e.shard_size)},
+    with ServerPool(exp.models, exp.deployments, Path(root) / "logs") as servers:
+        building = [u for u in plan.data if not data_done(root, u)]
+        crt = replace(rt, endpoints=servers.ensure({m.name for u in building for m in u.construction.values()}))
+        _wait("construct", {u.key: construct_task.submit(u, crt) for u in building}, show_progress, timings)
+        data = _manifests(root, "data", [u.key for u in plan.data])
+        if stop_after == "construct":
+            return {"run_id": rt.run_id, "data": data, "timings": timings}
+        _wait("index", {u.key: index_task.submit(u, rt) for u in plan.index if not index_done(root, u)},
               show_progress, timings)
+        shard_ids = {k: shards(d["n_instances"], e.shard_size) for k, d in data.items()}
+        todo = pending(root, plan, shard_ids)
+        t0 = time.monotonic()
+        rt = replace(rt, endpoints=servers.ensure(todo.models(plan)))
+        timings["serve"] = round(time.monotonic() - t0, 2)
+        runs = _wait("run", {(u.key, s): run_shard_task.submit(u, s, rt) for u in plan.runs()
+                             for s in shard_ids[u.data.key] if (u.key, s) in todo.runs}, show_progress, timings)
+        _wait("judge", {(u.key, s): judge_task.submit(u, s, rt) for u in plan.judgings()
+                        for s in shard_ids[u.run.data.key] if (u.key, s) in todo.judges}, show_progress, timings)
+    _wait("score", {c.key: score_task.submit(c, rt) for c in plan.cells if c.key in todo.scores}, show_progress,
+          timings)
+    scores = {c.key: score_summary(root, c) for c in plan.cells}
+    _wait("analyze", {u.key: analyze_task.submit(u, rt) for u in plan.analyses if u.key in todo.analyses},
+          show_progress, timings)
+    analyses = _manifests(root, "analysis", [u.key for u in plan.analyses])
 
-    scores = _wait("score", {c.score_key: score_task.submit(root, c.score_key, {
-        "bench_name": c.benchmark, "bench_params": e.benchmarks[c.bench_index].params, "dkey": c.data_key,
-        "rkey": c.run_key, "jkey": c.judge_key}) for c in plan.cells}, show_progress, timings)
-
-    analyses = _wait("analyze", {bi: analyze_task.submit(root, key, {
-        "bench_name": e.benchmarks[bi].name, "bench_params": e.benchmarks[bi].params, "dkey": plan.data[bi],
-        "cells": cells}) for bi, (key, cells) in analysis_units(plan).items()}, show_progress, timings)
-
-    requests = RequestCache(cache).request_counts(run_id)
+    requests = RequestCache(rt.cache_path).request_counts(rt.run_id)
     n_requests = sum(n for by_status in requests.values() for n in by_status.values())
     t0 = time.monotonic()
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
     parent = track(exp, plan, root, scores, analyses, stats, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
-    return {"mlflow_run_id": parent, "run_id": run_id, "requests": requests, "llm_requests": n_requests,
+    return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
             "headline": headline(plan, scores).to_dict("records"), "timings": timings,
-            "analyses": {e.benchmarks[bi].name: a["files"] for bi, a in analyses.items()},
+            "analyses": {u.data.entry.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},
             "experiment": e.mlflow.experiment, "tracking_uri": e.mlflow.tracking_uri}

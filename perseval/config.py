@@ -1,8 +1,16 @@
-"""Pydantic models of an experiment file and of the model/retriever/judge/agent YAML it names.
+"""Pydantic models of an experiment file and of the YAML files it names.
 
-An experiment references every model, retriever, judge and agent by name; each
-lives in its own file under `configs/<kind>/<name>.yaml`. `load_experiment`
-resolves them all and fails early, naming the file and the key, on a bad file.
+An experiment references every model, deployment, retriever, judge and agent
+by name; each lives in its own file under `configs/<kind>/<name>.yaml`:
+
+  models/       which weights: source, revision, digest, dtype, quantization, default sampling
+  deployments/  how weights are served: vllm / embedded / openai, parallelism, context, endpoint
+  retrievers/   a registered retriever kind, its chunking and params
+  judges/       a registered judge kind (or the benchmark's own LLM judges) bound to a model
+  agents/       a registered agent kind and its params
+
+`load_experiment` resolves them all and validates every component's `params`
+against the component's own model, failing early with the file and the key.
 """
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
+from perseval.params import error_lines
 
 
 class Strict(BaseModel):
@@ -23,62 +32,60 @@ class Strict(BaseModel):
 class Sampling(Strict):
     temperature: float = 0.0
     top_p: float = 1.0
-    max_tokens: int = 256
+    max_tokens: int = Field(256, ge=1)
     seed: int | None = None  # None: the experiment seed
 
 
-class VLLMSettings(Strict):
-    tensor_parallel_size: int = 1
-    max_model_len: int = 8192
-    gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
+class ModelConfig(Strict):
+    """Which weights: everything that fixes a model's answers, nothing about how it is served."""
+
+    name: str
+    format: Literal["gguf", "hf", "api"]
+    # gguf: a file path or package:<module>/<file>; hf: a hub id or a local folder; api: the served name
+    source: str
+    revision: str | None = None  # hub commit (hf) or the provider's model version (api)
+    digest: str | None = None  # sha256 of the weights, pinned: a file that differs is refused
     dtype: str = "auto"
+    quantization: str | None = None  # e.g. Q4_1 (gguf), awq / fp8 (vllm)
+    deployment: str  # default deployment (configs/deployments/<name>.yaml); an experiment may override it
+    sampling: Sampling = Sampling()
+
+
+class VLLMSettings(Strict):
+    tensor_parallel_size: int = Field(1, ge=1)
+    gpu_memory_utilization: float = Field(0.85, gt=0, le=1)
     extra_args: list[str] = []
-    python: str | None = None  # interpreter to launch with; None: the `vllm` command
+    python: str | None = None  # interpreter to launch with (python -m vllm...); None: the `vllm` command
     env: dict[str, str] = {}
 
 
-class ModelConfig(Strict):
-    """A model and the deployment that serves it."""
+DEPLOYMENT_FORMATS = {"embedded": "gguf", "vllm": "hf", "openai": "api"}
+
+
+class DeploymentConfig(Strict):
+    """How a model is served: a server perseval starts (vllm, embedded) or an existing endpoint (openai)."""
 
     name: str
     kind: Literal["embedded", "vllm", "openai"]
-    model: str  # HF id or local folder (vllm), served name (openai), label (embedded)
-    revision: str | None = None
-    gguf: str | None = None  # embedded: GGUF path, or package:<module>/<file>
-    n_ctx: int = 4096
-    n_threads: int | None = None
-    base_url: str | None = None  # openai: an existing endpoint
-    api_key_env: str | None = None  # openai: the variable holding the key (never logged)
+    context_length: int = Field(4096, ge=256)  # n_ctx (embedded) / --max-model-len (vllm)
+    n_threads: int | None = None  # embedded: llama.cpp threads
     vllm: VLLMSettings = VLLMSettings()
-    sampling: Sampling = Sampling()
-    max_concurrency: int = 4
+    base_url: str | None = None  # openai: the endpoint (…/v1)
+    api_key_env: str | None = None  # openai: the variable holding the key (never logged)
+    max_concurrency: int = Field(4, ge=1)
     timeout_s: float = 300.0
-    retries: int = 3
+    retries: int = Field(3, ge=0)
     startup_timeout_s: float = 600.0
 
     @model_validator(mode="after")
-    def _kind_fields(self) -> "ModelConfig":
-        if self.kind == "embedded" and not self.gguf:
-            raise ValueError("an embedded deployment needs `gguf` (a path or package:<module>/<file>)")
+    def _kind_fields(self) -> "DeploymentConfig":
         if self.kind == "openai" and not self.base_url:
             raise ValueError("an openai deployment needs `base_url`")
         return self
 
 
-class EmbedderConfig(Strict):
-    kind: Literal["flag", "m3"] = "flag"  # FlagModel or BGEM3FlagModel
-    model: str  # path, HF id, or package:<module>
-    pooling: Literal["cls", "mean"] = "cls"
-    normalize: bool = True
-    query_instruction: str = ""
-    batch_size: int = 64
-    max_length: int = 512
-    fp16: bool = False
-    device: str | None = None  # None: FlagEmbedding picks (cuda when present)
-
-
 class ChunkingConfig(Strict):
-    size: int = Field(256, gt=0)  # tokens of the embedder's tokenizer
+    size: int = Field(256, gt=0)  # tokens of the retriever's tokenizer (words for sparse retrievers)
     overlap: int = Field(50, ge=0)
 
     @model_validator(mode="after")
@@ -88,31 +95,31 @@ class ChunkingConfig(Strict):
         return self
 
 
-class IndexConfig(Strict):
-    type: Literal["flat_ip", "hnsw"] = "flat_ip"
-    device: Literal["cpu", "gpu", "auto"] = "cpu"
-
-
 class RetrieverConfig(Strict):
+    """A registered retriever kind (dense, bm25, ...): how histories are chunked, indexed and searched."""
+
     name: str
-    embedder: EmbedderConfig
+    kind: str = "dense"
     chunking: ChunkingConfig = ChunkingConfig()
-    index: IndexConfig = IndexConfig()
-    top_k: int = 3
+    params: dict[str, Any] = {}
 
 
 class JudgeConfig(Strict):
-    """A judge is just a model bound to the judge role, with its own sampling and repeats."""
+    """A judge kind bound to the judge role. With no `kind`, `model` is bound to every LLM judge kind the
+    benchmark declares for its items (IBA checkpoints; Bespoke claims and criteria); `params` is then
+    keyed by kind. A rule judge (no model) needs no YAML: benchmarks apply theirs by default."""
 
     name: str
-    model: str
+    kind: str | None = None
+    model: str | None = None
     sampling: Sampling = Sampling(max_tokens=128)
     repeats: int = Field(1, ge=1)
+    params: dict[str, Any] = {}
 
 
 class AgentConfig(Strict):
     name: str
-    kind: str  # registry kind, e.g. iba.rag
+    kind: str  # registry kind, e.g. rag, iba.agent
     params: dict[str, Any] = {}
 
 
@@ -123,6 +130,7 @@ class BenchmarkEntry(Strict):
     source: str | None = None  # a local release folder to ingest; None: construct / bundled sample
     params: dict[str, Any] = {}
     agents: list[str]
+    judges: list[str] | None = None  # None: the experiment's `judges`
 
 
 class DaskSettings(Strict):
@@ -144,7 +152,9 @@ class ExperimentConfig(Strict):
     shard_size: int = Field(8, ge=1)
     output_root: str = "runs"
     request_cache: str | None = None  # None: <output_root>/request-cache.sqlite
+    plugins: list[str] = []  # modules or .py files (relative to this file) that register components
     backbones: list[str]
+    deployments: dict[str, str] = {}  # model name -> deployment name, overriding the model's default
     retrievers: list[str]
     judges: list[str] = []
     benchmarks: list[BenchmarkEntry]
@@ -158,21 +168,50 @@ class ResolvedExperiment(Strict):
     path: str
     experiment: ExperimentConfig
     models: dict[str, ModelConfig]
+    deployments: dict[str, DeploymentConfig]  # model name -> the deployment that serves it in this run
     retrievers: dict[str, RetrieverConfig]
     judges: dict[str, JudgeConfig]
     agents: dict[str, AgentConfig]
+    plugins: tuple[str, ...] = ()  # resolved: .py files made absolute
+    files: dict[str, str] = {}  # "agents/<name>" -> the YAML it came from, for error messages
 
     def key(self) -> str:
-        return content_key(self.model_dump(exclude={"path"}))
+        return content_key(self.model_dump(exclude={"path", "files"}))
+
+    def file_of(self, kind: str, name: str) -> str:
+        return self.files.get(f"{kind}/{name}", self.path)
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
+# --- reading YAML ----------------------------------------------------------------------------------
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key written twice in one mapping (YAML would keep the last silently)."""
+
+
+def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ConfigError(f"line {key_node.start_mark.line + 1}: key {key!r} is written twice")
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"{path}: file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (safe loader)
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{path}, {exc}") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping at the top level")
     return data
@@ -182,17 +221,13 @@ def _validate(model: type[Strict], data: dict[str, Any], path: Path) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            key = ".".join(str(p) for p in err["loc"]) or "(top level)"
-            lines.append(f"  key '{key}': {err['msg']}")
-        raise ConfigError(f"{path}: invalid {model.__name__}\n" + "\n".join(lines)) from None
+        raise ConfigError(f"{path}: invalid {model.__name__}\n" + "\n".join(error_lines(exc, "", model))) from None
 
 
 def load_config(model: type[Strict], path: str | Path) -> Any:
     """Load and validate one YAML file as `model`."""
     path = Path(path)
-    return _validate(model, _read_yaml(path), path)
+    return _validate(model, read_yaml(path), path)
 
 
 def config_root_for(experiment_path: Path) -> Path:
@@ -201,31 +236,75 @@ def config_root_for(experiment_path: Path) -> Path:
     return parent.parent if parent.name == "experiments" else parent
 
 
-def _named(kind_dir: Path, model: type[Strict], name: str, referrer: Path, key: str) -> Any:
-    path = kind_dir / f"{name}.yaml"
-    if not path.exists():
-        known = sorted(p.stem for p in kind_dir.glob("*.yaml"))
-        raise ConfigError(f"{referrer}: key '{key}' names {name!r}, but {path} does not exist (known: {known})")
-    cfg = load_config(model, path)
-    if cfg.name != name:
-        raise ConfigError(f"{path}: key 'name' is {cfg.name!r} but the file is named {name!r}")
-    return cfg
+# --- resolving an experiment -----------------------------------------------------------------------
+
+class _Resolver:
+    """Loads each named config once, remembering which file it came from."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.files: dict[str, str] = {}
+
+    def named(self, kind: str, model: type[Strict], name: str, referrer: Path | str, key: str) -> Any:
+        folder = self.root / kind
+        path = folder / f"{name}.yaml"
+        if not path.exists():
+            known = sorted(p.stem for p in folder.glob("*.yaml"))
+            raise ConfigError(f"{referrer}: key '{key}' names {name!r}, but {path} does not exist (known: {known})")
+        cfg = load_config(model, path)
+        if cfg.name != name:
+            raise ConfigError(f"{path}: key 'name' is {cfg.name!r} but the file is named {name!r}")
+        self.files[f"{kind}/{name}"] = str(path)
+        return cfg
 
 
 def load_experiment(path: str | Path, config_root: str | Path | None = None) -> ResolvedExperiment:
-    """Load an experiment file and every config it references by name."""
+    """Load an experiment file, every config it references by name, and validate every component's params."""
+    from perseval import components  # the registry and the component classes; imported late (no cycle)
+
     path = Path(path)
     exp: ExperimentConfig = load_config(ExperimentConfig, path)
-    root = Path(config_root) if config_root else config_root_for(path)
-    models = {n: _named(root / "models", ModelConfig, n, path, "backbones") for n in exp.backbones}
-    retrievers = {n: _named(root / "retrievers", RetrieverConfig, n, path, "retrievers") for n in exp.retrievers}
-    judges = {n: _named(root / "judges", JudgeConfig, n, path, "judges") for n in exp.judges}
+    res = _Resolver(Path(config_root) if config_root else config_root_for(path))
+    plugins = components.load_experiment_plugins(exp.plugins, path)
+    models: dict[str, ModelConfig] = {}
+
+    def need_model(name: str, referrer: Path | str, key: str) -> None:
+        if name not in models:
+            models[name] = res.named("models", ModelConfig, name, referrer, key)
+
+    for name in exp.backbones:
+        need_model(name, path, "backbones")
+    judge_names = list(dict.fromkeys(exp.judges + [j for b in exp.benchmarks for j in (b.judges or [])]))
+    judges = {n: res.named("judges", JudgeConfig, n, path, "judges") for n in judge_names}
     for j in judges.values():
-        if j.model not in models:
-            models[j.model] = _named(root / "models", ModelConfig, j.model, root / "judges" / f"{j.name}.yaml", "model")
+        if j.model:
+            need_model(j.model, res.files[f"judges/{j.name}"], "model")
+    retrievers = {n: res.named("retrievers", RetrieverConfig, n, path, "retrievers") for n in exp.retrievers}
     agents: dict[str, AgentConfig] = {}
     for i, bench in enumerate(exp.benchmarks):
         for name in bench.agents:
-            agents[name] = _named(root / "agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
-    return ResolvedExperiment(path=str(path), experiment=exp, models=models, retrievers=retrievers,
-                              judges=judges, agents=agents)
+            agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
+        for role, name in components.construction_models(bench, exp.backbones, str(path), i).items():
+            need_model(name, path, f"benchmarks.{i}.params.construction.{role}_model")
+    deployments = {m: _deployment(res, exp, path, cfg) for m, cfg in models.items()}
+    resolved = ResolvedExperiment(path=str(path), experiment=exp, models=models, deployments=deployments,
+                                  retrievers=retrievers, judges=judges, agents=agents, plugins=plugins,
+                                  files=res.files)
+    components.validate_experiment(resolved)
+    return resolved
+
+
+def _deployment(res: _Resolver, exp: ExperimentConfig, path: Path, model: ModelConfig) -> DeploymentConfig:
+    override = exp.deployments.get(model.name)
+    referrer, key = (path, f"deployments.{model.name}") if override else \
+        (res.files[f"models/{model.name}"], "deployment")
+    dep: DeploymentConfig = res.named("deployments", DeploymentConfig, override or model.deployment, referrer, key)
+    if DEPLOYMENT_FORMATS[dep.kind] != model.format:
+        raise ConfigError(f"{referrer}: key '{key}': a {dep.kind} deployment serves {DEPLOYMENT_FORMATS[dep.kind]} "
+                          f"models, but model {model.name!r} has format {model.format!r}")
+    return dep
+
+
+__all__ = ["AgentConfig", "BenchmarkEntry", "ChunkingConfig", "DaskSettings", "DeploymentConfig", "ExperimentConfig",
+           "JudgeConfig", "MLflowSettings", "ModelConfig", "ResolvedExperiment", "RetrieverConfig", "Sampling",
+           "Strict", "VLLMSettings", "load_config", "load_experiment", "read_yaml"]

@@ -1,8 +1,12 @@
-"""The experiment as a DAG of content-addressed units, with every key known before anything runs.
+"""The experiment as a DAG of typed, content-addressed units, with every key known before anything runs.
 
 A key hashes the keys of a unit's inputs and the configuration that can change
 its output, so a re-run recomputes exactly what a change reaches: a new judge
-gets new judge keys but the same run keys, and its agents are not re-run.
+gets new judge keys but the same run keys, and its agents are not re-run. Model
+configuration enters a key only through the model's identity (weights content,
+revision, dtype, quantization) and the role's sampling, never through how it is
+served. Tasks take and return these units; the flow decides once per unit
+whether it must run (perseval.freshness).
 """
 from __future__ import annotations
 
@@ -10,19 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perseval.config import AgentConfig, BenchmarkEntry, JudgeConfig, ModelConfig, ResolvedExperiment, RetrieverConfig
-from perseval.errors import ConfigError
+from perseval.components import JudgeSpec, benchmark_params, judge_specs, make_agent
+from perseval.config import (AgentConfig, BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig,
+                             Sampling)
 from perseval.hashing import content_key
-from perseval.registry import agent_class, benchmark_class
-from perseval.stages import judge_done, run_done
+from perseval.llm.identity import model_identity
+from perseval.registry import benchmark_class
 
 # Bump when a stage's code changes what it writes, to invalidate old outputs.
-STAGE_VERSIONS = {"data": 2, "index": 1, "run": 2, "judge": 1, "score": 1, "analysis": 2}
-
-
-def model_fingerprint(cfg: ModelConfig) -> dict[str, Any]:
-    """What can change a model's answers (not ports, concurrency or timeouts)."""
-    return cfg.model_dump(include={"kind", "model", "revision", "gguf", "n_ctx", "base_url", "sampling"})
+STAGE_VERSIONS = {"data": 3, "index": 2, "run": 3, "judge": 2, "score": 2, "analysis": 3}
 
 
 def source_fingerprint(source: str | None) -> list[Any]:
@@ -34,126 +34,208 @@ def source_fingerprint(source: str | None) -> list[Any]:
             for p in sorted(root.rglob("*")) if p.is_file()]
 
 
-def data_key(entry: BenchmarkEntry, seed: int) -> str:
-    return content_key("data", STAGE_VERSIONS["data"], entry.name, entry.sample, seed, entry.params,
-                       entry.source, source_fingerprint(entry.source))
+def model_fingerprint(model: ModelConfig, sampling: Sampling) -> dict[str, Any]:
+    """What can change a model's answers in one role: its identity and the role's sampling."""
+    return {"identity": model_identity(model), "sampling": sampling.model_dump()}
 
 
-def index_key(dkey: str, retriever: RetrieverConfig) -> str:
-    return content_key("index", STAGE_VERSIONS["index"], dkey, retriever.model_dump(exclude={"name", "top_k"}))
+# --- units ---------------------------------------------------------------------------------------------
+
+@dataclass
+class DataUnit:
+    """A benchmark entry's instances and histories (constructed, or ingested from `entry.source`)."""
+
+    key: str
+    entry: BenchmarkEntry
+    seed: int
+    construction: dict[str, ModelConfig] = field(default_factory=dict)  # role -> model (LLM-mode builds)
 
 
-def run_key(dkey: str, ikey: str, agent: AgentConfig, model: ModelConfig | None, repeats: int, seed: int) -> str:
-    return content_key("run", STAGE_VERSIONS["run"], dkey, ikey, agent.model_dump(exclude={"name"}),
-                       model_fingerprint(model) if model else None, repeats, seed)
+@dataclass
+class IndexUnit:
+    """Every owner's history chunked and indexed by one retriever."""
+
+    key: str
+    data: DataUnit
+    retriever: RetrieverConfig
 
 
-def judge_key(rkey: str, judge: JudgeConfig | None, judge_model: ModelConfig | None) -> str:
-    if judge is None:
-        return content_key("judge", STAGE_VERSIONS["judge"], rkey, "rule")
-    return content_key("judge", STAGE_VERSIONS["judge"], rkey, judge.model_dump(exclude={"name"}),
-                       model_fingerprint(judge_model) if judge_model else None)
+@dataclass
+class RunUnit:
+    """One agent on one backbone over a benchmark's instances (mapped per shard)."""
+
+    key: str
+    data: DataUnit
+    index: IndexUnit | None  # None: the agent uses neither retrieval nor search, so no retriever reaches it
+    agent: AgentConfig
+    backbone: str | None  # None: an agent that uses no model (oracles)
+    model: ModelConfig | None
+    repeats: int
+    seed: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.data.entry.name}/{self.agent.name}/{self.backbone or '-'}"
+
+
+@dataclass
+class JudgeUnit:
+    """One judge binding over one run's outputs (mapped per shard)."""
+
+    key: str
+    run: RunUnit
+    judge: JudgeSpec
+    model: ModelConfig | None  # the judge model (None for rule judges)
+    seed: int
 
 
 @dataclass
 class Cell:
-    """benchmark x agent x backbone x retriever x judge: one MLflow child run, one score table."""
+    """benchmark x agent x backbone x retriever x judge: one score table, one MLflow child run."""
 
-    benchmark: str
+    key: str  # the score key
     bench_index: int
-    agent: str
-    backbone: str | None  # None for agents that use no model (oracles)
-    retriever: str
-    judge: str  # a judge name, or "rule"
-    data_key: str
-    index_key: str
-    run_key: str
-    judge_key: str
+    judged: JudgeUnit
+
+    @property
+    def run(self) -> RunUnit:
+        return self.judged.run
+
+    @property
+    def benchmark(self) -> str:
+        return self.run.data.entry.name
+
+    @property
+    def agent(self) -> str:
+        return self.run.agent.name
+
+    @property
+    def backbone(self) -> str | None:
+        return self.run.backbone
+
+    @property
+    def retriever(self) -> str:
+        return self.run.index.retriever.name if self.run.index else "-"
+
+    @property
+    def judge(self) -> str:
+        return self.judged.judge.name
+
+    @property
+    def judge_model(self) -> str | None:
+        return self.judged.judge.model
 
     @property
     def name(self) -> str:
         return "/".join([self.benchmark, self.agent, self.backbone or "-", self.retriever, self.judge])
 
-    @property
-    def score_key(self) -> str:
-        return content_key("score", STAGE_VERSIONS["score"], self.judge_key)
+
+@dataclass
+class AnalysisUnit:
+    """The cross-cell tables and figures of one benchmark entry."""
+
+    key: str
+    bench_index: int
+    data: DataUnit
+    cells: list[Cell]
 
 
 @dataclass
 class Plan:
     exp: ResolvedExperiment
-    data: dict[int, str] = field(default_factory=dict)  # benchmark entry index -> data key
-    index: dict[tuple[int, str], str] = field(default_factory=dict)  # (entry, retriever) -> index key
+    data: list[DataUnit] = field(default_factory=list)
+    index: list[IndexUnit] = field(default_factory=list)
     cells: list[Cell] = field(default_factory=list)
+    analyses: list[AnalysisUnit] = field(default_factory=list)
 
-    def runs(self) -> dict[str, Cell]:
-        """One representative cell per distinct run key (judges share agent runs)."""
-        return {c.run_key: c for c in self.cells}
+    def runs(self) -> list[RunUnit]:
+        """Each distinct run once (judges, and retrievers an agent does not use, share runs)."""
+        return list({c.run.key: c.run for c in self.cells}.values())
 
-    def judgings(self) -> dict[str, Cell]:
-        return {c.judge_key: c for c in self.cells}
+    def judgings(self) -> list[JudgeUnit]:
+        return list({c.judged.key: c.judged for c in self.cells}.values())
+
+
+# --- keys ----------------------------------------------------------------------------------------------
+
+def data_key(entry: BenchmarkEntry, params: Any, seed: int, construction: dict[str, ModelConfig]) -> str:
+    models = {role: model_fingerprint(m, m.sampling) for role, m in sorted(construction.items())}
+    return content_key("data", STAGE_VERSIONS["data"], entry.name, entry.sample, seed, params.model_dump(mode="json"),
+                       entry.source, source_fingerprint(entry.source), models)
+
+
+def index_key(dkey: str, retriever: RetrieverConfig) -> str:
+    return content_key("index", STAGE_VERSIONS["index"], dkey, retriever.model_dump(exclude={"name"}))
+
+
+def run_key(dkey: str, ikey: str | None, agent: AgentConfig, params: Any, model: ModelConfig | None, repeats: int,
+            seed: int) -> str:
+    return content_key("run", STAGE_VERSIONS["run"], dkey, ikey, agent.name, agent.kind,
+                       params.model_dump(mode="json"), model_fingerprint(model, model.sampling) if model else None,
+                       repeats, seed)
+
+
+def judge_key(rkey: str, spec: JudgeSpec, model: ModelConfig | None) -> str:
+    fingerprint = model_fingerprint(model, spec.sampling or Sampling()) if model else None
+    return content_key("judge", STAGE_VERSIONS["judge"], rkey, spec.name, list(spec.kinds), spec.params,
+                       spec.repeats if spec.uses_llm else 1, fingerprint)
+
+
+def score_key(jkey: str) -> str:
+    return content_key("score", STAGE_VERSIONS["score"], jkey)
 
 
 def entry_seed(exp: ResolvedExperiment, entry: BenchmarkEntry) -> int:
     return entry.seed if entry.seed is not None else exp.experiment.seed
 
 
+# --- the plan ------------------------------------------------------------------------------------------
+
 def make_plan(exp: ResolvedExperiment) -> Plan:
     e = exp.experiment
     plan = Plan(exp)
     for bi, entry in enumerate(e.benchmarks):
-        bench_cls = benchmark_class(entry.name)
-        dkey = plan.data[bi] = data_key(entry, entry_seed(exp, entry))
-        for rname in e.retrievers:
-            ikey = plan.index[(bi, rname)] = index_key(dkey, exp.retrievers[rname])
-            for aname in entry.agents:
-                agent = exp.agents[aname]
-                if entry.name not in agent_class(agent.kind).benchmarks:
-                    raise ConfigError(f"{exp.path}: agent {aname!r} ({agent.kind}) does not support benchmark "
-                                      f"{entry.name!r}")
-                backbones: list[str | None] = list(e.backbones) if agent_class(agent.kind).uses_llm else [None]
-                for bb in backbones:
-                    rkey = run_key(dkey, ikey, agent, exp.models[bb] if bb else None, e.repeats, e.seed)
-                    judges: list[str | None] = list(e.judges) if bench_cls.uses_llm_judge else [None]
-                    if not judges:
-                        raise ConfigError(f"{exp.path}: key 'judges' is empty but benchmark {entry.name!r} "
-                                          "needs an LLM judge")
-                    for jname in judges:
-                        jcfg = exp.judges[jname] if jname else None
-                        jkey = judge_key(rkey, jcfg, exp.models[jcfg.model] if jcfg else None)
-                        plan.cells.append(Cell(entry.name, bi, aname, bb, rname, jname or "rule", dkey, ikey,
-                                               rkey, jkey))
+        params = benchmark_params(entry, exp.path, bi)
+        roles = benchmark_class(entry.name).construction_models(params, e.backbones)
+        construction = {role: exp.models[name] for role, name in roles.items()}
+        seed = entry_seed(exp, entry)
+        data = DataUnit(data_key(entry, params, seed, construction), entry, seed, construction)
+        plan.data.append(data)
+        indexes = [IndexUnit(index_key(data.key, exp.retrievers[r]), data, exp.retrievers[r]) for r in e.retrievers]
+        plan.index += indexes
+        specs = judge_specs(exp, bi)
+        cells = {}
+        for aname in entry.agents:
+            for run in _runs(exp, data, indexes, exp.agents[aname]):
+                for spec in specs:
+                    model = exp.models[spec.model] if spec.model else None
+                    judged = JudgeUnit(judge_key(run.key, spec, model), run, spec, model, e.seed)
+                    cell = Cell(score_key(judged.key), bi, judged)
+                    cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
+        plan.cells += cells.values()
+        cell_list = list(cells.values())
+        ids = [(c.name, c.agent, exp.agents[c.agent].kind, c.key) for c in cell_list]
+        plan.analyses.append(AnalysisUnit(content_key("analysis", STAGE_VERSIONS["analysis"],
+                                                      params.model_dump(mode="json"), ids), bi, data, cell_list))
+    plan.index = [i for i in plan.index if i.key in {r.index.key for r in plan.runs() if r.index}]  # only used ones
     return plan
 
 
-def shard_specs(n_instances: int, shard_size: int) -> list[int]:
+def _runs(exp: ResolvedExperiment, data: DataUnit, indexes: list[IndexUnit], agent_cfg: AgentConfig) -> list[RunUnit]:
+    """The runs of one agent: per backbone when it uses a model, per retriever when it retrieves or searches."""
+    e = exp.experiment
+    agent = make_agent(agent_cfg, exp.file_of("agents", agent_cfg.name))
+    needs = agent.requires()
+    backbones: list[str | None] = list(e.backbones) if "llm" in needs else [None]
+    uses_index = "retrieve" in needs or ("search" in needs and agent.search_spec() == "corpus")
+    out = []
+    for index in (indexes if uses_index else [None]):
+        for bb in backbones:
+            model = exp.models[bb] if bb else None
+            key = run_key(data.key, index.key if index else None, agent_cfg, agent.params, model, e.repeats, e.seed)
+            out.append(RunUnit(key, data, index, agent_cfg, bb, model, e.repeats, e.seed))
+    return out
+
+
+def shards(n_instances: int, shard_size: int) -> list[int]:
     return list(range(max(1, -(-n_instances // shard_size))))
-
-
-def pending_models(plan: Plan, root: str, n_instances: dict[str, int]) -> set[str]:
-    """Models that some unfinished run or judge shard needs: only these are served."""
-    size = plan.exp.experiment.shard_size
-    needed: set[str] = set()
-    for cell in plan.cells:
-        shards = shard_specs(n_instances[cell.data_key], size)
-        if cell.backbone and not all(run_done(root, cell.run_key, s) for s in shards):
-            needed.add(cell.backbone)
-        if cell.judge != "rule" and not all(judge_done(root, cell.judge_key, cell.run_key, s) for s in shards):
-            needed.add(plan.exp.judges[cell.judge].model)
-    return needed
-
-
-def cell_identity(exp: ResolvedExperiment, cell: Cell) -> dict[str, Any]:
-    agent = exp.agents[cell.agent]
-    return {"name": cell.name, "agent": cell.agent, "agent_kind": agent.kind, "agent_params": agent.params,
-            "backbone": cell.backbone, "retriever": cell.retriever, "judge": cell.judge, "score_key": cell.score_key}
-
-
-def analysis_units(plan: Plan) -> dict[int, tuple[str, list[dict[str, Any]]]]:
-    """Per benchmark entry: the analysis key (over all its cells' score keys) and the cells it reads."""
-    units: dict[int, tuple[str, list[dict[str, Any]]]] = {}
-    for bi, entry in enumerate(plan.exp.experiment.benchmarks):
-        cells = [cell_identity(plan.exp, c) for c in plan.cells if c.bench_index == bi]
-        key = content_key("analysis", STAGE_VERSIONS["analysis"], entry.params, cells)
-        units[bi] = (key, cells)
-    return units

@@ -1,71 +1,147 @@
-"""Registries of benchmarks and agents.
+"""Registries of the four component kinds: benchmarks, agents, judges and retrievers.
 
-A new benchmark or agent is one module that registers itself with a
-decorator, plus one YAML under configs/; the packages are scanned on first
-use, so no flow or central list needs an edit.
+A new component is one module that registers its class with a decorator, plus
+one YAML under configs/; no flow, plan or central list needs an edit. Modules
+are found three ways: perseval's own packages are scanned on first use; an
+installed package adds modules through the entry-point group `perseval.plugins`
+(the value names a module to import); an experiment file lists modules or .py
+files under `plugins:`.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import pkgutil
-from typing import Callable, TypeVar
+import sys
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Callable, Iterable, TypeVar
 
 from perseval.errors import ConfigError
 
 T = TypeVar("T")
 
-_BENCHMARKS: dict[str, type] = {}
-_AGENTS: dict[str, type] = {}
+BUILTIN_PACKAGES = ("perseval.benchmarks", "perseval.agents", "perseval.judges", "perseval.retrieval")
+ENTRY_POINT_GROUP = "perseval.plugins"
+
+
+class Registry:
+    """Name -> class for one component kind; `attr` is the class attribute that holds the name."""
+
+    def __init__(self, what: str, attr: str):
+        self.what, self.attr = what, attr
+        self.table: dict[str, type] = {}
+
+    def register(self, key: str) -> Callable[[type[T]], type[T]]:
+        """Class decorator: register under `key` and set `cls.<attr> = key`, so the name is written once."""
+        def deco(cls: type[T]) -> type[T]:
+            if key in self.table and self.table[key] is not cls:
+                raise ConfigError(f"{self.what} {key!r} is registered twice ({self.table[key]} and {cls})")
+            setattr(cls, self.attr, key)
+            self.table[key] = cls
+            return cls
+
+        return deco
+
+    def get(self, key: str) -> type:
+        scan()
+        if key not in self.table:
+            raise ConfigError(f"unknown {self.what} {key!r}; registered: {sorted(self.table)}")
+        return self.table[key]
+
+    def names(self) -> list[str]:
+        scan()
+        return sorted(self.table)
+
+
+BENCHMARKS = Registry("benchmark", "name")
+AGENTS = Registry("agent kind", "kind")
+JUDGES = Registry("judge kind", "kind")
+RETRIEVERS = Registry("retriever kind", "kind")
+
+register_benchmark = BENCHMARKS.register
+register_agent = AGENTS.register
+register_judge = JUDGES.register
+register_retriever = RETRIEVERS.register
+benchmark_class = BENCHMARKS.get
+agent_class = AGENTS.get
+judge_class = JUDGES.get
+retriever_class = RETRIEVERS.get
+
 _scanned = False
 
 
-def _register(table: dict[str, type], key: str, attr: str) -> Callable[[type[T]], type[T]]:
-    """Register `cls` under `key` and set `cls.<attr> = key`, so the name is written once."""
-    def deco(cls: type[T]) -> type[T]:
-        if key in table and table[key] is not cls:
-            raise ValueError(f"{key!r} is registered twice ({table[key]} and {cls})")
-        setattr(cls, attr, key)
-        table[key] = cls
-        return cls
-
-    return deco
-
-
-def register_benchmark(name: str) -> Callable[[type[T]], type[T]]:
-    """Class decorator: a benchmark under `name` (also set as its `name` attribute)."""
-    return _register(_BENCHMARKS, name, "name")
-
-
-def register_agent(kind: str) -> Callable[[type[T]], type[T]]:
-    """Class decorator: an agent under `kind` (also set as its `kind` attribute)."""
-    return _register(_AGENTS, kind, "kind")
-
-
-def _scan() -> None:
+def scan() -> None:
+    """Import perseval's own component modules and every installed plugin, once per process."""
     global _scanned
     if _scanned:
         return
-    for pkg_name in ("perseval.benchmarks", "perseval.agents"):
+    _scanned = True  # first: a module being imported may itself look something up
+    for pkg_name in BUILTIN_PACKAGES:
         pkg = importlib.import_module(pkg_name)
         for mod in pkgutil.walk_packages(pkg.__path__, prefix=pkg_name + "."):
             importlib.import_module(mod.name)
-    _scanned = True
+    load_entry_points()
 
 
-def benchmark_class(name: str) -> type:
-    _scan()
-    if name not in _BENCHMARKS:
-        raise ConfigError(f"unknown benchmark {name!r}; registered: {sorted(_BENCHMARKS)}")
-    return _BENCHMARKS[name]
+def load_entry_points() -> None:
+    """Import every module an installed package names under the `perseval.plugins` entry-point group."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # a broken plugin names itself, it does not crash with a traceback
+            raise ConfigError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: "
+                              f"{type(exc).__name__}: {exc}") from exc
 
 
-def agent_class(kind: str) -> type:
-    _scan()
-    if kind not in _AGENTS:
-        raise ConfigError(f"unknown agent kind {kind!r}; registered: {sorted(_AGENTS)}")
-    return _AGENTS[kind]
+def resolve_plugins(specs: Iterable[str], base_dir: Path) -> tuple[str, ...]:
+    """Plugin specs as every process can load them: .py files made absolute (relative to `base_dir`)."""
+    out = []
+    for spec in specs:
+        if spec.endswith(".py"):
+            path = Path(spec) if Path(spec).is_absolute() else base_dir / spec
+            if not path.is_file():
+                raise ConfigError(f"plugin {spec!r}: no file at {path}")
+            out.append(str(path.resolve()))
+        else:
+            out.append(spec)
+    return tuple(out)
+
+
+def load_plugins(specs: Iterable[str]) -> None:
+    """Import each plugin (a module name, or an absolute .py path from resolve_plugins), once."""
+    scan()
+    for spec in specs:
+        try:
+            if spec.endswith(".py"):
+                _import_file(Path(spec))
+            else:
+                importlib.import_module(spec)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise ConfigError(f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}") from exc
+
+
+def _import_file(path: Path) -> None:
+    # a stable module name per file, so a Dask worker that loads the same file shares its classes' names
+    name = f"perseval_plugin_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
+    if name in sys.modules:
+        return
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"plugin {path}: not an importable Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
 
 
 def registered() -> dict[str, list[str]]:
-    _scan()
-    return {"benchmarks": sorted(_BENCHMARKS), "agents": sorted(_AGENTS)}
+    """Every registered component by kind (for `perseval validate` and error messages)."""
+    return {"benchmarks": BENCHMARKS.names(), "agents": AGENTS.names(), "judges": JUDGES.names(),
+            "retrievers": RETRIEVERS.names()}

@@ -26,7 +26,7 @@ def cell_frame(score: dict[str, Any]) -> pd.DataFrame:
 def headline(plan: Plan, scores: dict[str, dict[str, Any]]) -> pd.DataFrame:
     rows = []
     for cell in plan.cells:
-        s = scores[cell.score_key]
+        s = scores[cell.key]
         table = cell_frame(s)
         metric = s["headline_metric"]
         overall = table.loc[OVERALL] if OVERALL in table.index else {}
@@ -44,24 +44,24 @@ def _int(value: Any) -> int | None:
 
 
 def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
-          analyses: dict[int, dict[str, Any]], stats: dict[str, float], base: Path | None = None) -> str:
+          analyses: dict[str, dict[str, Any]], stats: dict[str, float], base: Path | None = None) -> str:
     """Log the parent run and one child run per cell; returns the parent run id."""
     ensure_experiment(exp.experiment.mlflow, base)
     mlflow.set_experiment(exp.experiment.mlflow.experiment)
     with mlflow.start_run(run_name=exp.experiment.name) as parent:
         log_parent_summary(exp, headline(plan, scores), stats)
-        for bi, analysis in analyses.items():  # the paper's tables and figures, per benchmark
-            if analysis["files"]:
-                mlflow.log_artifacts(str(StageStore(root, "analysis", analysis["key"]).dir),
-                                     f"analysis/{exp.experiment.benchmarks[bi].name}")
+        for unit in plan.analyses:  # the paper's tables and figures, per benchmark
+            if analyses[unit.key]["files"]:
+                mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
+                                     f"analysis/{unit.data.entry.name}")
         for cell in plan.cells:
-            s = scores[cell.score_key]
+            s = scores[cell.key]
             table = cell_frame(s)
             extra = {"outputs_invalid": float(s["outputs"].get("invalid", 0)),
                      "outputs_failed": float(s["outputs"].get("failed", 0)),
                      "judgments_unscored": float(s["judgments"].get("unscored", 0)),
                      "judgments_failed": float(s["judgments"].get("failed", 0))}
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
-                    (("run", cell.run_key), ("judge", cell.judge_key), ("score", cell.score_key))}
+                    (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
             log_cell(exp, cell, table, s["metrics"], extra, dirs)
         return parent.info.run_id

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import traceback
-from typing import Any, Awaitable, TypeVar
+from typing import Awaitable, Sequence, TypeVar
 
 from perseval.agents.base import Agent, AgentContext
-from perseval.benchmarks.base import Benchmark, JudgeBinding
+from perseval.judges.base import Judge, JudgeBinding
 from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
 
 T = TypeVar("T")
@@ -21,43 +21,46 @@ async def _gather(coros: list[Awaitable[T]]) -> list[T]:
     return list(await asyncio.gather(*coros))
 
 
-async def run_agent_shard(agent: Agent, agent_name: str, instances: list[Instance], ctx: AgentContext,
+def _error(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"[:4000]
+
+
+async def run_agent_shard(agent: Agent, agent_name: str, instances: Sequence[Instance], ctx: AgentContext,
                           repeats: int) -> list[AgentOutput]:
     async def one(inst: Instance, rep: int) -> AgentOutput:
         visible = inst if agent.reads_gold else inst.public()
         try:
             return await agent.act(visible, ctx, rep, agent_name)
         except Exception as exc:  # an agent bug on one instance is data, not a lost shard
-            return AgentOutput(inst.instance_id, agent_name, rep, "", status="failed",
-                               error=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"[:4000])
+            return AgentOutput(inst.instance_id, agent_name, rep, "", status="failed", error=_error(exc))
 
     return await _gather([one(i, r) for i in instances for r in range(repeats)])
 
 
-async def judge_shard(benchmark: Benchmark, instances: dict[str, Instance], outputs: list[AgentOutput],
-                      bindings: list[JudgeBinding | None]) -> list[Judgment]:
-    async def one(out: AgentOutput, binding: JudgeBinding | None) -> list[Judgment]:
+async def judge_shard(judges: Sequence[Judge], bindings: Sequence[JudgeBinding], instances: dict[str, Instance],
+                      outputs: Sequence[AgentOutput]) -> list[Judgment]:
+    """Every judge that applies to an output's instance, once per binding (judge repeat)."""
+    async def one(judge: Judge, out: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
         inst = instances[out.instance_id]
         try:
-            return await benchmark.judge(inst, out, binding)
+            return await judge.judge(inst, out, binding)
         except Exception as exc:  # recorded as a failed judgment with the error as its raw text
-            name = binding.name if binding else "rule"
-            rep = binding.repeat if binding else 0
-            return [Judgment(out.instance_id, out.agent, out.repeat, name, rep, "*", "error", None, "failed",
-                             raw=f"{type(exc).__name__}: {exc}"[:4000])]
+            return [judge.judgment(inst, out, binding, "*", None, "failed", raw=_error(exc))]
 
-    nested = await _gather([one(o, b) for o in outputs for b in bindings])
+    nested = await _gather([one(j, o, b) for o in outputs for b in bindings for j in judges
+                            if j.applies(instances[o.instance_id])])
     return [j for js in nested for j in js]
 
 
-def score_outputs(benchmark: Benchmark, instances: dict[str, Instance], outputs: list[AgentOutput],
-                  judgments: list[Judgment]) -> list[InstanceScore]:
-    """Instance-level scores for every (output, judge, judge repeat) that has judgments."""
-    by_output: dict[tuple[str, str, int], AgentOutput] = {(o.instance_id, o.agent, o.repeat): o for o in outputs}
-    groups: dict[tuple[Any, ...], list[Judgment]] = {}
+def score_outputs(judges: Sequence[Judge], instances: dict[str, Instance], outputs: Sequence[AgentOutput],
+                  judgments: Sequence[Judgment]) -> list[InstanceScore]:
+    """Instance-level scores for every (output, judge repeat, judge) that has judgments."""
+    by_output = {(o.instance_id, o.agent, o.repeat): o for o in outputs}
+    by_item = {j.item: j for j in judges}
+    groups: dict[tuple[str, str, int, int, str], list[Judgment]] = {}
     for j in judgments:
-        groups.setdefault((j.instance_id, j.agent, j.repeat, j.judge, j.judge_repeat), []).append(j)
+        groups.setdefault((j.instance_id, j.agent, j.repeat, j.judge_repeat, j.kind), []).append(j)
     scores: list[InstanceScore] = []
-    for (iid, agent, rep, _judge, _jrep), js in sorted(groups.items()):
-        scores += benchmark.score(instances[iid], by_output[(iid, agent, rep)], js)
+    for (iid, agent, rep, _jrep, item), js in sorted(groups.items()):
+        scores += by_item[item].score(instances[iid], by_output[(iid, agent, rep)], js)
     return scores

@@ -1,99 +1,122 @@
-"""The work of each pipeline stage, as plain functions of paths, keys and config dicts.
+"""The work of each pipeline stage, as plain functions of typed units (perseval.plan) and a Runtime.
 
-tasks/ wraps each as a cached Prefect task; nothing here knows about Prefect.
-Every function first checks whether its content-addressed output exists and
-returns at once if it does: that is what makes a re-run cheap.
+tasks/ wraps each as a Prefect task; nothing here knows about Prefect. A stage
+function computes its unit and writes it under the unit's content key; whether
+it needs to run at all is decided once, beforehand, by perseval.freshness.
 """
 from __future__ import annotations
 
 import asyncio
 import time
 from collections import Counter, defaultdict
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.base import ANALYSIS_COLUMNS, Benchmark, JudgeBinding
-from perseval.config import AgentConfig, BenchmarkEntry, JudgeConfig, ModelConfig, RetrieverConfig, Sampling
+from perseval.benchmarks.base import ANALYSIS_COLUMNS, Benchmark
+from perseval.components import make_agent, make_benchmark, make_judges, make_retriever
+from perseval.config import ModelConfig, Sampling
+from perseval.errors import InputError
+from perseval.hashing import canonical_json
+from perseval.judges.base import JudgeBinding
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
-from perseval.hashing import canonical_json
 from perseval.metrics.aggregate import group_table, scores_frame
+from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit
 from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage
-from perseval.registry import agent_class, benchmark_class
-from perseval.retrieval.index import HistoryIndex, build_index
-from perseval.search import make_search
+from perseval.registry import benchmark_class, load_plugins
+from perseval.retrieval.base import ChunkIndex
 from perseval.runner import judge_shard, run_agent_shard, score_outputs
 from perseval.schema import from_table
-from perseval.store import MANIFEST, StageStore
+from perseval.search import make_search
+from perseval.store import StageStore
 
 
-def _store(root: str, stage: str, key: str) -> StageStore:
-    return StageStore(root, stage, key)
+@dataclass
+class Runtime:
+    """What every task of one flow run shares: where outputs go, the request cache, the live endpoints."""
+
+    root: str
+    run_id: str
+    cache_path: str
+    shard_size: int
+    plugins: tuple[str, ...] = ()
+    endpoints: dict[str, Endpoint] = field(default_factory=dict)  # model name -> a started deployment
+
+    def store(self, stage: str, key: str) -> StageStore:
+        return StageStore(self.root, stage, key)
+
+    def client(self, model: ModelConfig, sampling: Sampling, role: str, seed: int) -> LLMClient:
+        if model.name not in self.endpoints:
+            raise RuntimeError(f"model {model.name!r} is needed but was not served")
+        return LLMClient(self.endpoints[model.name], sampling, RequestCache(self.cache_path), role=role,
+                         run_id=self.run_id, seed=seed)
 
 
-# ---- freshness: make's rule on top of content keys ------------------------------------------------
-# A key says which inputs and config an output was made from; a part that had failures is redone on
-# the next run, and then everything made from it must be redone too. So an output counts as done
-# only if it exists, holds no failure, and is newer than every file it was made from.
-
-def _newer(path: Path, inputs: list[Path]) -> bool:
-    if not path.exists():
-        return False
-    mtime = path.stat().st_mtime_ns
-    return all(p.exists() and p.stat().st_mtime_ns <= mtime for p in inputs)
-
-
-def run_done(root: str, key: str, shard: int) -> bool:
-    return _store(root, "run", key).has_final_part(shard)
-
-
-def judge_done(root: str, key: str, rkey: str, shard: int) -> bool:
-    store = _store(root, "judge", key)
-    return store.has_final_part(shard) and _newer(store.part_path(shard), [_store(root, "run", rkey).part_path(shard)])
-
-
-def score_done(root: str, key: str, rkey: str, jkey: str) -> bool:
-    store = _store(root, "score", key)
-    inputs = _store(root, "run", rkey).parts() + _store(root, "judge", jkey).parts()
-    return store.is_complete() and _newer(store.dir / MANIFEST, inputs)
-
-
-def analysis_done(root: str, key: str, cells: list[dict[str, Any]]) -> bool:
-    store = _store(root, "analysis", key)
-    inputs = [_store(root, "score", c["score_key"]).dir / MANIFEST for c in cells]
-    return store.is_complete() and _newer(store.dir / MANIFEST, inputs)
+def _summary(records: list[AgentOutput] | list[Judgment], key: str) -> dict[str, Any]:
+    return {"key": key, "n": len(records), "status": dict(Counter(r.status for r in records))}
 
 
 # ---- construct / ingest -------------------------------------------------------------------------
 
-def construct(root: str, entry: dict[str, Any], seed: int, key: str) -> dict[str, Any]:
-    data, docs = _store(root, "data", key), _store(root, "documents", key)
-    if not data.is_complete():
-        e = BenchmarkEntry.model_validate(entry)
-        bench: Benchmark = benchmark_class(e.name)(e.params)
-        t0 = time.monotonic()
-        built = bench.build(sample=e.sample, seed=seed, source=Path(e.source) if e.source else None)
-        built.instances.sort(key=lambda i: i.instance_id)  # shards are slices of this fixed order
-        data.write_records("instances", built.instances, Instance)
-        docs.write_records(0, built.documents, Document)
-        docs.mark_complete({"n": len(built.documents)})
-        data.mark_complete({"benchmark": e.name, "n_instances": len(built.instances),
-                            "n_documents": len(built.documents), "info": built.info,
-                            "seconds": round(time.monotonic() - t0, 2)})
-    return {"key": key, **data.manifest()}
+def construct(unit: DataUnit, rt: Runtime) -> dict[str, Any]:
+    """The one writer of a data key: a benchmark's build, batch by batch, after clearing any unfinished parts."""
+    load_plugins(rt.plugins)
+    data, docs = rt.store("data", unit.key), rt.store("documents", unit.key)
+    data.clear()
+    docs.clear()
+    entry = unit.entry
+    bench: Benchmark = make_benchmark(entry.name, entry.params)
+    t0 = time.monotonic()
+
+    async def work() -> tuple[int, int, dict[str, Any]]:
+        async with AsyncExitStack() as stack:
+            models = {}
+            for role, model in unit.construction.items():
+                models[role] = rt.client(model, model.sampling, f"construct.{role}", unit.seed)
+                stack.push_async_callback(models[role].aclose)
+            return await _write_batches(bench, unit, data, docs, models)
+
+    n_instances, n_documents, info = asyncio.run(work())
+    docs.mark_complete({"n": n_documents})
+    data.mark_complete({"benchmark": entry.name, "n_instances": n_instances, "n_documents": n_documents,
+                        "info": info, "seconds": round(time.monotonic() - t0, 2)})
+    return {"key": unit.key, **data.manifest()}
+
+
+async def _write_batches(bench: Benchmark, unit: DataUnit, data: StageStore, docs: StageStore,
+                         models: dict[str, Any]) -> tuple[int, int, dict[str, Any]]:
+    entry, seen, info = unit.entry, set(), {}
+    part = n_documents = 0
+    source = Path(entry.source) if entry.source else None
+    async for batch in bench.batches(sample=entry.sample, seed=unit.seed, source=source, models=models):
+        info.update(batch.info)
+        if not batch.instances and not batch.documents and part > 0:
+            continue
+        instances = sorted(batch.instances, key=lambda i: i.instance_id)  # shards are slices of this order
+        for i in instances:
+            if i.instance_id in seen:
+                raise InputError(entry.source or f"the {entry.name} build", f"instance id {i.instance_id!r} appears "
+                                 "twice", field="instance_id")
+            seen.add(i.instance_id)
+        docs.write_records(part, batch.documents, Document)  # documents first: the instances part completes it
+        data.write_records(part, instances, Instance)
+        part, n_documents = part + 1, n_documents + len(batch.documents)
+    return len(seen), n_documents, info
 
 
 def load_instances(root: str, dkey: str) -> list[Instance]:
-    return _store(root, "data", dkey).read_records(Instance)
+    return StageStore(root, "data", dkey).read_records(Instance)
 
 
 def load_documents(root: str, dkey: str, owners: set[str] | None = None) -> list[Document]:
     """All documents, or only those of `owners` (a shard reads its own users, not the whole history)."""
-    store = _store(root, "documents", dkey)
+    store = StageStore(root, "documents", dkey)
     if owners is None:
         return store.read_records(Document)
     return from_table(store.read(filters=[("owner", "in", sorted(owners))]), Document)
@@ -105,14 +128,15 @@ def shard_of(items: list[Instance], shard: int, shard_size: int) -> list[Instanc
 
 # ---- index --------------------------------------------------------------------------------------
 
-def index(root: str, dkey: str, retriever: dict[str, Any], key: str) -> dict[str, Any]:
-    store = _store(root, "index", key)
-    if not store.is_complete():
-        t0 = time.monotonic()
-        counts = build_index(load_documents(root, dkey), RetrieverConfig.model_validate(retriever), store.dir)
-        store.mark_complete({"retriever": retriever, "data_key": dkey, **counts,
-                             "seconds": round(time.monotonic() - t0, 2)})
-    return {"key": key, **store.manifest()}
+def index(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
+    load_plugins(rt.plugins)
+    store = rt.store("index", unit.key)
+    store.clear()
+    t0 = time.monotonic()
+    counts = make_retriever(unit.retriever).build(load_documents(rt.root, unit.data.key), store.dir)
+    store.mark_complete({"retriever": unit.retriever.model_dump(), "data_key": unit.data.key, **counts,
+                         "seconds": round(time.monotonic() - t0, 2)})
+    return {"key": unit.key, **store.manifest()}
 
 
 # ---- run agents ---------------------------------------------------------------------------------
@@ -126,140 +150,133 @@ def _documents_by_owner(docs: list[Document]) -> dict[str, list[Document]]:
     return out
 
 
-def _context(idx: HistoryIndex, by_owner: dict[str, list[Document]], llm: LLMClient | None,
-             search_mode: str | dict[str, Any], instances: dict[str, Instance]) -> AgentContext:
-    async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
-        return idx.search(owner, query, k)
+def _context(unit: RunUnit, agent: Any, rt: Runtime, owners: set[str], by_id: dict[str, Instance]) -> AgentContext:
+    """Only what the agent requires: no index is opened, no history read, for an agent that does not use it."""
+    needs = agent.requires()
+    ctx = AgentContext()
+    searcher: ChunkIndex | None = None
+    if unit.index is not None:
+        searcher = make_retriever(unit.index.retriever).open(rt.store("index", unit.index.key).dir, owners)
+    if "retrieve" in needs and searcher is not None:
+        async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
+            return searcher.search(owner, query, k)
 
-    search = make_search(search_mode, has_corpus=CORPUS_OWNER in by_owner, retrieve=idx.search,
-                         gold_of=lambda iid: instances[iid].gold)
-    return AgentContext(llm=llm, retrieve=retrieve, documents=lambda o: list(by_owner.get(o, [])), search=search)
+        ctx.retrieve = retrieve
+    if "documents" in needs:
+        by_owner = _documents_by_owner(load_documents(rt.root, unit.data.key, owners))
+        ctx.documents = lambda o: list(by_owner.get(o, []))
+    if "search" in needs:
+        ctx.search = make_search(agent.search_spec(), has_corpus=bool(searcher and searcher.has_owner(CORPUS_OWNER)),
+                                 retrieve=searcher.search if searcher else (lambda o, q, k: []),
+                                 gold_of=lambda iid: by_id[iid].gold)
+    if "task" in needs:
+        ctx.task = benchmark_class(unit.data.entry.name).task_format
+    return ctx
 
 
-def run_shard(root: str, *, bench_name: str, dkey: str, ikey: str, retriever: dict[str, Any],
-              agent: dict[str, Any], model: dict[str, Any] | None, endpoint: dict[str, Any] | None,
-              shard: int, shard_size: int, repeats: int, seed: int, run_id: str, cache_path: str,
-              key: str) -> dict[str, Any]:
-    store = _store(root, "run", key)
-    if run_done(root, key, shard):
-        return _summary(store.read_part(shard, AgentOutput), key)
-    acfg = AgentConfig.model_validate(agent)
-    agent_obj = agent_class(acfg.kind)(acfg.params)
-    instances = load_instances(root, dkey)
+def run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
+    load_plugins(rt.plugins)
+    agent = make_agent(unit.agent)
+    instances = load_instances(rt.root, unit.data.key)
     by_id = {i.instance_id: i for i in instances}
-    shard_items = shard_of(instances, shard, shard_size)
-    owners = {i.user_id for i in shard_items} | {CORPUS_OWNER}
-    idx = HistoryIndex(_store(root, "index", ikey).dir, RetrieverConfig.model_validate(retriever), owners)
-    by_owner = _documents_by_owner(load_documents(root, dkey, owners))
-    search_mode = acfg.params.get("search", "corpus")
+    items = shard_of(instances, shard, rt.shard_size)
+    ctx = _context(unit, agent, rt, {i.user_id for i in items} | {CORPUS_OWNER}, by_id)
 
     async def work() -> list[AgentOutput]:
-        llm = None
-        if model is not None and endpoint is not None:
-            mcfg = ModelConfig.model_validate(model)
-            llm = LLMClient.for_model(Endpoint(**endpoint), mcfg, RequestCache(cache_path), role="agent",
-                                      run_id=run_id, seed=seed)
+        if unit.model is not None and "llm" in agent.requires():
+            ctx.llm = rt.client(unit.model, unit.model.sampling, "agent", unit.seed)
         try:
-            ctx = _context(idx, by_owner, llm, search_mode, by_id)
-            return await run_agent_shard(agent_obj, acfg.name, shard_items, ctx, repeats)
+            return await run_agent_shard(agent, unit.agent.name, items, ctx, unit.repeats)
         finally:
-            if llm is not None:
-                await llm.aclose()
+            if ctx.llm is not None:
+                await ctx.llm.aclose()  # type: ignore[attr-defined]
 
     outputs = asyncio.run(work())
-    store.write_records(shard, outputs, AgentOutput)
-    return _summary(outputs, key)
-
-
-def _summary(records: list[AgentOutput] | list[Judgment], key: str) -> dict[str, Any]:
-    return {"key": key, "n": len(records), "status": dict(Counter(r.status for r in records))}
+    rt.store("run", unit.key).write_records(shard, outputs, AgentOutput)
+    return _summary(outputs, unit.key)
 
 
 # ---- judge --------------------------------------------------------------------------------------
 
-def judge(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str, rkey: str, shard: int,
-          judge_cfg: dict[str, Any] | None, judge_model: dict[str, Any] | None, endpoint: dict[str, Any] | None,
-          seed: int, run_id: str, cache_path: str, key: str) -> dict[str, Any]:
-    store = _store(root, "judge", key)
-    if judge_done(root, key, rkey, shard):
-        return _summary(store.read_part(shard, Judgment), key)
-    bench: Benchmark = benchmark_class(bench_name)(bench_params)
-    outputs = _store(root, "run", rkey).read_part(shard, AgentOutput)
-    by_id = {i.instance_id: i for i in load_instances(root, dkey)}
+def judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
+    load_plugins(rt.plugins)
+    spec = unit.judge
+    judges = make_judges(spec)
+    outputs = rt.store("run", unit.run.key).read_part(shard, AgentOutput)
+    by_id = {i.instance_id: i for i in load_instances(rt.root, unit.run.data.key)}
 
     async def work() -> list[Judgment]:
-        if judge_cfg is None:
-            return await judge_shard(bench, by_id, outputs, [None])
-        jcfg = JudgeConfig.model_validate(judge_cfg)
-        mcfg = ModelConfig.model_validate(judge_model)
-        client = LLMClient.for_model(Endpoint(**endpoint), mcfg, RequestCache(cache_path), role="judge",
-                                     run_id=run_id, seed=seed, sampling=Sampling.model_validate(jcfg.sampling))
+        if not spec.uses_llm:
+            return await judge_shard(judges, [JudgeBinding(spec.name)], by_id, outputs)
+        assert unit.model is not None
+        client = rt.client(unit.model, spec.sampling or Sampling(), "judge", unit.seed)
         try:
-            bindings = [JudgeBinding(jcfg.name, client, r) for r in range(jcfg.repeats)]
-            return await judge_shard(bench, by_id, outputs, bindings)
+            bindings = [JudgeBinding(spec.name, client, r) for r in range(spec.repeats)]
+            return await judge_shard(judges, bindings, by_id, outputs)
         finally:
             await client.aclose()
 
     judgments = asyncio.run(work())
-    store.write_records(shard, judgments, Judgment)
-    return _summary(judgments, key)
-
-
+    rt.store("judge", unit.key).write_records(shard, judgments, Judgment)
+    return _summary(judgments, unit.key)
 
 
 # ---- score --------------------------------------------------------------------------------------
 
-def score(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str, rkey: str, jkey: str,
-          key: str) -> dict[str, Any]:
-    store = _store(root, "score", key)
-    if not score_done(root, key, rkey, jkey):
-        bench: Benchmark = benchmark_class(bench_name)(bench_params)
-        by_id = {i.instance_id: i for i in load_instances(root, dkey)}
-        outputs = _store(root, "run", rkey).read_records(AgentOutput)
-        judgments = _store(root, "judge", jkey).read_records(Judgment)
-        scores = score_outputs(bench, by_id, outputs, judgments)
-        store.write_records(0, scores, InstanceScore)
-        metrics = _metric_order(bench, scores)
-        table = group_table(scores, metrics)
-        store.mark_complete({"judge_key": jkey, "n_scores": len(scores), "metrics": metrics,
-                             "headline_metric": bench.headline_metric, "group_label": bench.group_label,
-                             "outputs": dict(Counter(o.status for o in outputs)),
-                             "judgments": dict(Counter(j.status for j in judgments)),
-                             "table": table.reset_index().to_dict("records")})
-    return {"key": key, **store.manifest()}
+def score(cell: Cell, rt: Runtime) -> dict[str, Any]:
+    load_plugins(rt.plugins)
+    judges = make_judges(cell.judged.judge)
+    by_id = {i.instance_id: i for i in load_instances(rt.root, cell.run.data.key)}
+    outputs = rt.store("run", cell.run.key).read_records(AgentOutput)
+    judgments = rt.store("judge", cell.judged.key).read_records(Judgment)
+    scores = score_outputs(judges, by_id, outputs, judgments)
+    bench = benchmark_class(cell.benchmark)
+    declared = list(dict.fromkeys(m for j in judges for m in j.metrics))
+    headline = bench.headline_metric if bench.headline_metric in declared else declared[0]
+    present = {s.metric for s in scores}
+    metrics = [headline] + [m for m in declared + sorted(present) if m != headline and m in present]
+    metrics = list(dict.fromkeys(metrics))
+    store = rt.store("score", cell.key)
+    store.write_records(0, scores, InstanceScore)
+    store.mark_complete({"judge_key": cell.judged.key, "n_scores": len(scores), "metrics": metrics,
+                         "headline_metric": headline, "group_label": bench.group_label,
+                         "outputs": dict(Counter(o.status for o in outputs)),
+                         "judgments": dict(Counter(j.status for j in judgments)),
+                         "table": group_table(scores, metrics).reset_index().to_dict("records")})
+    return {"key": cell.key, **store.manifest()}
 
 
-def _metric_order(bench: Benchmark, scores: list[InstanceScore]) -> list[str]:
-    names = sorted({s.metric for s in scores})
-    return [bench.headline_metric] + [m for m in names if m != bench.headline_metric]
+def score_summary(root: str, cell: Cell) -> dict[str, Any]:
+    return {"key": cell.key, **StageStore(root, "score", cell.key).manifest()}
 
 
 # ---- analyze ------------------------------------------------------------------------------------
 
-def analysis_frame(root: str, cells: list[dict[str, Any]]) -> pd.DataFrame:
+def analysis_frame(root: str, unit: AnalysisUnit) -> pd.DataFrame:
     """The long frame Benchmark.analyze receives: every instance score of every cell, with the cell's identity."""
     frames = []
-    for c in cells:
-        df = scores_frame(_store(root, "score", c["score_key"]).read_records(InstanceScore))
-        df = df.drop(columns=["agent"]).assign(cell=c["name"], agent=c["agent"], agent_kind=c["agent_kind"],
-                                               agent_params=canonical_json(c["agent_params"]),
-                                               backbone=c["backbone"] or "-", retriever=c["retriever"],
-                                               judge=c["judge"])
+    for c in unit.cells:
+        df = scores_frame(StageStore(root, "score", c.key).read_records(InstanceScore))
+        agent = c.run.agent
+        df = df.drop(columns=["agent", "judge"]).assign(
+            cell=c.name, agent=c.agent, agent_kind=agent.kind, agent_params=canonical_json(agent.params),
+            backbone=c.backbone or "-", retriever=c.retriever, judge=c.judge, judge_model=c.judge_model or "-")
         frames.append(df)
     return pd.concat(frames, ignore_index=True)[ANALYSIS_COLUMNS] if frames else pd.DataFrame(columns=ANALYSIS_COLUMNS)
 
 
-def analyze(root: str, *, bench_name: str, bench_params: dict[str, Any], dkey: str, cells: list[dict[str, Any]],
-            key: str) -> dict[str, Any]:
+def analyze(unit: AnalysisUnit, rt: Runtime) -> dict[str, Any]:
     """Cross-cell tables (CSV + Markdown) and figures (PNG) of one benchmark, under analysis/<key>/."""
-    store = _store(root, "analysis", key)
-    if not analysis_done(root, key, cells):
-        bench: Benchmark = benchmark_class(bench_name)(bench_params)
-        results = bench.analyze(analysis_frame(root, cells), load_instances(root, dkey))
-        store.dir.mkdir(parents=True, exist_ok=True)
-        files = [write_artifact(store.dir, name, obj) for name, obj in sorted(results.items())]
-        store.mark_complete({"benchmark": bench_name, "files": files})
-    return {"key": key, **store.manifest()}
+    load_plugins(rt.plugins)
+    store = rt.store("analysis", unit.key)
+    store.clear()
+    entry = unit.data.entry
+    bench: Benchmark = make_benchmark(entry.name, entry.params)
+    results = bench.analyze(analysis_frame(rt.root, unit), load_instances(rt.root, unit.data.key))
+    store.dir.mkdir(parents=True, exist_ok=True)
+    files = [write_artifact(store.dir, name, obj) for name, obj in sorted(results.items())]
+    store.mark_complete({"benchmark": entry.name, "files": files})
+    return {"key": unit.key, **store.manifest()}
 
 
 def write_artifact(folder: Path, name: str, obj: Any) -> str:

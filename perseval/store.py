@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -66,15 +67,36 @@ class StageStore:
     def read_records(self, cls: type) -> list[Any]:
         return from_table(self.read(), cls)
 
-    # A manifest marks a stage whose parts are all written; it carries the config for humans.
+    # A manifest marks an output whose files are all written; it lists them with their sizes, so a deleted
+    # or truncated file makes the output incomplete again (redone, never read), and carries the config for humans.
+    def files(self) -> dict[str, int]:
+        """Every file of this output (relative path -> size), leaving out the manifest and temporary files."""
+        if not self.dir.exists():
+            return {}
+        return {str(p.relative_to(self.dir)): p.stat().st_size for p in sorted(self.dir.rglob("*"))
+                if p.is_file() and p.name != MANIFEST and not p.name.startswith(".tmp-")}
+
     def is_complete(self) -> bool:
-        return (self.dir / MANIFEST).exists()
+        try:
+            listed = json.loads((self.dir / MANIFEST).read_text()).get("_files")
+        except (OSError, ValueError):
+            return False
+        if not isinstance(listed, dict):
+            return False
+        return all((self.dir / name).is_file() and (self.dir / name).stat().st_size == size
+                   for name, size in listed.items())
 
     def mark_complete(self, info: dict[str, Any]) -> None:
-        atomic_write_text(json.dumps(info, indent=2, sort_keys=True, default=str), self.dir / MANIFEST)
+        atomic_write_text(json.dumps({**info, "_files": self.files()}, indent=2, sort_keys=True, default=str),
+                          self.dir / MANIFEST)
+
+    def clear(self) -> None:
+        """Remove everything of this output (an unfinished one is rebuilt from scratch, never mixed)."""
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def manifest(self) -> dict[str, Any]:
-        return json.loads((self.dir / MANIFEST).read_text())
+        """What the stage recorded (the file list kept for the completeness check is left out)."""
+        return {k: v for k, v in json.loads((self.dir / MANIFEST).read_text()).items() if k != "_files"}
 
 
 def atomic_write_parquet(table: pa.Table, path: Path) -> None:

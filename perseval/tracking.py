@@ -57,22 +57,28 @@ def flatten(prefix: str, obj: Any) -> dict[str, str]:
 
 
 def cell_params(exp: ResolvedExperiment, cell: Cell) -> dict[str, str]:
+    """Every model, deployment, retriever and judge configuration of a cell, flattened; keys never logged."""
     entry = exp.experiment.benchmarks[cell.bench_index]
     params: dict[str, str] = {}
-    params.update(flatten("benchmark", entry.model_dump(exclude={"agents"})))
-    params.update(flatten("agent", exp.agents[cell.agent].model_dump()))
+    params.update(flatten("benchmark", entry.model_dump(exclude={"agents", "judges"})))
+    params.update(flatten("agent", cell.run.agent.model_dump()))
     if cell.backbone:
         params.update(flatten("backbone", exp.models[cell.backbone].model_dump()))
-    params.update(flatten("retriever", exp.retrievers[cell.retriever].model_dump()))
-    if cell.judge != "rule":
-        judge = exp.judges[cell.judge]
-        params.update(flatten("judge", judge.model_dump()))
-        params.update(flatten("judge_model", exp.models[judge.model].model_dump()))
+        params.update(flatten("backbone_deployment", exp.deployments[cell.backbone].model_dump()))
+    if cell.run.index is not None:
+        params.update(flatten("retriever", cell.run.index.retriever.model_dump()))
     else:
-        params["judge"] = "rule"
+        params["retriever"] = "-"
+    spec = cell.judged.judge
+    params.update(flatten("judge", {"name": spec.name, "kinds": ",".join(spec.kinds), "params": spec.params,
+                                    "repeats": spec.repeats}))
+    if spec.model:
+        params.update(flatten("judge.sampling", (spec.sampling.model_dump() if spec.sampling else {})))
+        params.update(flatten("judge_model", exp.models[spec.model].model_dump()))
+        params.update(flatten("judge_deployment", exp.deployments[spec.model].model_dump()))
     params.update({"experiment.seed": str(exp.experiment.seed), "experiment.repeats": str(exp.experiment.repeats),
-                   "key.data": cell.data_key, "key.index": cell.index_key, "key.run": cell.run_key,
-                   "key.judge": cell.judge_key})
+                   "key.data": cell.run.data.key, "key.index": cell.run.index.key if cell.run.index else "-",
+                   "key.run": cell.run.key, "key.judge": cell.judged.key, "key.score": cell.key})
     return {k: v for k, v in params.items() if "api_key" not in k.lower() or k.endswith("_env")}
 
 
@@ -109,6 +115,7 @@ def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: 
         mlflow.set_tags({"perseval.cell": cell.name, "perseval.benchmark": cell.benchmark,
                          "perseval.agent": cell.agent, "perseval.backbone": cell.backbone or "-",
                          "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
+                         "perseval.judge_model": cell.judge_model or "-",
                          "perseval.headline_metric": mlflow_key(metrics[0]) if metrics else ""})
         mlflow.log_params(cell_params(exp, cell))
         mlflow.log_metrics({**table_metrics(table, metrics), **extra_metrics})

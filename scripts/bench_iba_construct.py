@@ -1,7 +1,7 @@
 """Wall time and peak memory of a full-size IBA-Bench construction in template mode.
 
     .venv/bin/python scripts/bench_iba_construct.py                  # in memory, as IbaBenchmark.build does
-    .venv/bin/python scripts/bench_iba_construct.py --mode stream    # streamed to Parquet, as the construct flow does
+    .venv/bin/python scripts/bench_iba_construct.py --mode stream    # streamed to Parquet by the construct stage
 
 Peak memory is the process's peak resident set size (getrusage ru_maxrss), so run one
 mode per process. While the bundled taxonomy lacks some of Table 2's domains, a full-size
@@ -24,8 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from perseval.benchmarks.iba import load_taxonomy  # noqa: E402
 from perseval.benchmarks.iba.construct import ConstructParams, construct  # noqa: E402
 from perseval.benchmarks.iba.distribution import FULL_SIZE, missing_domains  # noqa: E402
-from perseval.benchmarks.iba.export import write_build  # noqa: E402
 from perseval.benchmarks.iba.taxonomy import Taxonomy  # noqa: E402
+from perseval.config import BenchmarkEntry  # noqa: E402
+from perseval.plan import DataUnit  # noqa: E402
+from perseval.stages import Runtime, construct as construct_stage  # noqa: E402
 
 
 def peak_rss_mib() -> float:
@@ -65,7 +67,12 @@ def main() -> None:
         info, n_docs = data.info, len(data.documents)
     else:
         root = args.out or tempfile.mkdtemp(prefix="iba-bench-")
-        manifest = write_build(root, "bench", taxonomy=tax, sample=FULL_SIZE, seed=args.seed, params=params)
+        import perseval.benchmarks.iba.benchmark as iba_benchmark
+
+        iba_benchmark.load_taxonomy = lambda: tax  # the (possibly stand-in) taxonomy, for this measurement only
+        entry = BenchmarkEntry(name="iba", sample=FULL_SIZE, agents=["-"],
+                               params={"noise_per_evidence": args.noise, "full_size": True})
+        manifest = construct_stage(DataUnit("bench", entry, args.seed), Runtime(root, "bench", f"{root}/c.sqlite", 1))
         info, n_docs = manifest["info"], manifest["n_documents"]
         size = sum(p.stat().st_size for p in Path(root).rglob("*.parquet")) / 2**20
         print(f"parquet written: {size:.0f} MiB under {root}")

@@ -1,65 +1,49 @@
-"""Prefect tasks: thin, cached wrappers of perseval.stages, one per stage unit.
+"""Prefect tasks: thin wrappers of perseval.stages, one per stage unit.
 
-Tasks take and return paths, keys and small dicts, never frames or clients, so
-they pickle cheaply to Dask workers. The Prefect cache key is the unit's
-content key, offered only once its output is done (written, without failures,
-newer than its inputs): a unit whose output was deleted or went stale is
-recomputed even if Prefect remembers an old result.
+Tasks take typed units (perseval.plan) and the flow run's Runtime, and return
+small dicts: paths and keys travel, never frames, models or clients, so they
+pickle cheaply to Dask workers. The content-addressed store is the cache: the
+flow submits only the units perseval.freshness finds missing, stale or holding
+failures, so Prefect's own result cache is not used (it could not see a deleted
+or stale output and would return an old result for it).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 from prefect import task
-from prefect.context import TaskRunContext
+from prefect.cache_policies import NO_CACHE
 
 from perseval import stages
-from perseval.store import StageStore
+from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit
+from perseval.stages import Runtime
 
 
-def _cached_when(stage: str, done: Callable[[dict[str, Any]], bool]) -> Callable[[TaskRunContext, dict[str, Any]], str | None]:
-    def key_fn(_ctx: TaskRunContext, params: dict[str, Any]) -> str | None:
-        return f"perseval-{stage}-{params['key']}-{params.get('shard')}" if done(params) else None
-
-    return key_fn
+@task(name="construct", cache_policy=NO_CACHE, task_run_name="construct {unit.entry.name}")
+def construct_task(unit: DataUnit, rt: Runtime) -> dict[str, Any]:
+    return stages.construct(unit, rt)
 
 
-def _complete(stage: str) -> Callable[[dict[str, Any]], bool]:
-    return lambda p: StageStore(p["root"], stage, p["key"]).is_complete()
+@task(name="index", cache_policy=NO_CACHE, task_run_name="index {unit.data.entry.name} {unit.retriever.name}")
+def index_task(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
+    return stages.index(unit, rt)
 
 
-_run_done = _cached_when("run", lambda p: stages.run_done(p["root"], p["key"], p["shard"]))
-_judge_done = _cached_when("judge", lambda p: stages.judge_done(p["root"], p["key"], p["spec"]["rkey"], p["shard"]))
-_score_done = _cached_when("score", lambda p: stages.score_done(p["root"], p["key"], p["spec"]["rkey"],
-                                                                p["spec"]["jkey"]))
-_analysis_done = _cached_when("analysis", lambda p: stages.analysis_done(p["root"], p["key"], p["spec"]["cells"]))
+@task(name="run-shard", cache_policy=NO_CACHE, task_run_name="run {unit.label} #{shard}")
+def run_shard_task(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
+    return stages.run_shard(unit, shard, rt)
 
 
-@task(name="construct", cache_key_fn=_cached_when("data", _complete("data")))
-def construct_task(root: str, entry: dict[str, Any], seed: int, key: str) -> dict[str, Any]:
-    return stages.construct(root, entry, seed, key)
+@task(name="judge-shard", cache_policy=NO_CACHE, task_run_name="judge {unit.run.label} {unit.judge.name} #{shard}")
+def judge_task(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
+    return stages.judge(unit, shard, rt)
 
 
-@task(name="index", cache_key_fn=_cached_when("index", _complete("index")))
-def index_task(root: str, dkey: str, retriever: dict[str, Any], key: str) -> dict[str, Any]:
-    return stages.index(root, dkey, retriever, key)
+@task(name="score", cache_policy=NO_CACHE, task_run_name="score {cell.name}")
+def score_task(cell: Cell, rt: Runtime) -> dict[str, Any]:
+    return stages.score(cell, rt)
 
 
-@task(name="run-shard", cache_key_fn=_run_done)
-def run_shard_task(root: str, key: str, shard: int, spec: dict[str, Any]) -> dict[str, Any]:
-    return stages.run_shard(root, key=key, shard=shard, **spec)
-
-
-@task(name="judge-shard", cache_key_fn=_judge_done)
-def judge_task(root: str, key: str, shard: int, spec: dict[str, Any]) -> dict[str, Any]:
-    return stages.judge(root, key=key, shard=shard, **spec)
-
-
-@task(name="score", cache_key_fn=_score_done)
-def score_task(root: str, key: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return stages.score(root, key=key, **spec)
-
-
-@task(name="analyze", cache_key_fn=_analysis_done)
-def analyze_task(root: str, key: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return stages.analyze(root, key=key, **spec)
+@task(name="analyze", cache_policy=NO_CACHE, task_run_name="analyze {unit.data.entry.name}")
+def analyze_task(unit: AnalysisUnit, rt: Runtime) -> dict[str, Any]:
+    return stages.analyze(unit, rt)

@@ -1,37 +1,54 @@
-"""The contract of a system under test. An agent never knows which judge scores it."""
+"""The contract of a system under test. An agent never knows which judge scores it.
+
+An agent declares what it needs from the run (`requires`): its backbone (llm),
+retrieval over the user's indexed history (retrieve), the user's raw history
+(documents), a search back end (search), and the benchmark's task format
+(task: how to ask and how to read an answer, for agents that are not written
+for one benchmark). The runner builds only what is asked for; anything else is
+None in the context.
+"""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, ClassVar
 
+from perseval.benchmarks.base import TaskFormat
 from perseval.llm.base import ChatModel
+from perseval.params import Configurable
 from perseval.records import AgentOutput, Document, Instance, Passage
 
 Retrieve = Callable[[str, str, int], Awaitable[list[Passage]]]  # (owner, query, k) -> passages
+Search = Callable[[Instance, str, int], Awaitable[list[Passage]]]  # (instance, query, k) -> results
+CAPABILITIES = frozenset({"llm", "retrieve", "documents", "search", "task"})
 
 
 @dataclass
 class AgentContext:
-    """What an agent may use: its backbone, the user's history, the search back end."""
+    """What the run gives an agent: only the capabilities it requires are set."""
 
-    llm: ChatModel | None
-    retrieve: Retrieve  # dense retrieval over an owner's indexed history (or the corpus)
-    documents: Callable[[str], list[Document]]  # an owner's full history, in time order
-    search: Callable[[Instance, str, int], Awaitable[list[Passage]]] | None = None  # Bespoke web/corpus/gold search
-    extra: dict[str, Any] = field(default_factory=dict)
+    llm: ChatModel | None = None
+    retrieve: Retrieve | None = None  # dense/sparse retrieval over an owner's indexed history (or the corpus)
+    documents: Callable[[str], list[Document]] | None = None  # an owner's full history, in time order
+    search: Search | None = None  # the search back end (corpus index, gold information, web)
+    task: TaskFormat | None = None  # the benchmark's prompt and answer extraction
 
 
-class Agent(ABC):
-    """`params` is the `params:` mapping of the agent's YAML."""
+class Agent(Configurable, ABC):
+    """`params` is the validated `params:` mapping of the agent's YAML."""
 
     kind: ClassVar[str]  # set by @register_agent
-    benchmarks: ClassVar[tuple[str, ...]]
-    uses_llm: ClassVar[bool] = True
+    benchmarks: ClassVar[tuple[str, ...] | None] = None  # None: any benchmark that has a task format
+    needs: ClassVar[frozenset[str]] = frozenset({"llm"})
     reads_gold: ClassVar[bool] = False  # oracle agents only: they are given the instance's gold
 
-    def __init__(self, params: dict[str, Any] | None = None):
-        self.params = dict(params or {})
+    def requires(self) -> frozenset[str]:
+        """The capabilities this configured agent uses (may depend on params: no retrieval at top_k 0)."""
+        return self.needs
+
+    def search_spec(self) -> str | dict[str, Any] | None:
+        """Which search back end to bind when the agent requires `search` (see perseval.search)."""
+        return None
 
     @abstractmethod
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:

@@ -1,20 +1,33 @@
-"""The contract every benchmark fulfils: build data, judge outputs, score instances."""
+"""The contract every benchmark fulfils: build its data, say which judges score it, format its tasks.
+
+A benchmark does not judge or score: judges (perseval.judges.base.Judge) do,
+each registered for one benchmark and one kind of item. A benchmark names the
+judge kinds that a bare judge model is bound to (`llm_judges`) and the rule
+judges that always run (`rule_judges`); anything else (a trajectory rubric, a
+meta-judge) is a judge module of its own that an experiment names.
+"""
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, AsyncIterator, ClassVar, Mapping, Sequence
 
 import pandas as pd
 
 from perseval.llm.base import ChatModel
-from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.params import Configurable
+from perseval.records import Document, Instance, Passage
 
 
 @dataclass
 class BenchmarkData:
-    """What the construct/ingest stage produces: instances plus every user's history."""
+    """What the construct/ingest stage produces: instances plus every user's history.
+
+    A streamed build yields several of these: the writer concatenates their rows in order and merges
+    their `info` (a later batch's keys win, so a last, row-less batch can carry the final counts).
+    """
 
     instances: list[Instance]
     documents: list[Document]  # history items, and corpus passages (owner == CORPUS_OWNER)
@@ -22,39 +35,67 @@ class BenchmarkData:
 
 
 @dataclass
-class JudgeBinding:
-    """A judge model bound to the judge role for one judge repeat."""
+class Prompt:
+    """What a generic agent sends for one task: the messages, and the JSON schema of a structured answer."""
 
-    name: str
-    model: ChatModel
-    repeat: int = 0
+    messages: list[dict[str, Any]]
+    json_schema: dict[str, Any] | None = None
 
 
-class Benchmark(ABC):
-    """One benchmark: `params` is the `params:` mapping of its entry in the experiment file."""
+@dataclass
+class Answer:
+    """An agent's raw text turned into the benchmark's action; `problem` says why it is unusable."""
+
+    parsed: dict[str, Any] | None = None
+    problem: str = ""
+    repairs: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskFormat(ABC):
+    """A benchmark's task as generic agents see it: how to ask, and how to read the answer.
+
+    `extract` is the benchmark's one answer-extraction step: agents use it to accept or repair an answer,
+    and judges use the same function on the same text, so one format never has two parsers.
+    """
+
+    @abstractmethod
+    def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:
+        """The messages for `instance`, with the retrieved history `passages` (may be empty)."""
+
+    @abstractmethod
+    def extract(self, instance: Instance, text: str) -> Answer:
+        """The action in `text`: parsed structure (None for free text) or the problem that makes it unusable."""
+
+
+class Benchmark(Configurable, ABC):
+    """One benchmark: `params` is the validated `params:` mapping of its entry in the experiment file."""
 
     name: ClassVar[str]  # set by @register_benchmark
     headline_metric: ClassVar[str]
     group_label: ClassVar[str] = "group"  # what `Instance.group` means here (domain, task type...)
-    uses_llm_judge: ClassVar[bool] = True  # False: rule scoring only, judge stage ignores the judges
-
-    def __init__(self, params: dict[str, Any] | None = None):
-        self.params = dict(params or {})
+    llm_judges: ClassVar[tuple[str, ...]] = ()  # judge kinds a judge YAML without `kind` is bound to
+    rule_judges: ClassVar[tuple[str, ...]] = ()  # judge kinds that need no model, applied unless configured
+    task_format: ClassVar[TaskFormat | None] = None  # None: only this benchmark's own agents can run it
 
     @abstractmethod
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
-        """Construct (seeded) or ingest (from `source`) the instances and histories.
+        """Construct (seeded) or ingest (from `source`) the instances and histories, in memory.
 
         Must raise perseval.errors.InputError naming file, row and field on bad input.
         """
 
-    @abstractmethod
-    async def judge(self, instance: Instance, output: AgentOutput, judge: JudgeBinding | None) -> list[Judgment]:
-        """Atomic judgments of one output. Unparseable judge answers: status='unscored', raw kept."""
+    async def batches(self, *, sample: int, seed: int, source: Path | None,
+                      models: Mapping[str, ChatModel] | None = None) -> AsyncIterator[BenchmarkData]:
+        """The build as a stream of batches, for the construct stage's one writer. Default: one batch.
 
-    @abstractmethod
-    def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
-        """Instance-level metric values from the judgments of one (output, judge, judge repeat)."""
+        `models` holds the construction models by role (see `construction_models`), already served.
+        """
+        yield self.build(sample=sample, seed=seed, source=source)
+
+    @classmethod
+    def construction_models(cls, params: Any, backbones: Sequence[str]) -> dict[str, str]:
+        """Role -> model name of the models the build itself needs (LLM-mode construction). Default: none."""
+        return {}
 
     def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
         """Cross-cell analyses of this benchmark (the paper's tables and figures).
@@ -66,8 +107,24 @@ class Benchmark(ABC):
         return {}
 
 
+async def collect(batches: AsyncIterator[BenchmarkData]) -> BenchmarkData:
+    """Every batch of a stream in one BenchmarkData (the in-memory view of a streamed build)."""
+    out = BenchmarkData([], [], {})
+    async for batch in batches:
+        out.instances.extend(batch.instances)
+        out.documents.extend(batch.documents)
+        out.info.update(batch.info)
+    return out
+
+
+def build_all(bench: Benchmark, *, sample: int, seed: int, source: Path | None,
+              models: Mapping[str, ChatModel] | None = None) -> BenchmarkData:
+    """The streamed build of `bench`, gathered in memory (tests and small builds)."""
+    return asyncio.run(collect(bench.batches(sample=sample, seed=seed, source=source, models=models)))
+
+
 # Columns of the frame Benchmark.analyze receives: one row per instance score of one cell.
 ANALYSIS_COLUMNS = [
-    "cell", "agent", "agent_kind", "agent_params", "backbone", "retriever", "judge",  # the cell
+    "cell", "agent", "agent_kind", "agent_params", "backbone", "retriever", "judge", "judge_model",  # the cell
     "instance_id", "repeat", "judge_repeat", "group", "metric", "value", "n_items", "n_unscored",
 ]

@@ -1,6 +1,6 @@
-"""One binary judgment (is this checkpoint met? is this claim present?), shared by every benchmark.
+"""One binary judgment (is this checkpoint met? is this claim present? is this instance valid?).
 
-The judge model answers JSON {"verdict": bool, "reason": str}; a failed request is `failed`, an
+The judge model answers JSON {"<key>": bool, "reason": str}; a failed request is `failed`, an
 answer that cannot be read is `unscored` with its raw text, never a 0.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from perseval.benchmarks.base import JudgeBinding
+from perseval.llm.base import ChatModel
 from perseval.parsing import parse_binary
 
 VERDICT_SCHEMA: dict[str, Any] = {
@@ -26,11 +26,13 @@ class Verdict:
     feedback: str
 
 
-async def binary_verdict(judge: JudgeBinding, messages: list[dict[str, Any]], max_tokens: int | None = None) -> Verdict:
-    result = await judge.model.chat(messages, json_schema=VERDICT_SCHEMA, max_tokens=max_tokens, repeat=judge.repeat)
+async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, repeat: int = 0,
+                         max_tokens: int | None = None, schema: dict[str, Any] = VERDICT_SCHEMA,
+                         key: str = "verdict") -> Verdict:
+    result = await model.chat(messages, json_schema=schema, max_tokens=max_tokens, repeat=repeat)
     if result.status != "ok":
         return Verdict(None, "failed", result.text, result.error)
-    score, reason = parse_binary(result.text)
+    score, reason = parse_binary(result.text, key=key)
     if score is None:
         return Verdict(None, "unscored", result.text, "judge answer could not be parsed")
     return Verdict(score, "scored", result.text, reason)

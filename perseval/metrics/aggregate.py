@@ -45,11 +45,3 @@ def group_table(scores: list[InstanceScore], metrics: list[str] | None = None) -
     table = table.join(counts)
     table.index.name = "group"
     return table
-
-
-def repeat_std(scores: list[InstanceScore], metric: str) -> float | None:
-    """Std over judge repeats of the Overall score (Table 9 style); None with a single repeat."""
-    df = scores_frame(scores)
-    df = df[df["metric"] == metric].dropna(subset=["value"])
-    per_rep = df.groupby("judge_repeat")["value"].mean()
-    return float(per_rep.std(ddof=1)) if len(per_rep) > 1 else None

@@ -6,12 +6,24 @@ import importlib.util
 import io
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from perseval.config import EmbedderConfig
 from perseval.errors import ConfigError
+from perseval.params import Params
+
+
+class EmbedderConfig(Params):
+    kind: Literal["flag", "m3"] = "flag"  # FlagModel or BGEM3FlagModel
+    model: str  # path, HF id, or package:<module>
+    pooling: Literal["cls", "mean"] = "cls"
+    normalize: bool = True
+    query_instruction: str = ""
+    batch_size: int = 64
+    max_length: int = 512
+    fp16: bool = False
+    device: str | None = None  # None: FlagEmbedding picks (cuda when present)
 
 
 def resolve_model_path(spec: str) -> str:

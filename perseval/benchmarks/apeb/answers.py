@@ -1,14 +1,21 @@
-"""Answer extraction for APeB: a ranked list of candidate ids out of free model text.
+"""APeB answers: the ranking task format, the one extraction of a ranked id list, and its check.
 
-Kept apart from the metric: this turns text into ids and records every
-repair it made; Hit@k and MRR are computed elsewhere from the result.
+Kept apart from the metric: `parse_ranking` turns text into ids and records every
+repair it made; agents use it to accept or correct an answer, and the ranking
+judge checks an output's ranking with `check_ranking`; Hit@k and MRR are
+computed by the judge from the result.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
+from perseval.benchmarks.apeb.prompts import ranking_messages, ranking_schema
+from perseval.benchmarks.base import Answer, Prompt, TaskFormat
 from perseval.parsing import extract_json
+from perseval.records import AgentOutput, Instance, Passage
+
+TOP_K = 5  # the agent recommends exactly five products
 
 
 @dataclass
@@ -60,3 +67,48 @@ def parse_ranking(text: str, candidate_ids: list[str], k: int = 5) -> RankingAns
         else:
             out.ranking.append(pid)
     return out
+
+
+def candidate_ids(instance: Instance) -> list[str]:
+    return [c["id"] for c in instance.payload["candidates"]]
+
+
+def ranking_size(instance: Instance) -> int:
+    return min(TOP_K, len(instance.payload["candidates"]))
+
+
+def extract(instance: Instance, text: str) -> Answer:
+    """The ranking in `text`, repaired (unknown/duplicate/extra ids dropped); a problem unless k ids remain
+    (the partial ranking is kept in `parsed` for the trace and a correction turn)."""
+    k = ranking_size(instance)
+    answer = parse_ranking(text, candidate_ids(instance), k)
+    problem = "" if len(answer.ranking) == k else f"{len(answer.ranking)} usable candidate ids, {k} needed"
+    return Answer({"ranking": answer.ranking}, problem, answer.repairs() if answer.repaired else {})
+
+
+def check_ranking(instance: Instance, output: AgentOutput) -> tuple[list[str] | None, str]:
+    """The output's ranking when it is exactly min(5, |candidates|) distinct candidate ids, else (None, why).
+
+    Checked on what the agent submitted (not repaired again), so an agent cannot list every candidate
+    to inflate Hit@5."""
+    if output.status != "ok":
+        return None, f"status {output.status}" + (f" ({output.error})" if output.error else "")
+    ranking = (output.parsed or {}).get("ranking")
+    if not isinstance(ranking, list):
+        return None, "no ranking list in the parsed output"
+    ids, k = set(candidate_ids(instance)), ranking_size(instance)
+    if len(ranking) != k or len(set(ranking)) != k or not set(ranking) <= ids:
+        return None, f"ranking must be {k} distinct candidate ids, got {ranking!r}"
+    return list(ranking), ""
+
+
+class ApebTask(TaskFormat):
+    """The single-step ranking prompt, with retrieved history passages as the shopper's activity."""
+
+    def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:
+        history = [f"- {p.text[:passage_chars]}" for p in passages] if passages else None
+        cards, k = instance.payload["candidates"], ranking_size(instance)
+        return Prompt(ranking_messages(instance.query, cards, history, k), ranking_schema(candidate_ids(instance), k))
+
+    def extract(self, instance: Instance, text: str) -> Answer:
+        return extract(instance, text)

@@ -1,4 +1,4 @@
-"""Judge prompts for Bespoke and the extraction of their answers.
+"""Bespoke prompts: the two judges' prompts and the extraction of their answers, and the responder's prompt.
 
 Two judges, after section 3.4 and appendix C.1 of the paper: a recall judge
 that decides, one gold claim at a time, whether the response states it; and
@@ -9,12 +9,12 @@ answer cut short by max_tokens still carries the part that is scored.
 """
 from __future__ import annotations
 
-
-from typing import Any
+from typing import Any, Sequence
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, RESPONSE_TEXT_KEY, SCORE_MAX, SCORE_MIN
 from perseval.benchmarks.bespoke.loader import rating_score
 from perseval.parsing import extract_object
+from perseval.records import Document, Passage
 
 
 _RATING = {
@@ -103,3 +103,27 @@ def parse_criteria(text: str) -> dict[str, tuple[int | None, str]]:
         else:
             out[name] = rating_score(value), ""
     return out
+
+
+# --- the responder's prompt (systems under test) -------------------------------------------------
+
+ANSWER_SYSTEM = ("You are a search assistant. Answer the user's question directly, grounded in the search results. "
+                 "Fit the depth, tone and layout of the answer to the user. Do not ask follow-up questions.")
+
+
+def answer_messages(query: str, results: Sequence[Passage], sessions: Sequence[Document], *, search_chars: int,
+                    history_chars: int) -> list[dict[str, str]]:
+    """The question, search results (sharing `search_chars`), then the user's past sessions (sharing
+    `history_chars`), as chat messages."""
+    parts = [f"Question: {query}"]
+    if results:
+        each = max(search_chars // len(results), 1)
+        parts.append("Search results:\n" + "\n".join(f"[{i}] {clip(p.text, each)}"
+                                                     for i, p in enumerate(results, start=1)))
+    if sessions:
+        each = max(history_chars // len(sessions), 1)
+        blocks = [f"--- past {s.meta.get('source') or 'session'} ---\n{clip(s.text, each)}" for s in sessions]
+        parts.append("Some of this user's past chats and searches (they show what the user wants "
+                     "and how they like answers):\n" + "\n".join(blocks))
+    parts.append("Write the answer.")
+    return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]

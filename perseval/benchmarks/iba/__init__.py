@@ -1,7 +1,9 @@
-"""IBA-Bench (implicit behavioral alignment): taxonomy, seeded construction, judging and scoring.
+"""IBA-Bench (implicit behavioral alignment): taxonomy, seeded construction, agents, judges, analyses.
 
-Modules: taxonomy (scenarios.yaml), personas, noise, construct, prompts,
-scoring, benchmark (registered as "iba").
+Modules: taxonomy (scenarios.yaml), personas, noise, construct (+ llm_construct), release (official
+layout), qa (QA probes), prompts, answers (task format and the one API-call extraction), benchmark
+(registered as "iba"), analysis*; agents/ (oracle, IBA-Agent); judges/ (iba.checkpoint, iba.slots, the
+validation labeller).
 """
 from perseval.benchmarks.iba.taxonomy import Taxonomy, load_taxonomy
 

@@ -5,7 +5,7 @@ perseval.benchmarks.base.ANALYSIS_COLUMNS) and the benchmark's instances (QA pro
 perseval.benchmarks.iba.qa included, recognised by payload action_type 'qa'). QA twins are kept out
 of every task table and used only by `qa_vs_task`.
 
-Optional params (ANALYSIS_PARAMS; strip them before the construction params are validated):
+Optional params (AnalysisParams, `params.analysis` of the benchmark entry):
   metric             the metric analysed (default 'score')
   ablation_agents    agent names of Table 5 (default: agents of kind 'iba.agent')
   ablation_base      the agent Table 5's deltas are taken against (default: the one without ablation flags)
@@ -20,15 +20,26 @@ from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
+from pydantic import Field
 
 from perseval.benchmarks.iba.analysis_frame import OVERALL, UNSCORED, Prepared, prepare
 from perseval.benchmarks.iba.analysis_slices import by_evidence, by_preferences, qa_vs_task, static_vs_dynamic
 from perseval.benchmarks.iba.analysis_tables import ablation_table, domain_table, repeat_std_table, retriever_swap
 from perseval.benchmarks.iba.plots import grouped_bars, line_figure
+from perseval.params import Params
 from perseval.records import Instance
 
-ANALYSIS_PARAMS = frozenset({"metric", "ablation_agents", "ablation_base", "retriever_base",
-                             "preference_window", "count_cap"})
+
+
+class AnalysisParams(Params):
+    metric: str = "score"
+    ablation_agents: list[str] | None = None
+    ablation_base: str | None = None
+    retriever_base: str | None = None
+    preference_window: int = Field(2, ge=1)
+    count_cap: int = Field(5, ge=1)
+
+
 Result = dict[str, "pd.DataFrame | Figure"]
 
 
@@ -37,12 +48,27 @@ def safe_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", str(text)).strip("_") or "judge"
 
 
+def judge_views(scores: pd.DataFrame) -> pd.DataFrame:
+    """Each LLM judge's view of the benchmark: its own rows (Generate checkpoints, QA probes) plus the rows
+    a rule judge scored (CallAPI slots), which are the same for every judge - so Tables 6-8 cover every
+    instance and Table 4 is their mean, as in the paper. The rule rows are repeated for each of the judge's
+    repeats, so Table 9's std over repeats is the LLM judge's alone. Without an LLM judge, the rule rows
+    are the only view."""
+    rule = scores["judge_model"].eq("-")
+    if not rule.any() or rule.all():
+        return scores
+    views = [scores[~rule]]
+    for judge, rows in scores[~rule].groupby("judge", sort=False):
+        views += [scores[rule].assign(judge=judge, judge_repeat=rep) for rep in sorted(rows["judge_repeat"].unique())]
+    return pd.concat(views, ignore_index=True)
+
+
 def analyze(scores: pd.DataFrame, instances: list[Instance], params: dict[str, Any] | None = None) -> Result:
     """name -> DataFrame or Figure; each analysis only when the frame holds what it needs."""
     params = dict(params or {})
     if scores is None or scores.empty:
         return {}
-    prep = prepare(scores, instances, str(params.get("metric", "score")))
+    prep = prepare(judge_views(scores), instances, str(params.get("metric", "score")))
     if prep.task.empty:
         return {}
     out: Result = {}

@@ -1,6 +1,6 @@
-"""IBA-Bench: constructed histories, Generate(text) checkpoints judged by an LLM, CallAPI slots by rule.
+"""IBA-Bench: constructed histories; Generate(text) checkpoints judged by an LLM, CallAPI slots by rule.
 
-params (the `params:` of the benchmark entry):
+params (the `params:` of the benchmark entry; IbaParams):
   noise_per_evidence  noise turns per evidence turn (default 100, as in the paper)
   dynamic_rate        chance that a dimension with shifts is dynamic (default 0.3)
   extra_evidence_rate chance of a second evidence turn per value (default 0.3)
@@ -8,88 +8,119 @@ params (the `params:` of the benchmark entry):
   distribution        "simple" (default) or "table2": match Table 2's evidence/constraint counts per domain
   full_size           true: the paper's 6,962 instances with Table 2/13 counts (implies table2)
   qa_probes           also build a QA twin of every task instance (the knowledge-to-action gap, 5.3)
-  analysis            settings of the cross-cell analyses (see analysis.ANALYSIS_PARAMS)
+  construction        {mode: template | llm, user_model, assistant_model, task_model, ...}: who writes the text
+  part_size           instances per written part of a streamed build (memory, not content)
+  analysis            settings of the cross-cell analyses (see analysis.AnalysisParams)
+
+The build streams part by part (a full-size build has about 1.4 million turns), so
+the construct stage's one writer never holds it whole; in LLM mode the role
+models rewrite each part's surface text as it goes.
 """
 from __future__ import annotations
 
-import asyncio
+import itertools
 from pathlib import Path
-from typing import Any
+from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
+from pydantic import Field
 
-from perseval.benchmarks.base import Benchmark, BenchmarkData, JudgeBinding
-from perseval.benchmarks.iba.construct import ConstructParams, construct
-from perseval.benchmarks.iba.prompts import judge_messages
-from perseval.benchmarks.iba.scoring import instance_score, slot_judgments
-from perseval.benchmarks.iba.taxonomy import load_taxonomy
-from perseval.benchmarks.iba.analysis import ANALYSIS_PARAMS, analyze
-from perseval.benchmarks.iba.qa import make_qa_probes
+from perseval.benchmarks.base import Benchmark, BenchmarkData, build_all
+from perseval.benchmarks.iba.analysis import AnalysisParams, analyze
+from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.iba.construct import ConstructParams, iter_build, plan_build
+from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
+from perseval.benchmarks.iba.qa import QA_ACTION, make_qa_probes
 from perseval.benchmarks.iba.release import load_release
-from perseval.errors import ConfigError
-from perseval.judges.binary import binary_verdict
-from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.benchmarks.iba.stats import ConstructionStats
+from perseval.benchmarks.iba.taxonomy import load_taxonomy
+from perseval.llm.base import ChatModel
+from perseval.records import Instance
 from perseval.registry import register_benchmark
-
 
 QA_METRIC = "qa_score"
 
 
+class IbaParams(ConstructParams):
+    qa_probes: bool = False
+    construction: Construction = Construction()
+    part_size: int = Field(256, ge=1)
+    analysis: AnalysisParams = AnalysisParams()
+
+
+def chunks(pairs: Iterable[Pair], size: int) -> Iterator[list[Pair]]:
+    it = iter(pairs)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
 @register_benchmark("iba")
 class IbaBenchmark(Benchmark):
+    Params = IbaParams
+    params: IbaParams
     headline_metric = "score"
     group_label = "domain"
-    uses_llm_judge = True
+    llm_judges = ("iba.checkpoint",)
+    rule_judges = ("iba.slots",)
+    task_format = IbaTask()
 
-    def __init__(self, params: dict[str, Any] | None = None):
-        super().__init__(params)
-        own = {"qa_probes", "analysis"}
-        self.qa_probes = bool(self.params.get("qa_probes", False))
-        self.analysis_params = dict(self.params.get("analysis") or {})
-        unknown = set(self.analysis_params) - set(ANALYSIS_PARAMS)
-        if unknown:
-            raise ConfigError(f"iba params: unknown keys under 'analysis': {sorted(unknown)}; "
-                              f"known: {sorted(ANALYSIS_PARAMS)}")
-        # fail early on a bad config
-        self.construct_params = ConstructParams.from_mapping({k: v for k, v in self.params.items() if k not in own})
+    @classmethod
+    def construction_models(cls, params: IbaParams, backbones: Sequence[str]) -> dict[str, str]:
+        c = params.construction
+        if c.mode != "llm":
+            return {}
+        chosen = {"user": c.user_model, "assistant": c.assistant_model, "task": c.task_model}
+        return {role: chosen[role] or backbones[0] for role in ROLES}
 
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
+        return build_all(self, sample=sample, seed=seed, source=source)
+
+    async def batches(self, *, sample: int, seed: int, source: Path | None,
+                      models: Mapping[str, ChatModel] | None = None) -> AsyncIterator[BenchmarkData]:
         if source is not None:
             data = load_release(source)
-        else:
-            data = construct(load_taxonomy(), sample=sample, seed=seed, params=self.construct_params)
-        if self.qa_probes:
-            probes = make_qa_probes([i for i in data.instances if i.payload.get("action_type") != "qa"])
-            data.instances.extend(probes)
-            data.info["qa_probes"] = len(probes)
-        return data
+            probes = self._probes(data.instances)
+            yield BenchmarkData(data.instances + probes, data.documents,
+                                {**data.info, **({"qa_probes": len(probes)} if self.params.qa_probes else {})})
+            return
+        taxonomy = load_taxonomy()
+        plan = plan_build(taxonomy, sample=sample, seed=seed, params=self.params)
+        stats = ConstructionStats(self.params, plan, sample)
+        writer = self._writer(taxonomy, models)
+        n_probes = 0
+        for chunk in chunks(iter_build(plan, seed, self.params), self.params.part_size):
+            if writer is not None:
+                chunk = await writer.rewrite_chunk(chunk)
+            for inst, turns in chunk:
+                stats.add(inst, turns)
+            probes = self._probes([i for i, _ in chunk])
+            n_probes += len(probes)
+            # ids grow with the plan index and a twin's id follows its base: parts concatenate in id order
+            instances = sorted([i for i, _ in chunk] + probes, key=lambda i: i.instance_id)
+            yield BenchmarkData(instances, [d for _, turns in chunk for d in turns])
+        info: dict[str, Any] = stats.info()
+        if self.params.qa_probes:
+            info["qa_probes"] = n_probes
+        if writer is not None:
+            info.update(mode="llm", llm=dict(writer.stats))
+        yield BenchmarkData([], [], info)
+
+    def _probes(self, instances: list[Instance]) -> list[Instance]:
+        if not self.params.qa_probes:
+            return []
+        return make_qa_probes([i for i in instances if i.payload.get("action_type") != QA_ACTION])
+
+    def _writer(self, taxonomy: Any, models: Mapping[str, ChatModel] | None) -> SurfaceWriter | None:
+        if self.params.construction.mode != "llm":
+            return None
+        missing = [r for r in ROLES if not models or r not in models]
+        if missing:
+            raise ValueError(f"iba LLM-mode construction needs models for roles {missing}")
+        assert models is not None
+        return SurfaceWriter(taxonomy, Writers(models["user"], models["assistant"], models["task"]),
+                             self.params.construction)
 
     def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
         # the analyses tell QA probes from tasks by the instance's action type, on one metric
         scores = scores.assign(metric=scores["metric"].replace({QA_METRIC: "score"}))
-        return analyze(scores, instances, self.analysis_params)
-
-    async def judge(self, instance: Instance, output: AgentOutput, judge: JudgeBinding | None) -> list[Judgment]:
-        if instance.payload.get("action_type") == "call_api":
-            return slot_judgments(instance, output, judge.name if judge else "rule", judge.repeat if judge else 0)
-        checkpoints = instance.gold.get("checkpoints", [])
-        return list(await asyncio.gather(*(self._checkpoint(instance, output, cp, judge) for cp in checkpoints)))
-
-    async def _checkpoint(self, instance: Instance, output: AgentOutput, checkpoint: dict[str, Any],
-                          judge: JudgeBinding | None) -> Judgment:
-        def judgment(score: float | None, status: str, raw: str = "", feedback: str = "") -> Judgment:
-            return Judgment(instance.instance_id, output.agent, output.repeat, judge.name if judge else "none",
-                            judge.repeat if judge else 0, checkpoint["id"], "checkpoint", score, status, raw, feedback)
-
-        if output.status != "ok":
-            # the agent's fault, not the judge's: score 0 without spending a judge call
-            return judgment(0.0, "scored", feedback=f"agent output {output.status}; not sent to the judge")
-        if judge is None:
-            return judgment(None, "unscored", feedback="no judge configured for a Generate(text) instance")
-        v = await binary_verdict(judge, judge_messages(instance.query, output.text, checkpoint["statement"]))
-        return judgment(v.score, v.status, raw=v.raw, feedback=v.feedback)
-
-    def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
-        # QA probes get their own metric so a cell's headline `score` is task execution only
-        metric = QA_METRIC if instance.payload.get("action_type") == "qa" else "score"
-        return instance_score(instance, output, judgments, metric=metric)
+        return analyze(scores, instances, self.params.analysis.model_dump(exclude_none=True))

@@ -24,7 +24,9 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Literal, Mapping
+
+from pydantic import Field, field_validator
 
 from perseval.benchmarks.base import BenchmarkData
 from perseval.benchmarks.iba import distribution as dist
@@ -35,55 +37,28 @@ from perseval.benchmarks.iba.personas import Persona, sample_persona
 from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.errors import ConfigError
+from perseval.params import Params
 from perseval.records import Document, Instance
 
 # Instances by number of constraints, overall row of Table 2 (1, 2, 3, 4, 5+), in percent.
 CONSTRAINT_WEIGHTS = {1: 4, 2: 16, 3: 35, 4: 29, 5: 16}
-DISTRIBUTIONS = ("simple", "table2")
 # One meta dict shared by every noise turn: a full-size build has over a million of them.
 # Treat Document.meta as read-only (the pipeline only serialises it).
 NOISE_META: dict[str, Any] = {"kind": "noise"}
 
 
-@dataclass(frozen=True)
-class ConstructParams:
-    noise_per_evidence: float = 100.0  # the paper: about one task-relevant turn per 100
-    dynamic_rate: float = 0.3  # chance that a dimension with shifts gets a dynamic preference
-    extra_evidence_rate: float = 0.3  # simple: chance of a second evidence turn for one value
+class ConstructParams(Params):
+    noise_per_evidence: float = Field(100.0, ge=0)  # the paper: about one task-relevant turn per 100
+    dynamic_rate: float = Field(0.3, ge=0, le=1)  # chance that a dimension with shifts gets a dynamic preference
+    extra_evidence_rate: float = Field(0.3, ge=0, le=1)  # simple: chance of a second evidence turn for one value
     scenarios: tuple[str, ...] | None = None  # scenario names; None: all
-    distribution: str = "simple"  # simple | table2
+    distribution: Literal["simple", "table2"] = "simple"
     full_size: bool = False  # Table 2's instance counts (6,962 with the full taxonomy)
 
+    @field_validator("scenarios", mode="before")
     @classmethod
-    def from_mapping(cls, params: Mapping[str, Any] | None) -> "ConstructParams":
-        params = dict(params or {})
-        unknown = set(params) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"iba params: unknown keys {sorted(unknown)}; known: {sorted(cls.__dataclass_fields__)}")
-        names = params.get("scenarios")
-        if isinstance(names, str):
-            names = [names]
-        out = cls(
-            noise_per_evidence=float(params.get("noise_per_evidence", cls.noise_per_evidence)),
-            dynamic_rate=float(params.get("dynamic_rate", cls.dynamic_rate)),
-            extra_evidence_rate=float(params.get("extra_evidence_rate", cls.extra_evidence_rate)),
-            scenarios=tuple(str(n) for n in names) if names else None,
-            distribution=str(params.get("distribution", cls.distribution)),
-            full_size=params.get("full_size", cls.full_size),
-        )
-        out.validate()
-        return out
-
-    def validate(self) -> None:
-        if self.noise_per_evidence < 0:
-            raise ConfigError("iba params: key 'noise_per_evidence' must be >= 0")
-        for key in ("dynamic_rate", "extra_evidence_rate"):
-            if not 0.0 <= getattr(self, key) <= 1.0:
-                raise ConfigError(f"iba params: key '{key}' must lie in [0, 1]")
-        if self.distribution not in DISTRIBUTIONS:
-            raise ConfigError(f"iba params: key 'distribution' must be one of {list(DISTRIBUTIONS)}")
-        if not isinstance(self.full_size, bool):
-            raise ConfigError("iba params: key 'full_size' must be true or false")
+    def _one_name(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else (value or None)
 
     def is_full_size(self, sample: int) -> bool:
         return self.full_size or sample == dist.FULL_SIZE

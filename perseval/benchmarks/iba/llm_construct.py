@@ -18,33 +18,31 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Literal
 
-from perseval.benchmarks.base import BenchmarkData
+from pydantic import Field
+
 from perseval.benchmarks.iba import llm_prompts as P
-from perseval.benchmarks.iba.construct import ConstructParams, construct
-from perseval.benchmarks.iba.export import Pair, write_build_async
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
-from perseval.errors import ConfigError
 from perseval.llm.base import ChatModel
+from perseval.params import Params
 from perseval.records import Document, Instance
 
+Pair = tuple[Instance, list[Document]]
+ROLES = ("user", "assistant", "task")  # user simulator, assistant, task writer
 
-@dataclass(frozen=True)
-class LlmParams:
+
+class Construction(Params):
+    """`params.construction` of an IBA entry: template text (seeded, offline) or text written by models."""
+
+    mode: Literal["template", "llm"] = "template"
+    user_model: str | None = None  # llm mode: model names per role; None: the experiment's first backbone
+    assistant_model: str | None = None
+    task_model: str | None = None
     rewrite_noise: bool = False  # also rewrite noise turns (costly at 100 per evidence turn)
-    max_in_flight: int = 8  # instances rewritten at once; requests per server are bounded by its client
-    max_tokens: int = 160  # per written turn or task
+    max_in_flight: int = Field(8, ge=1)  # instances rewritten at once; requests per server are bounded by its client
+    max_tokens: int = Field(160, ge=1)  # per written turn or task
     temperature: float | None = None  # None: each model's own sampling
-
-    @classmethod
-    def from_mapping(cls, params: Mapping[str, Any] | None) -> "LlmParams":
-        params = dict(params or {})
-        unknown = set(params) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ConfigError(f"iba llm params: unknown keys {sorted(unknown)}; "
-                              f"known: {sorted(cls.__dataclass_fields__)}")
-        return cls(**params)
 
 
 @dataclass
@@ -65,8 +63,8 @@ def split_turn(text: str) -> tuple[str, str]:
 class SurfaceWriter:
     """Rewrites instances (query, evidence turns, optionally noise) with the three role models."""
 
-    def __init__(self, taxonomy: Taxonomy, writers: Writers, params: LlmParams | None = None):
-        self.taxonomy, self.writers, self.params = taxonomy, writers, params or LlmParams()
+    def __init__(self, taxonomy: Taxonomy, writers: Writers, params: Construction | None = None):
+        self.taxonomy, self.writers, self.params = taxonomy, writers, params or Construction()
         self.stats: Counter[str] = Counter()
         self._slots = asyncio.Semaphore(self.params.max_in_flight)
 
@@ -135,32 +133,3 @@ class SurfaceWriter:
 
     async def rewrite_chunk(self, chunk: list[Pair]) -> list[Pair]:
         return list(await asyncio.gather(*(self.rewrite(i, d) for i, d in chunk)))
-
-
-def _by_owner(documents: list[Document]) -> dict[str, list[Document]]:
-    out: dict[str, list[Document]] = {}
-    for d in documents:
-        out.setdefault(d.owner, []).append(d)
-    return out
-
-
-async def llm_construct(taxonomy: Taxonomy, *, sample: int, seed: int, params: ConstructParams, writers: Writers,
-                        llm_params: LlmParams | None = None) -> BenchmarkData:
-    """The template build of (sample, seed, params) with its surface text written by the models."""
-    template = construct(taxonomy, sample=sample, seed=seed, params=params)
-    writer = SurfaceWriter(taxonomy, writers, llm_params)
-    owners = _by_owner(template.documents)
-    pairs = await writer.rewrite_chunk([(i, owners.get(i.user_id, [])) for i in template.instances])
-    info = {**template.info, "mode": "llm", "llm": dict(writer.stats)}
-    return BenchmarkData([i for i, _ in pairs], [d for _, docs in pairs for d in docs], info)
-
-
-async def write_llm_build(root: str, key: str, *, taxonomy: Taxonomy, sample: int, seed: int,
-                          params: ConstructParams, writers: Writers, llm_params: LlmParams | None = None,
-                          qa_probes: bool = False, part_size: int = 64) -> dict[str, Any]:
-    """LLM mode written to the store part by part (an interrupted build resumes at its first missing part)."""
-    writer = SurfaceWriter(taxonomy, writers, llm_params)
-    extra: dict[str, Any] = {"mode": "llm", "llm": writer.stats}  # filled while the parts are written
-    return await write_build_async(root, key, taxonomy=taxonomy, sample=sample, seed=seed, params=params,
-                                   qa_probes=qa_probes, part_size=part_size, rewrite=writer.rewrite_chunk,
-                                   extra_info=extra)

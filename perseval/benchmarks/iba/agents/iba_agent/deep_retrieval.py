@@ -7,9 +7,9 @@ import hashlib
 import re
 from typing import Any
 
-from perseval.agents.iba_agent_parts import prompts
-from perseval.agents.iba_agent_parts.state import Scored, StageFailed, State, usage
-from perseval.agents.iba_rag import passage_trace
+from perseval.benchmarks.iba.agents.iba_agent import prompts
+from perseval.benchmarks.iba.agents.iba_agent.state import Scored, StageFailed, State, usage
+from perseval.agents.rag import passage_trace
 from perseval.parsing import extract_json
 from perseval.records import Passage
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any, Awaitable, Callable
 
-from perseval.agents.iba_agent_parts import alignment, prompts
-from perseval.agents.iba_agent_parts import deep_retrieval as dr
-from perseval.agents.iba_agent_parts.state import State, usage
+from perseval.benchmarks.iba.agents.iba_agent import alignment, prompts
+from perseval.benchmarks.iba.agents.iba_agent import deep_retrieval as dr
+from perseval.benchmarks.iba.agents.iba_agent.state import State, usage
 
 FINAL = "final_answer"
 

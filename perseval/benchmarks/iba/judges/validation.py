@@ -1,4 +1,4 @@
-"""LLM-judge labels for instance validation (appendix B.1): one 0/1 per instance and dimension.
+"""The IBA validation labeller (appendix B.1): an LLM judge's 0/1 label per instance and dimension.
 
 The judge sees what a human annotator would: the persona, the intended
 preferences (with their changes), the evidence turns in order with a few noise
@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 from perseval.benchmarks.iba.validation import DIMENSIONS, LabelSet
 from perseval.llm.base import ChatModel
-from perseval.parsing import parse_binary
+from perseval.judges.binary import binary_verdict
 from perseval.records import Document, Instance
 
 LABEL_SCHEMA: dict[str, Any] = {
@@ -83,16 +83,15 @@ async def label_instances(model: ChatModel, instances: Sequence[Instance], docum
     out = LabelSet(name or f"{model.name}#{repeat}")
 
     async def one(inst: Instance, view: str, dim: str) -> None:
-        result = await model.chat(label_messages(view, dim), json_schema=LABEL_SCHEMA, repeat=repeat)
-        label, reason, status = None, "", "failed"
-        if result.status == "ok":
-            score, reason = parse_binary(result.text, key="label")
-            label, status = (None, "unparsed") if score is None else (int(score), "scored")
+        v = await binary_verdict(model, label_messages(view, dim), repeat=repeat, schema=LABEL_SCHEMA, key="label")
+        status = {"unscored": "unparsed"}.get(v.status, v.status)
+        label = int(v.score) if v.score is not None else None
         out.unparsed += status == "unparsed"
         out.failed += status == "failed"
         out.labels.setdefault(inst.instance_id, {})[dim] = label
         out.details.append({"instance_id": inst.instance_id, "dimension": dim, "label": label, "status": status,
-                            "reason": reason, "raw": result.text, "error": result.error})
+                            "reason": v.feedback if status == "scored" else "", "raw": v.raw,
+                            "error": v.feedback if status == "failed" else ""})
 
     jobs = []
     for inst in instances:

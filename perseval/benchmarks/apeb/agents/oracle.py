@@ -4,24 +4,23 @@ from __future__ import annotations
 import json
 
 from perseval.agents.base import Agent, AgentContext
+from perseval.benchmarks.apeb.answers import candidate_ids, ranking_size
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
-
-TOP_K = 5
 
 
 @register_agent("apeb.oracle")
 class APeBOracle(Agent):
     benchmarks = ("apeb",)
-    uses_llm = False
+    needs = frozenset()
     reads_gold = True
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
-        ids = [c["id"] for c in instance.payload["candidates"]]
+        ids = candidate_ids(instance)
         purchased = instance.gold.get("purchased")
         if purchased not in ids:
             return AgentOutput(instance.instance_id, name, repeat, text="", status="invalid",
                                error="the oracle was not given a gold purchase among the candidates")
-        ranking = [purchased, *[i for i in ids if i != purchased]][:TOP_K]
+        ranking = [purchased, *[i for i in ids if i != purchased]][:ranking_size(instance)]
         return AgentOutput(instance.instance_id, name, repeat, text=json.dumps({"ranking": ranking}),
                            parsed={"ranking": ranking})

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from perseval.agents.base import AgentContext
-from perseval.agents.iba_agent_parts.settings import Settings
+from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.records import AgentOutput, Instance, Passage
 

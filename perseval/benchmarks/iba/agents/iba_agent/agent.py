@@ -8,7 +8,7 @@ Broad Thinking & Deep Alignment: compact evidence -> preference extraction ->
 task-preference alignment plan -> synthesis of the final output (text, QA
 answer, or the CallAPI slots under the schema iba.rag uses).
 
-params (all optional; see iba_agent_parts/settings.py for the full list):
+params (all optional; see settings.py for the full list):
   controller      pipeline (fixed order, default) | fc (the LLM picks tools by function calling)
   max_steps       controller turns of the fc loop (default 8)
   deep_retrieval  false: plain top-k retrieval with the task text        (Table 5: w/o Deep Retrieval)
@@ -20,26 +20,26 @@ params (all optional; see iba_agent_parts/settings.py for the full list):
 """
 from __future__ import annotations
 
-from typing import Any
-
 from perseval.agents.base import Agent, AgentContext
-from perseval.agents.iba_agent_parts import alignment
-from perseval.agents.iba_agent_parts import deep_retrieval as dr
-from perseval.agents.iba_agent_parts.fc import run_fc
-from perseval.agents.iba_agent_parts.settings import Settings
-from perseval.agents.iba_agent_parts.state import StageFailed, State
+from perseval.benchmarks.iba.agents.iba_agent import alignment
+from perseval.benchmarks.iba.agents.iba_agent import deep_retrieval as dr
+from perseval.benchmarks.iba.agents.iba_agent.fc import run_fc
+from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
+from perseval.benchmarks.iba.agents.iba_agent.state import StageFailed, State
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
 
 
 @register_agent("iba.agent")
 class IbaAgent(Agent):
+    Params = Settings
+    params: Settings
     benchmarks = ("iba",)
-    uses_llm = True
+    needs = frozenset({"llm", "retrieve", "documents"})
 
-    def __init__(self, params: dict[str, Any] | None = None):
-        super().__init__(params)
-        self.settings = Settings.from_params(self.params)  # a bad YAML fails at load time
+    @property
+    def settings(self) -> Settings:
+        return self.params
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         state = State(instance, ctx, self.settings, repeat)

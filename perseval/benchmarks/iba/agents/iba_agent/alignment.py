@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from perseval.agents.iba_agent_parts import prompts
-from perseval.agents.iba_agent_parts.deep_retrieval import current_evidence
-from perseval.agents.iba_agent_parts.state import Final, Scored, State, usage
-from perseval.agents.iba_rag import open_slots, parse_api_answer
+from perseval.benchmarks.iba.agents.iba_agent import prompts
+from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import current_evidence
+from perseval.benchmarks.iba.agents.iba_agent.state import Final, Scored, State, usage
+from perseval.benchmarks.iba.answers import extract, open_slots
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
 from perseval.parsing import extract_json
 
@@ -130,9 +130,8 @@ async def synthesize(state: State) -> Final:
     schema = api_schema(_open_slots(state)) if is_api else None
     result = await state.ask("synthesize", _messages(state, kept), json_schema=schema,
                              max_tokens=s.api_max_tokens if is_api else s.max_tokens)
-    parsed = parse_api_answer(result.text, state.instance.payload["api"]) if is_api else None
-    invalid = "no JSON object in the answer" if is_api and parsed is None else ""
-    state.final = Final(result.text, parsed, invalid)
+    answer = extract(state.instance, result.text)  # the benchmark's one extraction, as its judges read it
+    state.final = Final(result.text, answer.parsed, answer.problem)
     state.log("synthesize", mode=s.synthesis, action_type=state.action_type, n_passages=len(kept),
               used_preferences=bool(state.preferences), used_plan=bool(state.plan), **usage(result))
     return state.final

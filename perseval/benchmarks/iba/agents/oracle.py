@@ -34,11 +34,11 @@ def latest_evidence(documents: list[Document], scenario: str) -> dict[str, dict[
 @register_agent("iba.oracle")
 class IbaOracleAgent(Agent):
     benchmarks = ("iba",)
-    uses_llm = False
-    reads_gold = False  # uses history meta, not the instance gold
+    needs = frozenset({"documents"})  # the history's meta, not the instance gold
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         scenario = load_taxonomy().scenario(instance.payload["scenario"])
+        assert ctx.documents is not None
         latest = latest_evidence(ctx.documents(instance.user_id), scenario.name)
         values = {dim: signal["value"] for dim, signal in latest.items()}
         trace: list[dict[str, Any]] = [{"step": "oracle_evidence", "evidence": [

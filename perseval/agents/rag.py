@@ -1,0 +1,64 @@
+"""Plain RAG, for any benchmark with a task format: top-k history passages concatenated with the task.
+
+With `top_k: 0` it is the no-history agent (it then needs no retrieval at all).
+The benchmark decides the prompt and reads the answer (perseval.benchmarks.base.TaskFormat);
+for IBA-Bench this is the paper's RAG baseline (C.1: top-3 passages with the task).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from perseval.agents.base import Agent, AgentContext
+from perseval.llm.base import ChatResult
+from perseval.params import Params
+from perseval.records import AgentOutput, Instance, Passage
+from perseval.registry import register_agent
+
+
+class RagParams(Params):
+    top_k: int = Field(3, ge=0)  # passages retrieved with the task text; 0 = no history
+    max_tokens: int = Field(192, ge=1)  # completion budget of a free-text answer
+    json_max_tokens: int = Field(64, ge=1)  # completion budget of a structured (JSON) answer
+    passage_chars: int = Field(600, ge=1)  # characters kept of each passage in the prompt
+
+
+def passage_trace(query: str, k: int, passages: list[Passage]) -> dict[str, Any]:
+    return {"step": "retrieve", "query": query, "k": k,
+            "passages": [{"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": p.score, "text": p.text}
+                         for p in passages]}
+
+
+def generate_trace(result: ChatResult) -> dict[str, Any]:
+    return {"step": "generate", "status": result.status, "cached": result.cached,
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
+
+
+@register_agent("rag")
+class RagAgent(Agent):
+    Params = RagParams
+    params: RagParams
+    needs = frozenset({"llm", "task", "retrieve"})
+
+    def requires(self) -> frozenset[str]:
+        return self.needs if self.params.top_k > 0 else self.needs - {"retrieve"}
+
+    async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
+        assert ctx.llm is not None and ctx.task is not None  # required, so the runner provides them
+        k = self.params.top_k
+        passages = await ctx.retrieve(instance.user_id, instance.query, k) if k > 0 and ctx.retrieve else []
+        prompt = ctx.task.prompt(instance, passages, self.params.passage_chars)
+        budget = self.params.json_max_tokens if prompt.json_schema else self.params.max_tokens
+        result = await ctx.llm.chat(prompt.messages, json_schema=prompt.json_schema, max_tokens=budget, repeat=repeat)
+        out = AgentOutput(instance.instance_id, name, repeat, result.text,
+                          trace=[passage_trace(instance.query, k, passages), generate_trace(result)],
+                          prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
+        if result.status == "failed":
+            out.status, out.error = "failed", result.error
+            return out
+        answer = ctx.task.extract(instance, result.text)
+        out.parsed = answer.parsed
+        if answer.problem:
+            out.status, out.error = "invalid", answer.problem
+        return out

@@ -1,0 +1,48 @@
+"""APeB's rule judge: Hit@1 (headline), Hit@5 and reciprocal rank of the purchased product, on 0..100.
+
+An unusable ranking is the agent's fault, so it is a scored miss, not an unscored item.
+"""
+from __future__ import annotations
+
+import json
+
+from perseval.benchmarks.apeb.answers import TOP_K, check_ranking
+from perseval.judges.base import Judge, JudgeBinding
+from perseval.metrics.ranking import hit_at_k, rank_of, reciprocal_rank
+from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.registry import register_judge
+
+METRICS = ("hit@1", "hit@5", "mrr")
+
+
+@register_judge("apeb.ranking")
+class RankingJudge(Judge):
+    benchmark = "apeb"
+    item = "rank"
+    metrics = METRICS
+    uses_llm = False
+
+    async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
+        purchased = instance.gold["purchased"]
+        ranking, problem = check_ranking(instance, output)
+        if ranking is None:
+            scores = {m: 0.0 for m in METRICS}
+            feedback, raw = f"invalid output, counted as a miss: {problem}", output.text
+        else:
+            scores = {"hit@1": hit_at_k(ranking, purchased, 1), "hit@5": hit_at_k(ranking, purchased, TOP_K),
+                      "mrr": reciprocal_rank(ranking, purchased)}
+            rank = rank_of(ranking, purchased)
+            feedback = f"purchase at rank {rank}" if rank else f"purchase not in the top {len(ranking)}"
+            raw = json.dumps(ranking)
+        return [self.judgment(instance, output, binding, m, 100.0 * scores[m], "scored", raw, feedback)
+                for m in METRICS]
+
+    def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
+        by_item = {j.item_id: j for j in judgments}
+        out = []
+        for m in METRICS:
+            j = by_item.get(m)
+            scored = j is not None and j.status == "scored"
+            out.append(self.instance_score(instance, output, judgments, m, j.score if scored else None,
+                                           int(j is not None), int(j is not None and not scored)))
+        return out

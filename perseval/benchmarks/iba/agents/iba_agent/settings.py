@@ -1,0 +1,36 @@
+"""The `params:` of an iba.agent YAML, validated when the experiment loads, so a typo fails before any server
+starts, not mid-run."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from perseval.params import Params
+
+
+class Settings(Params):
+    # --- structure (the Table 5 ablations are switches here, not code forks) ---
+    controller: Literal["pipeline", "fc"] = "pipeline"  # pipeline: fixed stage order; fc: function calling
+    deep_retrieval: bool = True  # false: plain top-k retrieval with the task text
+    broad_thinking: bool = True  # false: no preference extraction / alignment plan
+    synthesis: Literal["trajectory", "rag"] = "trajectory"  # rag: the RAG baseline's prompt for the final output
+    rerank: bool = True  # LLM salience re-ranking inside Deep Retrieval
+    # --- retrieval sizes (paper C.3) ---
+    top_k: int = Field(3, ge=0)  # passages per query
+    max_queries: int = Field(5, ge=0)  # expanded queries
+    max_passages: int = Field(10, ge=1)  # passages kept after filtering and re-ranking
+    salience_threshold: int = Field(5, ge=0, le=10)  # keep passages scoring at least this (Table 12)
+    max_steps: int = Field(8, ge=1)  # controller turns of the FC loop
+    # --- prompt sizes: the embedded model has a 4096-token context ---
+    passage_chars: int = Field(600, ge=0)  # per passage in the RAG-style prompt (as the rag agent)
+    evidence_chars: int = Field(300, ge=0)  # per passage in the compact evidence and the salience prompt
+    max_preferences: int = Field(8, ge=0)
+    # --- completion budgets per stage, small: the embedded CPU model writes ~40 tokens/s ---
+    expand_max_tokens: int = Field(120, ge=0)
+    salience_max_tokens: int = Field(16, ge=0)
+    extract_max_tokens: int = Field(128, ge=0)
+    plan_max_tokens: int = Field(128, ge=0)
+    controller_max_tokens: int = Field(64, ge=0)
+    max_tokens: int = Field(192, ge=0)  # Generate(text) / QA answer
+    api_max_tokens: int = Field(64, ge=0)  # CallAPI JSON answer

@@ -1,0 +1,66 @@
+"""IBA-Bench Generate(text) and QA probes: one binary LLM judgment per hidden checkpoint (A.2, C.2).
+
+Instance score = 100 x the mean of the scored checkpoints; QA probes are scored
+under their own metric, `qa_score`, so a cell's `score` is task execution only.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from perseval.benchmarks.iba.answers import is_api_task
+from perseval.benchmarks.iba.prompts import judge_messages
+from perseval.benchmarks.iba.qa import QA_ACTION
+from perseval.judges.base import Judge, JudgeBinding, scored_values
+from perseval.judges.binary import binary_verdict
+from perseval.params import Params
+from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.registry import register_judge
+
+QA_METRIC = "qa_score"
+
+
+class CheckpointParams(Params):
+    max_tokens: int | None = None  # None: the judge's sampling max_tokens
+
+
+def instance_metric(instance: Instance) -> str:
+    return QA_METRIC if instance.payload.get("action_type") == QA_ACTION else "score"
+
+
+def mean_score(judge: Judge, instance: Instance, output: AgentOutput, judgments: list[Judgment],
+               metric: str) -> list[InstanceScore]:
+    """100 x mean of the scored items; None when none could be scored; unscored/failed are counted."""
+    scored = scored_values(judgments)
+    value = 100.0 * sum(scored) / len(scored) if scored else None
+    return [judge.instance_score(instance, output, judgments, metric, value, len(judgments),
+                                 len(judgments) - len(scored))]
+
+
+@register_judge("iba.checkpoint")
+class CheckpointJudge(Judge):
+    Params = CheckpointParams
+    params: CheckpointParams
+    benchmark = "iba"
+    item = "checkpoint"
+    metrics = ("score", QA_METRIC)
+
+    def applies(self, instance: Instance) -> bool:
+        return not is_api_task(instance)
+
+    async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
+        checkpoints = instance.gold.get("checkpoints", [])
+        return list(await asyncio.gather(*(self._one(instance, output, cp, binding) for cp in checkpoints)))
+
+    async def _one(self, instance: Instance, output: AgentOutput, checkpoint: dict, binding: JudgeBinding) -> Judgment:
+        if output.status != "ok":
+            # the agent's fault, not the judge's: score 0 without spending a judge call
+            return self.judgment(instance, output, binding, checkpoint["id"], 0.0,
+                                 feedback=f"agent output {output.status}; not sent to the judge")
+        assert binding.model is not None  # an LLM judge kind: the plan binds a model
+        v = await binary_verdict(binding.model, judge_messages(instance.query, output.text, checkpoint["statement"]),
+                                 repeat=binding.repeat, max_tokens=self.params.max_tokens)
+        return self.judgment(instance, output, binding, checkpoint["id"], v.score, v.status, v.raw,  # type: ignore[arg-type]
+                             v.feedback)
+
+    def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
+        return mean_score(self, instance, output, judgments, instance_metric(instance))

@@ -1,0 +1,60 @@
+"""Parameters of registered components: every benchmark, agent, judge and retriever declares one model.
+
+A component's `params:` mapping (from its YAML, or from the benchmark entry of an
+experiment) is validated against its `Params` model before any server starts, so
+a typo or a wrong type is an error naming the file and the key, never ignored.
+"""
+from __future__ import annotations
+
+from typing import Any, ClassVar, Mapping, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from perseval.errors import ConfigError
+
+P = TypeVar("P", bound="Params")
+
+
+class Params(BaseModel):
+    """Base of every component's parameters: unknown keys are errors, values are read-only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParams(Params):
+    """For components that take no parameters: any key is an error."""
+
+
+def error_lines(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> list[str]:
+    """One line per problem: `key 'a.b': message` (the key as a user writes it in YAML)."""
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "") or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key" + (f" (known: {', '.join(model.model_fields)})" if model and len(err["loc"]) == 1
+                                   else "")
+        lines.append(f"  key '{key}': {msg}")
+    return lines
+
+
+def validate_params(model: type[P], raw: Mapping[str, Any] | None, where: str, prefix: str = "params") -> P:
+    """`raw` validated as `model`; a ConfigError naming `where` (a file) and each bad key otherwise."""
+    try:
+        return model.model_validate(dict(raw or {}))
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: invalid {prefix} for {model.__qualname__}\n"
+                          + "\n".join(error_lines(exc, prefix, model))) from None
+
+
+class Configurable:
+    """A registered component: `Params` declares its parameters; the constructor validates them.
+
+    Constructed with a mapping (from YAML) or with an already validated `Params` instance.
+    """
+
+    Params: ClassVar[type[Params]] = NoParams
+
+    def __init__(self, params: Params | Mapping[str, Any] | None = None):
+        self.params = params if isinstance(params, self.Params) else \
+            validate_params(self.Params, params, type(self).__qualname__)
