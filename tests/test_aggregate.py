@@ -1,6 +1,6 @@
 import pytest
 
-from perseval.metrics.aggregate import OVERALL, group_table, repeat_std
+from perseval.metrics.aggregate import OVERALL, group_table
 from perseval.records import InstanceScore
 
 
@@ -22,10 +22,3 @@ def test_group_means_and_overall_hand_computed():
     assert table.loc[OVERALL, "score"] == pytest.approx(100 / 3)
     assert table.loc["Health", "unscored_instances"] == 1 and table.loc[OVERALL, "unscored_items"] == 2
     assert table.loc[OVERALL, "n"] == 4
-
-
-def test_std_over_judge_repeats():
-    scores = [s("i1", "g", 80.0, judge_repeat=0), s("i2", "g", 60.0, judge_repeat=0),   # repeat 0 -> 70
-              s("i1", "g", 90.0, judge_repeat=1), s("i2", "g", 70.0, judge_repeat=1)]   # repeat 1 -> 80
-    assert repeat_std(scores, "score") == pytest.approx(7.0710678)
-    assert repeat_std(scores[:2], "score") is None

@@ -8,17 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from perseval.agents.apeb_direct import APeBDirect
-from perseval.agents.apeb_oracle import APeBOracle
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.apeb.benchmark import METRICS, APeB
+from perseval.benchmarks.apeb.agents.direct import APeBDirect
+from perseval.benchmarks.apeb.agents.oracle import APeBOracle
+from perseval.benchmarks.apeb.benchmark import APeB
+from perseval.benchmarks.apeb.judges.ranking import METRICS, RankingJudge
 from perseval.benchmarks.apeb.logs import Event, generate_logs
 from perseval.benchmarks.apeb.sessions import (MiningConfig, hard_candidates, mine_sessions, random_candidates,
                                                split_sessions)
 from perseval.config import AgentConfig, load_config
 from perseval.errors import ConfigError, InputError
 from perseval.records import AgentOutput, Passage
-from perseval.registry import agent_class, benchmark_class
+from perseval.judges.base import JudgeBinding
+from perseval.registry import agent_class, benchmark_class, judge_class
 from tests.scripted import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,9 +66,9 @@ def _act(agent, inst, ctx):
     return asyncio.run(agent.act(inst, ctx, 0, "agent-under-test"))
 
 
-def _scores(bench, inst, out):
-    judgments = asyncio.run(bench.judge(inst, out, None))
-    return {s.metric: s for s in bench.score(inst, out, judgments)}, judgments
+def _scores(judge, inst, out):
+    judgments = asyncio.run(judge.judge(inst, out, JudgeBinding("apeb.ranking")))
+    return {s.metric: s for s in judge.score(inst, out, judgments)}, judgments
 
 
 # -- construction ------------------------------------------------------------------------------------
@@ -206,7 +208,7 @@ def test_params_change_the_construction():
 def test_bad_params_and_source_are_reported():
     with pytest.raises(ConfigError, match="candidates"):
         APeB({"candidates": "easy"})
-    with pytest.raises(ConfigError, match="unknown"):
+    with pytest.raises(ConfigError, match="canddiates"):
         APeB({"canddiates": "hard"})
     with pytest.raises(InputError, match="not supported"):
         APeB().build(sample=2, seed=0, source=Path("/data/apeb"))
@@ -221,12 +223,12 @@ def _output(inst, ranking, status="ok"):
 
 
 def test_judge_and_score_a_rank_two_answer(data):
-    bench, inst = APeB(), data.instances[0]
+    bench, inst = RankingJudge(), data.instances[0]
     ids = [c["id"] for c in inst.payload["candidates"]]
     others = [i for i in ids if i != inst.gold["purchased"]]
     scores, judgments = _scores(bench, inst, _output(inst, [others[0], inst.gold["purchased"], *others[1:4]]))
     assert [j.item_id for j in judgments] == list(METRICS)
-    assert all(j.judge == "rule" and j.kind == "rank" and j.status == "scored" for j in judgments)
+    assert all(j.judge == "apeb.ranking" and j.kind == "rank" and j.status == "scored" for j in judgments)
     assert {m: s.value for m, s in scores.items()} == {"hit@1": 0.0, "hit@5": 100.0, "mrr": 50.0}
     assert all(s.group == inst.group and s.n_items == 1 for s in scores.values())
     miss, _ = _scores(bench, inst, _output(inst, others[:5]))
@@ -236,7 +238,7 @@ def test_judge_and_score_a_rank_two_answer(data):
 @pytest.mark.parametrize("ranking,status", [(None, "invalid"), ("six", "ok"), ("dup", "ok"), ("unknown", "ok"),
                                             ("ok", "failed")])
 def test_unusable_outputs_are_scored_misses(data, ranking, status):
-    bench, inst = APeB(), data.instances[0]
+    bench, inst = RankingJudge(), data.instances[0]
     gold = inst.gold["purchased"]
     ids = [gold, *[c["id"] for c in inst.payload["candidates"] if c["id"] != gold]]
     rankings = {None: None, "six": ids[:6], "dup": [gold, gold, *ids[1:4]], "unknown": [gold, "p9999", *ids[1:4]],
@@ -328,7 +330,7 @@ def test_direct_agent_marks_garbage_invalid_after_one_retry(data):
     out = _act(APeBDirect(), inst, _ctx(data, chat))
     assert out.status == "invalid" and out.parsed is None and len(chat.calls) == 2
     assert out.text == "I think the blue one is nice." and out.error
-    scores, _ = _scores(APeB(), inst, out)
+    scores, _ = _scores(RankingJudge(), inst, out)
     assert scores["hit@5"].value == 0.0
 
 
@@ -340,7 +342,7 @@ def test_direct_agent_records_failed_requests(data):
 
 
 def test_oracle_beats_a_first_five_baseline(data):
-    bench, oracle, baseline = APeB(), APeBOracle(), APeBDirect({"use_history": False})
+    bench, oracle, baseline = RankingJudge(), APeBOracle(), APeBDirect({"use_history": False})
     hits = {"oracle": [], "baseline": []}
     for inst in data.instances:
         out = _act(oracle, inst, _ctx(data))
@@ -354,13 +356,16 @@ def test_oracle_beats_a_first_five_baseline(data):
 
 
 def test_registry_and_agent_yaml(data):
-    assert benchmark_class("apeb") is APeB
+    assert benchmark_class("apeb") is APeB and judge_class("apeb.ranking") is RankingJudge
+    assert APeB.rule_judges == ("apeb.ranking",) and not RankingJudge.uses_llm
     agents = {}
     for name in ("apeb-direct", "apeb-no-history", "apeb-oracle"):
         cfg = load_config(AgentConfig, ROOT / "configs" / "agents" / f"{name}.yaml")
         assert cfg.name == name
         agents[name] = agent_class(cfg.kind)(cfg.params)
     assert isinstance(agents["apeb-oracle"], APeBOracle) and agents["apeb-oracle"].reads_gold
-    assert agents["apeb-direct"].settings["use_history"] is True
-    assert agents["apeb-no-history"].settings["use_history"] is False
+    assert agents["apeb-direct"].params.use_history is True
+    assert agents["apeb-no-history"].params.use_history is False
+    assert agents["apeb-direct"].requires() == {"llm", "documents"}
+    assert agents["apeb-no-history"].requires() == {"llm"} and agents["apeb-oracle"].requires() == set()
     assert "apeb" in APeBDirect.benchmarks and "apeb" in APeBOracle.benchmarks

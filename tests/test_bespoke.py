@@ -12,10 +12,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from perseval.agents.base import AgentContext
-from perseval.agents.bespoke_responder import BespokeResponder
-from perseval.benchmarks.base import JudgeBinding
 from perseval.benchmarks.bespoke import layout as L
-from perseval.benchmarks.bespoke.benchmark import NO_RESPONSE, BespokeBenchmark
+from perseval.benchmarks.bespoke.agents.responder import BespokeResponder
+from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
+from perseval.benchmarks.bespoke.judges.criteria import CriteriaJudge
+from perseval.benchmarks.bespoke.judges.recall import NO_RESPONSE, RecallJudge
+from perseval.judges.base import JudgeBinding
+from perseval.runner import judge_shard, score_outputs
 from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.sample import write_sample
 from perseval.config import AgentConfig, load_config
@@ -67,10 +70,19 @@ def scripted_judge(criteria_answer: str, present: set[str] = frozenset()) -> Scr
     return ScriptedChat(answer)
 
 
+JUDGES = (RecallJudge(), CriteriaJudge())  # what a judge YAML without `kind` binds a model to on Bespoke
+
+
+def judge_all(inst: Instance, out: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
+    return asyncio.run(judge_shard(JUDGES, [binding], {inst.instance_id: inst}, [out]))
+
+
+def score_all(inst: Instance, out: AgentOutput, judgments: list[Judgment]) -> list:
+    return score_outputs(JUDGES, {inst.instance_id: inst}, [out], judgments)
+
+
 def judge(model: ScriptedChat, repeat: int = 0) -> list[Judgment]:
-    bench = BespokeBenchmark()
-    inst = instance(["c0", "c1", "c2", "c3"])
-    return asyncio.run(bench.judge(inst, output(), JudgeBinding("j", model, repeat)))
+    return judge_all(instance(["c0", "c1", "c2", "c3"]), output(), JudgeBinding("j", model, repeat))
 
 
 def by_item(judgments: list[Judgment]) -> dict[str, Judgment]:
@@ -86,10 +98,8 @@ VALID = json.dumps({"need_alignment": {"score": 4, "feedback": "covers it"},
 # --- layout, sample, loader ----------------------------------------------------------------
 
 
-def test_sample_round_trip_has_exact_layout_and_counts(release: Path) -> None:
-    for spec in (*L.RELEASE_TABLES, L.CORPUS):
-        assert pq.read_schema(spec.path(release)).names == list(spec.columns), spec.relpath
-    assert L.QUERIES.path(release) == release / "queries" / "query_table.parquet"
+def test_sample_round_trip_counts(release: Path) -> None:
+    # the layout itself is checked against a hand-written fixture in test_bespoke_layout.py
     data = load_release(release)
     assert len(data.queries) == 10  # 2 users x 5 queries
     assert {q.user for q in data.queries} == {"user1", "user2"}
@@ -216,9 +226,12 @@ def test_build_from_generated_sample() -> None:
     assert [i.gold for i in again.instances] == [i.gold for i in data.instances]
 
 
-def test_unknown_benchmark_param_is_rejected() -> None:
+def test_unknown_benchmark_and_judge_params_are_rejected() -> None:
+    with pytest.raises(ConfigError, match="response_chars"):
+        BespokeBenchmark({"response_chars": 10})  # a judge's param, not the benchmark's
     with pytest.raises(ConfigError, match="response_char"):
-        BespokeBenchmark({"response_char": 10})
+        CriteriaJudge({"response_char": 10})
+    assert CriteriaJudge({"response_chars": 10}).params.response_chars == 10
 
 
 # --- judge --------------------------------------------------------------------------------------
@@ -246,21 +259,19 @@ def test_judge_out_of_range_criterion_is_unscored_alone() -> None:
 
 def test_judge_garbage_is_unscored_not_zero() -> None:
     garbage = "I think this answer is pretty good overall!!"
-    bench = BespokeBenchmark()
     judgments = judge(scripted_judge(garbage))
     crit = [j for j in judgments if j.kind == "criterion"]
     assert len(crit) == 4 and all(j.status == "unscored" and j.score is None and j.raw == garbage for j in crit)
-    scores = {s.metric: s for s in bench.score(instance(["c0"] * 4), output(), judgments)}
+    scores = {s.metric: s for s in score_all(instance(["c0", "c1", "c2", "c3"]), output(), judgments)}
     assert scores["personalization"].value is None and scores["personalization"].n_unscored == 4
     assert scores["tone"].value is None and scores["tone"].n_items == 1
 
 
 def test_judge_recall_mixture() -> None:
-    bench = BespokeBenchmark()
     judgments = judge(scripted_judge(VALID, present={"c0", "c2", "c3"}))
     claims = sorted((j for j in judgments if j.kind == "claim"), key=lambda j: j.item_id)
     assert [j.score for j in claims] == [1.0, 0.0, 1.0, 1.0]
-    scores = {s.metric: s.value for s in bench.score(instance(["c0"] * 4), output(), judgments)}
+    scores = {s.metric: s.value for s in score_all(instance(["c0", "c1", "c2", "c3"]), output(), judgments)}
     assert scores["recall"] == pytest.approx(75.0)
     assert scores["personalization"] == pytest.approx((80 + 60 + 100 + 40) / 4)
 
@@ -272,14 +283,13 @@ def test_judge_failed_request_is_failed() -> None:
 
 def test_agent_failure_scores_floor_without_calling_judge() -> None:
     model = scripted_judge(VALID)
-    bench = BespokeBenchmark()
     inst = instance(["c0", "c1"])
-    got = asyncio.run(bench.judge(inst, output("", status="failed"), JudgeBinding("j", model)))
+    got = judge_all(inst, output("", status="failed"), JudgeBinding("j", model))
     assert model.calls == []
     assert [j.score for j in got if j.kind == "claim"] == [0.0, 0.0]
     assert [j.score for j in got if j.kind == "criterion"] == [1.0] * 4
     assert all(j.status == "scored" and j.feedback == NO_RESPONSE for j in got)
-    scores = {s.metric: s.value for s in bench.score(inst, output("", "failed"), got)}
+    scores = {s.metric: s.value for s in score_all(inst, output("", "failed"), got)}
     assert scores == {"need_alignment": 20.0, "content_depth": 20.0, "tone": 20.0,
                       "explanation_style": 20.0, "personalization": 20.0, "recall": 0.0}
 
@@ -295,7 +305,7 @@ def test_score_arithmetic_on_hand_fixture() -> None:
                  j("tone", "criterion", None, "unscored"), j("explanation_style", "criterion", 5),
                  j("claim-0", "claim", 1), j("claim-1", "claim", 0), j("claim-2", "claim", 1),
                  j("claim-3", "claim", None, "failed")]
-    scores = {s.metric: s for s in BespokeBenchmark().score(instance(["a"] * 4), output(), judgments)}
+    scores = {s.metric: s for s in score_all(instance(["a"] * 4), output(), judgments)}
     assert scores["need_alignment"].value == 80.0 and scores["content_depth"].value == 60.0
     assert scores["explanation_style"].value == 100.0
     assert scores["tone"].value is None and scores["tone"].n_unscored == 1
@@ -308,7 +318,7 @@ def test_score_arithmetic_on_hand_fixture() -> None:
 
 
 def test_score_without_judgments_is_none() -> None:
-    scores = BespokeBenchmark().score(instance(["a"]), output(), [])
+    scores = [*RecallJudge().score(instance(["a"]), output(), []), *CriteriaJudge().score(instance(["a"]), output(), [])]
     assert len(scores) == 6 and all(s.value is None for s in scores)
 
 
@@ -377,27 +387,26 @@ def test_responder_failed_request_is_failed() -> None:
 def test_responder_params_and_yaml_configs() -> None:
     with pytest.raises(ConfigError, match="user_context"):
         BespokeResponder({"user_context": "profile"})
-    with pytest.raises(ConfigError, match="unknown params"):
+    with pytest.raises(ConfigError, match="history.: unknown key"):
         BespokeResponder({"history": 3})
     for name, context in (("bespoke-no-context", "none"), ("bespoke-raw-history", "raw_history")):
         cfg = load_config(AgentConfig, ROOT / "configs" / "agents" / f"{name}.yaml")
         assert cfg.name == name and cfg.kind == BespokeResponder.kind
-        assert BespokeResponder(cfg.params).params["user_context"] == context
+        assert BespokeResponder(cfg.params).params.user_context == context
     assert BespokeResponder.benchmarks == ("bespoke",)
 
 
 def test_end_to_end_sample_with_scripted_models() -> None:
     """Build -> act -> judge -> score on the generated sample, with scripted models."""
-    bench = BespokeBenchmark()
-    data = bench.build(sample=2, seed=3, source=None)
+    data = BespokeBenchmark().build(sample=2, seed=3, source=None)
     inst = data.instances[0]
     claim = inst.gold["claims"][0]
     llm = ScriptedChat(f"Here is what matters. {claim}")
     fake = FakeContext(llm)
     out = asyncio.run(BespokeResponder({"user_context": "raw_history"}).act(inst.public(), fake.ctx, 0, "raw"))
     model = scripted_judge(VALID, present={claim})
-    judgments = asyncio.run(bench.judge(inst, out, JudgeBinding("j", model)))
-    scores = {s.metric: s.value for s in bench.score(inst, out, judgments)}
+    judgments = judge_all(inst, out, JudgeBinding("j", model))
+    scores = {s.metric: s.value for s in score_all(inst, out, judgments)}
     assert scores["recall"] == pytest.approx(100 / len(inst.gold["claims"]))
     assert scores["personalization"] == pytest.approx(70.0)
     prompt = next(c for c in model.calls if not c["messages"][-1]["content"].startswith("Fact:"))

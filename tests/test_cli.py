@@ -9,7 +9,7 @@ from flows.cli import app
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("command", ["run", "construct", "compare", "ui", "deploy", "agreement"])
+@pytest.mark.parametrize("command", ["run", "validate", "construct", "compare", "ui", "deploy", "agreement"])
 def test_every_command_has_help(command):
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0 and "Usage" in result.output
@@ -39,3 +39,19 @@ def test_agreement_names_the_bad_cell(tmp_path):
     b = _labels(tmp_path / "b.csv", [("i0", 1, 1, 1), ("i1", 1, 1, 1)])
     result = runner.invoke(app, ["agreement", a, b])
     assert result.exit_code == 2 and "a.csv" in result.output and "reasonableness" in result.output
+
+
+def test_validate_checks_everything_without_starting_a_server(tmp_path):
+    from .conftest import CONFIGS
+
+    ok = runner.invoke(app, ["validate", str(CONFIGS / "experiments" / "quickstart.yaml")])
+    assert ok.exit_code == 0 and "11 cell(s)" in ok.output
+    import shutil
+
+    root = tmp_path / "configs"
+    shutil.copytree(CONFIGS, root)
+    agent = root / "agents" / "apeb-direct.yaml"
+    agent.write_text(agent.read_text().replace("history_items: 30", "history_itmes: 30"))
+    bad = runner.invoke(app, ["validate", str(root / "experiments" / "quickstart.yaml")])
+    assert bad.exit_code == 2 and "apeb-direct.yaml" in bad.output and "history_itmes" in bad.output
+    assert "Traceback" not in bad.output

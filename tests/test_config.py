@@ -3,33 +3,39 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.config import ModelConfig, load_config, load_experiment
+from perseval.components import judge_specs, make_agent
+from perseval.config import DeploymentConfig, ModelConfig, load_config, load_experiment
 from perseval.errors import ConfigError
 from perseval.plan import make_plan
 
 from .conftest import CONFIGS
 
 
-@pytest.mark.parametrize("name", ["quickstart", "gpu", "iba_cpu", "iba_paper"])
+@pytest.mark.parametrize("name", sorted(p.stem for p in (CONFIGS / "experiments").glob("*.yaml")))
 def test_shipped_experiments_validate_and_plan(name):
     exp = load_experiment(CONFIGS / "experiments" / f"{name}.yaml")
     plan = make_plan(exp)
-    assert plan.cells, "every shipped experiment has cells"
-    # every cell's backbone and judge model resolved to a config
-    for cell in plan.cells:
-        assert cell.backbone is None or cell.backbone in exp.models
-        assert cell.judge == "rule" or exp.judges[cell.judge].model in exp.models
+    # one cell per (agent, backbone it uses, retriever it uses, judge of its benchmark); keys are unique
+    expected = 0
+    for i, entry in enumerate(exp.experiment.benchmarks):
+        judges = len(judge_specs(exp, i))
+        for name in entry.agents:
+            needs = make_agent(exp.agents[name]).requires()
+            backbones = len(exp.experiment.backbones) if "llm" in needs else 1
+            retrievers = len(exp.experiment.retrievers) if needs & {"retrieve", "search"} else 1
+            expected += backbones * retrievers * judges
+    assert len(plan.cells) == expected and len({c.key for c in plan.cells}) == expected
 
 
-def test_all_model_configs_validate():
-    for path in (CONFIGS / "models").glob("*.yaml"):
-        cfg = load_config(ModelConfig, path)
-        assert cfg.name == path.stem
+def test_all_model_and_deployment_configs_validate():
+    for kind, model in (("models", ModelConfig), ("deployments", DeploymentConfig)):
+        paths = list((CONFIGS / kind).glob("*.yaml"))
+        assert paths and all(load_config(model, p).name == p.stem for p in paths)
 
 
 def _write_experiment(tmp_path: Path, data: dict) -> Path:
     (tmp_path / "experiments").mkdir()
-    for kind in ("models", "retrievers", "judges", "agents"):
+    for kind in ("models", "deployments", "retrievers", "judges", "agents"):
         (tmp_path / kind).symlink_to(CONFIGS / kind)
     path = tmp_path / "experiments" / "x.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -60,11 +66,11 @@ def test_unknown_reference_names_missing_file(tmp_path):
     assert "backbones" in str(err.value) and "no-such-model.yaml" in str(err.value)
 
 
-def test_embedded_model_needs_gguf(tmp_path):
-    path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump({"name": "m", "kind": "embedded", "model": "x"}))
-    with pytest.raises(ConfigError, match="gguf"):
-        load_config(ModelConfig, path)
+def test_a_deployment_must_fit_its_models_format(tmp_path):
+    path = _write_experiment(tmp_path, {**BASE, "deployments": {"smollm2-135m": "qwen3-4b-vllm-1gpu"}})
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    assert "deployments.smollm2-135m" in str(err.value) and "gguf" in str(err.value)
 
 
 def test_iba_paper_grid_mirrors_the_paper():
@@ -74,7 +80,8 @@ def test_iba_paper_grid_mirrors_the_paper():
     assert len(exp.judges) == 3 and exp.judges["qwen3-4b-judge"].repeats == 5  # Tables 6-9
     assert set(exp.retrievers) == {"bge-m3", "all-mpnet-base-v2"}  # Table 10
     kinds = {exp.agents[a].kind for a in entry.agents}
-    assert kinds == {"iba.rag", "iba.oracle", "iba.agent"}
+    assert kinds == {"rag", "iba.oracle", "iba.agent"}
     assert {exp.agents[a].params.get("controller") for a in entry.agents if exp.agents[a].kind == "iba.agent"} >= {"fc"}
-    for r in exp.retrievers.values():  # C.3: 256-token chunks, 50 overlap, top-3
-        assert (r.chunking.size, r.chunking.overlap, r.top_k) == (256, 50, 3)
+    for r in exp.retrievers.values():  # C.3: 256-token chunks, 50 overlap
+        assert (r.chunking.size, r.chunking.overlap) == (256, 50)
+    assert exp.agents["iba-rag"].params["top_k"] == 3  # C.3: top-3 passages

@@ -10,11 +10,14 @@ import pytest
 import yaml
 
 from perseval.agents.base import AgentContext
-from perseval.agents.iba_oracle import IbaOracleAgent
-from perseval.agents.iba_rag import IbaRagAgent
-from perseval.benchmarks.base import JudgeBinding
+from perseval.agents.rag import RagAgent
 from perseval.benchmarks.iba import load_taxonomy
+from perseval.benchmarks.iba.agents.oracle import IbaOracleAgent
+from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
+from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+from perseval.benchmarks.iba.judges.slots import SlotJudge
+from perseval.judges.base import JudgeBinding
 from perseval.benchmarks.iba.taxonomy import parse_taxonomy
 from perseval.config import AgentConfig, load_config
 from perseval.errors import ConfigError, InputError
@@ -61,12 +64,15 @@ def memory_retrieve(documents: list[Document], calls: list | None = None):
 
 def context(data, llm=None, calls=None) -> AgentContext:
     owners = by_owner(data.documents)
-    return AgentContext(llm=llm, retrieve=memory_retrieve(data.documents, calls), documents=lambda u: owners.get(u, []))
+    return AgentContext(llm=llm, retrieve=memory_retrieve(data.documents, calls), documents=lambda u: owners.get(u, []),
+                        task=IbaTask())
 
 
-def judge_and_score(bench, instance, output, binding=None):
-    judgments = asyncio.run(bench.judge(instance, output, binding))
-    return judgments, bench.score(instance, output, judgments)[0]
+def judge_and_score(instance, output, binding=None):
+    """The judge that applies to `instance` (checkpoints: LLM; CallAPI slots: rule), as the pipeline picks it."""
+    judge = next(j for j in (CheckpointJudge(), SlotJudge()) if j.applies(instance))
+    judgments = asyncio.run(judge.judge(instance, output, binding or JudgeBinding("iba.slots")))
+    return judgments, judge.score(instance, output, judgments)[0]
 
 
 # --- taxonomy -------------------------------------------------------------------------
@@ -117,7 +123,7 @@ def test_sample_is_balanced_across_action_types_and_scenarios():
     assert {i.payload["scenario"] for i in only.instances} == {"Food ordering"}
     with pytest.raises(ConfigError, match="scenarios"):
         build(sample=2, scenarios=["Space travel"])
-    with pytest.raises(ConfigError, match="unknown keys"):
+    with pytest.raises(ConfigError, match="noise_ratio.: unknown key"):
         IbaBenchmark({"noise_ratio": 3})
 
 
@@ -189,34 +195,34 @@ def text_output(inst, status="ok", text="A plan."):
 
 
 def test_judge_yes_no_garbage_and_failed():
-    bench, inst = IbaBenchmark(), generate_instance()
+    inst = generate_instance()
     n = len(inst.gold["checkpoints"])
     yes = ScriptedChat('{"verdict": true, "reason": "fits"}', name="j")
-    judgments, score = judge_and_score(bench, inst, text_output(inst), JudgeBinding("j", yes, repeat=2))
+    judgments, score = judge_and_score(inst, text_output(inst), JudgeBinding("j", yes, repeat=2))
     assert [j.score for j in judgments] == [1.0] * n and score.value == 100.0
     assert {(j.judge, j.judge_repeat, j.kind) for j in judgments} == {("j", 2, "checkpoint")}
     assert all(c["repeat"] == 2 and c["json_schema"] for c in yes.calls)
     assert inst.gold["checkpoints"][0]["statement"] in yes.calls[0]["messages"][-1]["content"]
 
-    _, score = judge_and_score(bench, inst, text_output(inst), JudgeBinding("j", ScriptedChat("No, it does not.")))
+    _, score = judge_and_score(inst, text_output(inst), JudgeBinding("j", ScriptedChat("No, it does not.")))
     assert score.value == 0.0 and score.n_unscored == 0
 
-    judgments, score = judge_and_score(bench, inst, text_output(inst), JudgeBinding("j", ScriptedChat("hmm, maybe")))
+    judgments, score = judge_and_score(inst, text_output(inst), JudgeBinding("j", ScriptedChat("hmm, maybe")))
     assert all(j.status == "unscored" and j.score is None and j.raw == "hmm, maybe" for j in judgments)
     assert score.value is None and score.n_unscored == n
 
     mixed = ScriptedChat(['{"verdict": false, "reason": "x"}'] + ["I cannot tell"] * n)
-    _, score = judge_and_score(bench, inst, text_output(inst), JudgeBinding("j", mixed))
+    _, score = judge_and_score(inst, text_output(inst), JudgeBinding("j", mixed))
     assert score.value == 0.0 and score.n_items == n and score.n_unscored == n - 1  # unscored excluded, not zero
 
-    judgments, score = judge_and_score(bench, inst, text_output(inst), JudgeBinding("j", ScriptedChat(None)))
+    judgments, score = judge_and_score(inst, text_output(inst), JudgeBinding("j", ScriptedChat(None)))
     assert all(j.status == "failed" and j.score is None for j in judgments) and score.value is None
 
 
 def test_invalid_agent_output_scores_zero_without_asking_the_judge():
-    bench, inst = IbaBenchmark(), generate_instance()
+    inst = generate_instance()
     judge = ScriptedChat('{"verdict": true, "reason": "fits"}')
-    judgments, score = judge_and_score(bench, inst, text_output(inst, status="failed", text=""), JudgeBinding("j", judge))
+    judgments, score = judge_and_score(inst, text_output(inst, status="failed", text=""), JudgeBinding("j", judge))
     assert judge.calls == [] and score.value == 0.0
     assert all(j.status == "scored" and "failed" in j.feedback for j in judgments)
 
@@ -226,23 +232,23 @@ def api_instance():
 
 
 def test_slot_scorer_excludes_task_fixed_slots_and_normalizes():
-    bench, inst = IbaBenchmark(), api_instance()
+    inst = api_instance()
     fixed = inst.payload["api"]["task_fixed"]
     wrong_fixed = {name: "nowhere" for name in fixed}
     gold = inst.gold["slots"]
     loud = {k: f"  {v.upper().replace('_', ' ')} " for k, v in gold.items()}
     out = AgentOutput(inst.instance_id, "agent", 0, "", parsed={**wrong_fixed, **loud})
-    judgments, score = judge_and_score(bench, inst, out)
+    judgments, score = judge_and_score(inst, out)
     assert {j.item_id for j in judgments} == set(gold) and not set(fixed) & {j.item_id for j in judgments}
-    assert score.value == 100.0 and {j.judge for j in judgments} == {"rule"}
+    assert score.value == 100.0 and {j.judge for j in judgments} == {"iba.slots"}
 
     first = next(iter(gold))
     allowed = next(s["values"] for s in inst.payload["api"]["slots"] if s["name"] == first)
     other = next(v for v in allowed if v != gold[first])
-    _, score = judge_and_score(bench, inst, replace(out, parsed={**gold, first: other}))
+    _, score = judge_and_score(inst, replace(out, parsed={**gold, first: other}))
     assert score.value == pytest.approx(100.0 * (len(gold) - 1) / len(gold))
 
-    judgments, score = judge_and_score(bench, inst, replace(out, parsed=None, status="invalid", text="oops"))
+    judgments, score = judge_and_score(inst, replace(out, parsed=None, status="invalid", text="oops"))
     assert score.value == 0.0 and all("invalid" in j.feedback for j in judgments)
 
 
@@ -255,11 +261,11 @@ def first_allowed(messages):
     return "{" + ", ".join(f'"{k}": "{v}"' for k, v in fields) + "}"
 
 
-def mean_score(bench, data, agent, ctx):
+def mean_score(data, agent, ctx):
     values = []
     for inst in data.instances:
         out = asyncio.run(agent.act(inst.public(), ctx, 0, "a"))
-        values.append(judge_and_score(bench, inst, out)[1].value)
+        values.append(judge_and_score(inst, out)[1].value)
     return sum(values) / len(values)
 
 
@@ -267,9 +273,9 @@ def test_oracle_beats_no_history_on_call_api():
     bench = IbaBenchmark({"noise_per_evidence": 4, "scenarios": CALL_API, "dynamic_rate": 0.5})
     data = bench.build(sample=12, seed=42, source=None)
     calls: list = []
-    oracle = mean_score(bench, data, IbaOracleAgent(), context(data, calls=calls))
+    oracle = mean_score(data, IbaOracleAgent(), context(data, calls=calls))
     weak = ScriptedChat(first_allowed)
-    blind = mean_score(bench, data, IbaRagAgent({"top_k": 0}), context(data, weak, calls))
+    blind = mean_score(data, RagAgent({"top_k": 0}), context(data, weak, calls))
     assert oracle == 100.0
     assert blind < 70.0
     assert calls == []  # neither reference agent retrieved anything
@@ -292,7 +298,7 @@ def test_rag_agent_retrieves_top_k_and_parses_slots():
     inst = data.instances[0]
     calls: list = []
     llm = ScriptedChat(lambda m: '```json\n{"visit_mode": "Video", "time_of_day": "evening", "reminder": "pigeon"}\n```')
-    out = asyncio.run(IbaRagAgent().act(inst.public(), context(data, llm, calls), 1, "rag"))
+    out = asyncio.run(RagAgent().act(inst.public(), context(data, llm, calls), 1, "rag"))
     assert calls == [(inst.user_id, inst.query, 3)]
     assert len(out.trace[0]["passages"]) == 3 and "score" in out.trace[0]["passages"][0]
     assert out.trace[0]["passages"][0]["text"][:40] in llm.calls[0]["messages"][-1]["content"]
@@ -306,12 +312,12 @@ def test_rag_agent_retrieves_top_k_and_parses_slots():
 def test_rag_agent_invalid_and_failed_answers():
     data = build(sample=2, scenarios=["Food ordering"])
     inst = data.instances[0]
-    out = asyncio.run(IbaRagAgent().act(inst.public(), context(data, ScriptedChat("Sure, I ordered it!")), 0, "rag"))
+    out = asyncio.run(RagAgent().act(inst.public(), context(data, ScriptedChat("Sure, I ordered it!")), 0, "rag"))
     assert out.status == "invalid" and out.text == "Sure, I ordered it!" and out.parsed is None
-    out = asyncio.run(IbaRagAgent().act(inst.public(), context(data, ScriptedChat(None)), 0, "rag"))
+    out = asyncio.run(RagAgent().act(inst.public(), context(data, ScriptedChat(None)), 0, "rag"))
     assert out.status == "failed" and out.error
     gen = build(sample=2, scenarios=["Weekly plan"])
-    out = asyncio.run(IbaRagAgent().act(gen.instances[0].public(), context(gen, ScriptedChat("Monday: ...")), 0, "rag"))
+    out = asyncio.run(RagAgent().act(gen.instances[0].public(), context(gen, ScriptedChat("Monday: ...")), 0, "rag"))
     assert out.status == "ok" and out.text == "Monday: ..." and out.parsed is None
 
 
@@ -321,17 +327,15 @@ def test_agent_configs_and_registration():
     cfgs = {n: load_config(AgentConfig, ROOT / f"configs/agents/{n}.yaml") for n in ("iba-rag", "iba-no-history", "iba-oracle")}
     assert {c.name for c in cfgs.values()} == set(cfgs)
     assert cfgs["iba-no-history"].params["top_k"] == 0 and cfgs["iba-rag"].params["top_k"] == 3
-    assert registry._AGENTS[cfgs["iba-rag"].kind] is IbaRagAgent
-    assert registry._AGENTS[cfgs["iba-oracle"].kind] is IbaOracleAgent
-    assert registry._BENCHMARKS["iba"] is IbaBenchmark
-    assert (IbaBenchmark.headline_metric, IbaBenchmark.group_label, IbaBenchmark.uses_llm_judge) == ("score", "domain", True)
-    assert not IbaOracleAgent.uses_llm and not IbaOracleAgent.reads_gold
-
-
-def test_no_prefect_import_in_the_iba_slice():
-    files = [*(ROOT / "perseval/benchmarks/iba").glob("*.py"), ROOT / "perseval/agents/iba_rag.py",
-             ROOT / "perseval/agents/iba_oracle.py"]
-    assert files and not [f for f in files if re.search(r"^\s*(import|from)\s+prefect", f.read_text(), re.M)]
+    assert registry.agent_class(cfgs["iba-rag"].kind) is RagAgent
+    assert registry.agent_class(cfgs["iba-oracle"].kind) is IbaOracleAgent
+    assert registry.benchmark_class("iba") is IbaBenchmark
+    assert (IbaBenchmark.headline_metric, IbaBenchmark.group_label) == ("score", "domain")
+    assert (IbaBenchmark.llm_judges, IbaBenchmark.rule_judges) == (("iba.checkpoint",), ("iba.slots",))
+    assert IbaOracleAgent().requires() == {"documents"} and not IbaOracleAgent.reads_gold
+    # the no-history agent needs no retrieval, so no retriever reaches its run key
+    assert RagAgent(cfgs["iba-no-history"].params).requires() == {"llm", "task"}
+    assert RagAgent(cfgs["iba-rag"].params).requires() == {"llm", "task", "retrieve"}
 
 
 def test_oracle_reads_combined_evidence_turns_in_table2_mode():
@@ -343,7 +347,7 @@ def test_oracle_reads_combined_evidence_turns_in_table2_mode():
     api = [i for i in data.instances if i.payload["action_type"] == "call_api"]
     assert api
     sub = type(data)(api, data.documents, {})
-    assert mean_score(bench, sub, IbaOracleAgent(), context(data)) == 100.0
+    assert mean_score(sub, IbaOracleAgent(), context(data)) == 100.0
 
 
 def test_oracle_answers_a_qa_probe_in_text():

@@ -11,11 +11,12 @@ from typing import Any, Callable
 import pytest
 
 from perseval.agents.base import AgentContext
-from perseval.agents.iba_agent import IbaAgent
-from perseval.agents.iba_agent_parts.alignment import parse_preferences
-from perseval.agents.iba_agent_parts.deep_retrieval import content_hash, parse_expansion, parse_salience, select
-from perseval.agents.iba_agent_parts.prompts import FACETS
-from perseval.agents.iba_rag import IbaRagAgent, open_slots
+from perseval.benchmarks.iba.agents.iba_agent.agent import IbaAgent
+from perseval.benchmarks.iba.agents.iba_agent.alignment import parse_preferences
+from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import content_hash, parse_expansion, parse_salience, select
+from perseval.benchmarks.iba.agents.iba_agent.prompts import FACETS
+from perseval.agents.rag import RagAgent
+from perseval.benchmarks.iba.answers import IbaTask, open_slots
 from perseval.benchmarks.iba.prompts import api_schema, generate_messages
 from perseval.config import AgentConfig, load_config
 from perseval.errors import ConfigError
@@ -418,33 +419,31 @@ def test_fc_controller_failure_is_recorded():
     assert out.status == "failed" and out.error.startswith("controller")
 
 
-# --- measured: Deep Retrieval vs the RAG baseline's top-3 on a real index -----------------------------------------
-
-
-def facet_answer(messages: list[dict[str, Any]]) -> str:
-    """Five facet queries built from the scenario's dimension names (the scenario is in the prompt)."""
-    from perseval.benchmarks.iba.taxonomy import load_taxonomy
-
-    name = messages[-1]["content"].split("Scenario: ", 1)[1].split("\n", 1)[0]
-    dims = [d.name for d in load_taxonomy().scenario(name).dimensions]
-    return json.dumps({f: "the user's " + ", ".join(dims[i::len(FACETS)] or [dims[i % len(dims)]])
-                       for i, f in enumerate(FACETS)})
+# --- measured: Deep Retrieval's retrieval mechanics vs plain top-k on a real index -------------------------------
 
 
 def recall(found: set[str], gold: set[str]) -> float:
     return len(found & gold) / len(gold)
 
 
-def test_deep_retrieval_recalls_more_evidence_than_rag_top3(tmp_path):
+def test_deep_retrieval_mechanics_vs_plain_top_k_at_equal_budget(tmp_path):
+    """What this measures: the retrieval mechanics of Deep Retrieval alone - task retrieval, then the five
+    facet queries the agent falls back to when expansion gives nothing usable (no gold, no model), the
+    content-hash filter and the 10-passage cap - against the RAG baseline's plain top-k with the task text,
+    at the same 10-passage budget and at the paper's top-3, on a real MiniLM index. Query expansion and
+    salience re-ranking by a model are not measured here (expansion is unparseable, re-ranking is off).
+    Measured when written: Deep Retrieval 0.678, plain top-10 0.729, top-3 0.407 - at equal budget the
+    template facets alone do not beat plain top-10, so the paper's gain has to come from model-written
+    expansion and salience re-ranking."""
     os.environ["HF_HUB_OFFLINE"] = "1"
+    from perseval.components import make_retriever
     from perseval.config import RetrieverConfig
     from perseval.registry import benchmark_class
-    from perseval.retrieval.index import HistoryIndex, build_index
 
     data = benchmark_class("iba")({"noise_per_evidence": 20}).build(sample=12, seed=42, source=None)
-    cfg = load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml")
-    build_index(data.documents, cfg, tmp_path / "index")
-    index = HistoryIndex(tmp_path / "index", cfg)
+    retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))
+    retriever.build(data.documents, tmp_path / "index")
+    index = retriever.open(tmp_path / "index")
     owners: dict[str, list[Document]] = {}
     for d in data.documents:
         owners.setdefault(d.owner, []).append(d)
@@ -452,25 +451,19 @@ def test_deep_retrieval_recalls_more_evidence_than_rag_top3(tmp_path):
     async def retrieve(owner, query, k):
         return index.search(owner, query, k)
 
-    # The expansion and salience stages are scripted (facet queries from the scenario's dimension names,
-    # every passage scored 6): this isolates the retrieval mechanics - task retrieval + facet queries +
-    # redundancy filter + the 10-passage cap - from the quality of a backbone model.
-    llm = ScriptedChat(responder(expand=facet_answer, salience='{"score": 6}', synthesize='{}'))
-    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []))
-    found_dr = found_rag = total = 0
-    per_instance = []
+    llm = ScriptedChat(responder(expand="no usable queries", synthesize="{}"))
+    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []), task=IbaTask())
+    systems = {"deep retrieval (10)": (IbaAgent({"rerank": False}), "kept_passages"),
+               "top-10": (RagAgent({"top_k": 10}), "retrieve"), "top-3": (RagAgent({"top_k": 3}), "retrieve")}
+    found = {name: 0 for name in systems}
+    total = 0
     for inst in data.instances:
         gold = {d.doc_id for d in owners[inst.user_id] if "dimension" in d.meta}
-        dr_out = asyncio.run(IbaAgent().act(inst.public(), ctx, 0, "iba-agent"))
-        rag_out = asyncio.run(IbaRagAgent().act(inst.public(), ctx, 0, "iba-rag"))
-        kept = {p["doc_id"] for p in entry(dr_out, "kept_passages")["passages"]}
-        top3 = {p["doc_id"] for p in entry(rag_out, "retrieve")["passages"]}
-        found_dr, found_rag, total = found_dr + len(kept & gold), found_rag + len(top3 & gold), total + len(gold)
-        per_instance.append((recall(kept, gold), recall(top3, gold)))
-    micro_dr, micro_rag = found_dr / total, found_rag / total
-    macro_dr = sum(a for a, _ in per_instance) / len(per_instance)
-    macro_rag = sum(b for _, b in per_instance) / len(per_instance)
+        total += len(gold)
+        for name, (agent, step) in systems.items():
+            out = asyncio.run(agent.act(inst.public(), ctx, 0, name))
+            found[name] += len({p["doc_id"] for p in entry(out, step)["passages"]} & gold)
+    rec = {name: n / total for name, n in found.items()}
     print(f"\nevidence recall on {len(data.instances)} IBA instances (seed 42, noise 20/evidence, {total} evidence "
-          f"turns, MiniLM index): IBA-Agent Deep Retrieval micro {micro_dr:.3f} macro {macro_dr:.3f} | "
-          f"RAG top-3 micro {micro_rag:.3f} macro {macro_rag:.3f}")
-    assert micro_dr > micro_rag and macro_dr > macro_rag
+          "turns, MiniLM): " + ", ".join(f"{k} {v:.3f}" for k, v in rec.items()))
+    assert rec["top-10"] >= rec["top-3"] and rec["deep retrieval (10)"] > rec["top-3"]

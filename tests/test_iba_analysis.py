@@ -313,3 +313,25 @@ def test_constructed_data_runs_end_to_end():
                  "qa_vs_task", "fig_domains", "fig_by_evidence", "fig_by_preferences", "fig_qa_vs_task"):
         assert name in out, name
     assert out["table4_mean_over_judges"]["n"].tolist() == [12, 12]
+
+
+# --- rule-scored slots in every LLM judge's table ---------------------------------------------------------
+
+
+def test_rule_scored_slots_join_each_llm_judges_view():
+    """CallAPI slots are scored by the rule judge alone (its own rows, under its own name); each LLM
+    judge's table covers them too, so Table 4 still averages judges over every instance."""
+    instances = [inst("g1"), inst("a1", action_type="call_api")]
+    rows = [row("rag", "J1", "g1", 100.0), row("rag", "J2", "g1", 0.0), row("rag", "J2", "g1", 50.0, judge_repeat=1),
+            row("rag", "iba.slots", "a1", 40.0)]
+    df = frame(rows).assign(judge_model=["m1", "m2", "m2", "-"])
+    out = analyze(df, instances, {})
+    assert "table_judge_iba.slots" not in out
+    assert out["table_judge_J1"].loc["rag (m, r)", "Overall"] == pytest.approx((100 + 40) / 2)
+    assert out["table_judge_J2"].loc["rag (m, r)", "Overall"] == pytest.approx((25 + 40) / 2)
+    assert out["table4_mean_over_judges"].loc["rag (m, r)", "Overall"] == pytest.approx((70 + 32.5) / 2)
+    # the std over J2's repeats is J2's own: repeat 0 -> (0 + 40) / 2, repeat 1 -> (50 + 40) / 2
+    assert out["table9_std_over_repeats_J2"].loc["rag (m, r)", "Overall"] == pytest.approx(
+        statistics.stdev([20.0, 45.0]))
+    only_rule = analyze(frame([row("rag", "iba.slots", "a1", 40.0)]).assign(judge_model="-"), instances, {})
+    assert only_rule["table4_mean_over_judges"].loc["rag (m, r)", "Overall"] == pytest.approx(40.0)

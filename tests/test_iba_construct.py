@@ -15,8 +15,8 @@ from perseval.benchmarks.iba import load_taxonomy
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.construct import ConstructParams, construct
 from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD, TABLE12
-from perseval.benchmarks.iba.export import write_build
-from perseval.benchmarks.iba.llm_construct import LlmParams, Writers, llm_construct, write_llm_build
+from perseval.benchmarks.base import build_all
+from perseval.benchmarks.iba.llm_construct import Writers
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.errors import ConfigError
 from perseval.records import Document, Instance
@@ -253,45 +253,69 @@ def test_bad_params_are_refused():
     with pytest.raises(ConfigError, match="distribution"):
         IbaBenchmark({"distribution": "zipf"})
     with pytest.raises(ConfigError, match="full_size"):
-        IbaBenchmark({"full_size": "yes"})
+        IbaBenchmark({"full_size": "maybe"})
 
 
-# --- streaming into the store ------------------------------------------------------------------
+# --- one writer per data key ----------------------------------------------------------------
 
 
-def test_streamed_build_equals_the_in_memory_build_and_resumes(tmp_path):
-    params = ConstructParams(noise_per_evidence=3, distribution="table2")
-    mem = construct(load_taxonomy(), sample=25, seed=8, params=params)
-    out = write_build(str(tmp_path), "k", taxonomy=load_taxonomy(), sample=25, seed=8, params=params, part_size=7)
+def _unit(params: dict, sample: int, seed: int, key: str = "k"):
+    from perseval.config import BenchmarkEntry
+    from perseval.plan import DataUnit
+
+    return DataUnit(key, BenchmarkEntry(name="iba", sample=sample, params=params, agents=["x"]), seed)
+
+
+def _runtime(root):
+    from perseval.stages import Runtime
+
+    return Runtime(str(root), "test", str(root / "cache.sqlite"), 4)
+
+
+def test_streamed_build_equals_the_in_memory_build(tmp_path):
+    from perseval.stages import construct as construct_stage
+
+    params = {"noise_per_evidence": 3, "distribution": "table2", "part_size": 7}
+    mem = construct(load_taxonomy(), sample=25, seed=8, params=ConstructParams(noise_per_evidence=3,
+                                                                                distribution="table2"))
+    out = construct_stage(_unit(params, 25, 8), _runtime(tmp_path))
     data, docs = StageStore(tmp_path, "data", "k"), StageStore(tmp_path, "documents", "k")
-    assert len(data.parts()) == len(docs.parts()) == 4
+    assert len(data.parts()) == len(docs.parts()) == 4  # 25 instances in parts of 7
     got = data.read_records(Instance)
-    assert [i.instance_id for i in got] == sorted(i.instance_id for i in mem.instances)
     assert [asdict(i) for i in got] == [asdict(i) for i in sorted(mem.instances, key=lambda i: i.instance_id)]
     assert [asdict(d) for d in docs.read_records(Document)] == [asdict(d) for d in mem.documents]
-    assert out["n_instances"] == 25 and out["info"] == mem.info
-
-    (data.dir / "_manifest.json").unlink()
-    data.part_path(2).unlink()  # an interrupted run: parts 0, 1, 3 are kept, 2 is rebuilt
-    again = write_build(str(tmp_path), "k", taxonomy=load_taxonomy(), sample=25, seed=8, params=params, part_size=7)
-    assert again["info"] == mem.info and len(data.parts()) == 4
+    assert out["n_instances"] == 25 and out["info"] == mem.info and data.is_complete()
 
 
-def test_stage_writes_under_the_evaluate_data_key_with_qa_twins(tmp_path):
-    from perseval.benchmarks.iba.stage import construct_template
-    from perseval.stages import construct as stages_construct
+def test_an_unfinished_key_is_rebuilt_by_its_one_writer_never_mixed(tmp_path):
+    """An interrupted build leaves parts of a larger build in a key without a manifest: the next build of that
+    key must not read them back (this used to give 20 instances where the manifest said 12)."""
+    from perseval.stages import construct as construct_stage, load_instances
 
-    entry = {"name": "iba", "sample": 6, "params": {"noise_per_evidence": 2, "qa_probes": True}, "agents": ["x"]}
-    ours = construct_template(str(tmp_path / "a"), "k", bench_params=entry["params"], sample=6, seed=3, part_size=4)
-    theirs = stages_construct(str(tmp_path / "b"), entry, 3, "k")
-    assert ours["n_instances"] == theirs["n_instances"] == 12
-    read = lambda root, stage, cls: [asdict(r) for r in StageStore(root, stage, "k").read_records(cls)]  # noqa: E731
-    assert read(tmp_path / "a", "data", Instance) == read(tmp_path / "b", "data", Instance)
-    assert read(tmp_path / "a", "documents", Document) == read(tmp_path / "b", "documents", Document)
+    rt = _runtime(tmp_path)
+    construct_stage(_unit({"noise_per_evidence": 2, "part_size": 4}, 20, 1), rt)  # 5 parts
+    data = StageStore(tmp_path, "data", "k")
+    (data.dir / "_manifest.json").unlink()  # as if interrupted before it finished
+    out = construct_stage(_unit({"noise_per_evidence": 2, "part_size": 4}, 12, 1), rt)
+    got = load_instances(str(tmp_path), "k")
+    assert out["n_instances"] == len(got) == len({i.instance_id for i in got}) == 12
+    assert len(data.parts()) == 3
+    docs = StageStore(tmp_path, "documents", "k").read_records(Document)
+    assert len(docs) == len({d.doc_id for d in docs}) == out["n_documents"]
+
+
+def test_a_deleted_part_makes_the_key_incomplete(tmp_path):
+    from perseval.freshness import data_done
+    from perseval.stages import construct as construct_stage
+
+    unit = _unit({"noise_per_evidence": 2, "part_size": 4}, 8, 1)
+    construct_stage(unit, _runtime(tmp_path))
+    assert data_done(str(tmp_path), unit)
+    StageStore(tmp_path, "data", "k").part_path(1).unlink()
+    assert not data_done(str(tmp_path), unit)
 
 
 # --- LLM mode ---------------------------------------------------------------------------------
-
 
 def role_of(messages) -> str:
     system = messages[0]["content"]
@@ -310,10 +334,11 @@ def scripted_writer(messages) -> str:
 
 
 def llm_data(writers: Writers, **llm) -> tuple[object, object]:
-    params = ConstructParams(noise_per_evidence=3, distribution="table2", dynamic_rate=0.6)
-    template = construct(load_taxonomy(), sample=10, seed=6, params=params)
-    data = asyncio.run(llm_construct(load_taxonomy(), sample=10, seed=6, params=params, writers=writers,
-                                     llm_params=LlmParams(**llm)))
+    params = {"noise_per_evidence": 3, "distribution": "table2", "dynamic_rate": 0.6}
+    template = IbaBenchmark(params).build(sample=10, seed=6, source=None)
+    bench = IbaBenchmark({**params, "construction": {"mode": "llm", **llm}})
+    data = build_all(bench, sample=10, seed=6, source=None,
+                     models={"user": writers.user, "assistant": writers.assistant, "task": writers.task})
     return template, data
 
 
@@ -353,48 +378,74 @@ def test_llm_mode_keeps_template_text_when_a_model_fails_or_drops_details():
 
 def test_llm_mode_can_rewrite_noise_and_streams_to_the_store(tmp_path):
     chat = ScriptedChat(scripted_writer)
-    params = ConstructParams(noise_per_evidence=2, distribution="table2")
-    out = asyncio.run(write_llm_build(str(tmp_path), "llm", taxonomy=load_taxonomy(), sample=4, seed=1,
-                                      params=params, writers=Writers(chat, chat, chat),
-                                      llm_params=LlmParams(rewrite_noise=True), part_size=3))
-    docs = StageStore(tmp_path, "documents", "llm").read_records(Document)
-    assert all(d.text.startswith("User: Written by the simulator") for d in docs)
-    assert out["info"]["llm"]["rewritten.noise"] == out["info"]["n_noise"] and out["info"]["mode"] == "llm"
+    bench = IbaBenchmark({"noise_per_evidence": 2, "distribution": "table2", "part_size": 3,
+                          "construction": {"mode": "llm", "rewrite_noise": True}})
+    data = build_all(bench, sample=4, seed=1, source=None, models={"user": chat, "assistant": chat, "task": chat})
+    assert all(d.text.startswith("User: Written by the simulator") for d in data.documents)
+    assert data.info["llm"]["rewritten.noise"] == data.info["n_noise"] and data.info["mode"] == "llm"
+    with pytest.raises(ValueError, match="roles"):
+        build_all(bench, sample=1, seed=1, source=None, models={"user": chat})
 
 
-def test_construct_flow_resolves_roles_and_keys(tmp_path):
-    from perseval.benchmarks.iba.stage import iba_entry, llm_data_key, resolve_roles
+def _experiment(tmp_path, construction: dict | None = None, model_file: str | None = None):
+    """The quickstart's IBA entry in a config tree of its own (models copied, so a test may change one)."""
     from perseval.config import load_experiment
 
-    exp = load_experiment(ROOT / "configs/experiments/quickstart.yaml")
-    roles = resolve_roles(exp, {"task": "smollm2-135m", "user": None})
-    assert roles == {"user": "smollm2-135m", "assistant": "smollm2-135m", "task": "smollm2-135m"}
-    with pytest.raises(ConfigError, match="role 'user'"):
-        resolve_roles(exp, {"user": "gpt-nine"})
-    entry = iba_entry(exp)
-    models = {r: exp.models[n] for r, n in roles.items()}
-    assert llm_data_key(entry, 1, models, {}) != llm_data_key(entry, 1, models, {"rewrite_noise": True})
-    other = {**models, "task": models["task"].model_copy(update={"model": "another"})}
-    assert llm_data_key(entry, 1, models, {}) != llm_data_key(entry, 1, other, {})
+    configs = tmp_path / "configs"
+    (configs / "experiments").mkdir(parents=True, exist_ok=True)
+    for kind in ("retrievers", "judges", "agents", "deployments", "models"):
+        if not (configs / kind).exists():
+            (configs / kind).symlink_to(ROOT / "configs" / kind) if kind != "models" else \
+                __import__("shutil").copytree(ROOT / "configs" / kind, configs / kind)
+    if model_file:
+        cfg = yaml.safe_load((configs / "models" / "smollm2-135m.yaml").read_text())
+        cfg["source"] = model_file
+        (configs / "models" / "smollm2-135m.yaml").write_text(yaml.safe_dump(cfg))
+    exp = yaml.safe_load((ROOT / "configs/experiments/quickstart.yaml").read_text())
+    params = {"noise_per_evidence": 1, **({"construction": construction} if construction else {})}
+    exp["benchmarks"] = [{"name": "iba", "sample": 1, "params": params, "agents": ["iba-oracle"]}]
+    path = configs / "experiments" / "construct.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    return path, load_experiment(path)
+
+
+def test_llm_construction_is_in_the_data_key_with_the_models_identity(tmp_path):
+    from perseval.plan import make_plan
+
+    _, template = _experiment(tmp_path / "t")
+    _, llm = _experiment(tmp_path / "l", {"mode": "llm"})
+    _, noisy = _experiment(tmp_path / "n", {"mode": "llm", "rewrite_noise": True})
+    plan = make_plan(llm)
+    assert {r: m.name for r, m in plan.data[0].construction.items()} == \
+        {"user": "smollm2-135m", "assistant": "smollm2-135m", "task": "smollm2-135m"}
+    keys = {make_plan(x).data[0].key for x in (template, llm, noisy)}
+    assert len(keys) == 3
+    # new weights for the constructing model give a new data key, as they give new runs
+    weights = tmp_path / "other.gguf"
+    weights.write_bytes(b"GGUF not the same weights")
+    _, other = _experiment(tmp_path / "o", {"mode": "llm"}, model_file=str(weights))
+    assert make_plan(other).data[0].key != plan.data[0].key
+    with pytest.raises(ConfigError, match="user_model"):
+        _experiment(tmp_path / "x", {"mode": "llm", "user_model": "gpt-nine"})
 
 
 @pytest.mark.integration
-def test_construct_flow_template_mode_feeds_the_evaluate_key(tmp_path, prefect_api, monkeypatch):
+def test_perseval_construct_writes_the_key_perseval_run_reads_in_llm_mode(tmp_path, prefect_api, monkeypatch):
+    """`perseval construct` is the evaluate flow's construct stage: its LLM-mode data (models started for
+    the build) lands under the data key the plan of `perseval run` computes, and is reused as is."""
     monkeypatch.setenv("PREFECT_API_URL", prefect_api)
-    from flows.construct import construct as construct_flow
-    from perseval.config import load_experiment
-    from perseval.plan import data_key, entry_seed
+    from flows.evaluate import evaluate
+    from perseval.llm.cache import RequestCache
+    from perseval.plan import make_plan
 
-    configs = tmp_path / "configs"
-    (configs / "experiments").mkdir(parents=True)
-    for kind in ("models", "retrievers", "judges", "agents"):
-        (configs / kind).symlink_to(ROOT / "configs" / kind)
-    cfg = yaml.safe_load((ROOT / "configs/experiments/quickstart.yaml").read_text())
-    cfg["benchmarks"] = [{"name": "iba", "sample": 4, "params": {"noise_per_evidence": 2}, "agents": ["iba-oracle"]}]
-    path = configs / "experiments" / "construct.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    out = construct_flow(str(path), output_root=str(tmp_path / "runs"))
-    exp = load_experiment(path)
-    entry = exp.experiment.benchmarks[0]
-    assert out["key"] == data_key(entry, entry_seed(exp, entry)) and out["n_instances"] == 4
-    assert StageStore(tmp_path / "runs", "documents", out["key"]).is_complete()
+    path, exp = _experiment(tmp_path, {"mode": "llm", "max_tokens": 24})
+    root = tmp_path / "runs"
+    out = evaluate(str(path), output_root=str(root), stop_after="construct", show_progress=False)
+    key = make_plan(exp).data[0].key
+    assert list(out["data"]) == [key] and out["data"][key]["info"]["mode"] == "llm"
+    written = out["data"][key]["info"]["llm"]
+    assert written["requests.task"] == 1 and written.get("rewritten.evidence", 0) > 0
+    cache = RequestCache(root / "request-cache.sqlite")
+    assert sum(cache.request_counts(out["run_id"]).get("construct.user", {}).values()) > 0
+    again = evaluate(str(path), output_root=str(root), stop_after="construct", show_progress=False)
+    assert cache.request_counts(again["run_id"]) == {} and not list((root / "logs").glob("smollm2-135m-*.log"))[1:]

@@ -9,7 +9,7 @@ import pytest
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.validation import (DIMENSIONS, LabelSet, agreement_report, gwet_ac1, raw_agreement,
                                                 read_label_csv, sample_for_validation, write_label_csv)
-from perseval.benchmarks.iba.validation_judge import CRITERIA, label_instances
+from perseval.benchmarks.iba.judges.validation import CRITERIA, label_instances
 from perseval.errors import InputError
 from tests.scripted import ScriptedChat
 

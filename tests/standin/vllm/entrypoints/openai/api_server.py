@@ -1,7 +1,8 @@
 """A stand-in for vLLM's OpenAI server (no GPU here): same module path, flags, health and chat routes.
 
-It records each chat request's response_format so a test can check the dialect perseval sends,
-and fails at start-up when STANDIN_FAIL is set, to test the error path.
+It records what it was given - its command line (argv.json) and every chat request body
+(requests.jsonl) - under STANDIN_RECORD, so a test checks what perseval sent, not what this echoes.
+Every chat answer is the same fixed JSON. It fails at start-up when STANDIN_FAIL is set.
 """
 import argparse
 import json
@@ -16,6 +17,10 @@ ap.add_argument("--host")
 ap.add_argument("--port", type=int)
 ap.add_argument("--served-model-name")
 args, _ = ap.parse_known_args()
+RECORD = os.environ.get("STANDIN_RECORD")
+if RECORD:
+    with open(os.path.join(RECORD, "argv.json"), "w") as fh:
+        json.dump(sys.argv[1:], fh)
 
 if os.environ.get("STANDIN_FAIL"):
     print("RuntimeError: CUDA out of memory (stand-in failure)", flush=True)
@@ -41,11 +46,14 @@ class Handler(BaseHTTPRequestHandler):
             self._json({"error": "not found"}, 404)
 
     def do_POST(self):
-        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        fmt = (req.get("response_format") or {}).get("type", "none")
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        req = json.loads(body)
+        if RECORD:
+            with open(os.path.join(RECORD, "requests.jsonl"), "ab") as fh:
+                fh.write(body + b"\n")
         self._json({"id": "x", "object": "chat.completion", "created": 0, "model": req["model"],
                     "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": json.dumps({"format": fmt})}}],
+                                 "message": {"role": "assistant", "content": '{"verdict": true}'}}],
                     "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}})
 
     def log_message(self, *a):

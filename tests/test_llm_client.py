@@ -1,0 +1,130 @@
+"""The one OpenAI-compatible client, against a real HTTP server on 127.0.0.1 scripted per test: the
+structured-output dialect per server kind, retries on server errors, a failed request recorded (never
+raised, never cached), a timeout, and the request cache (a hit sends nothing)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Iterator
+
+import pytest
+
+from perseval.config import Sampling
+from perseval.llm.cache import RequestCache
+from perseval.llm.client import LLMClient
+from perseval.llm.endpoint import Endpoint
+
+SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
+
+
+class Script:
+    """What the server answers, in order; the last entry repeats. An int is an HTTP error status, a float a
+    delay in seconds before answering, a str the assistant's text."""
+
+    def __init__(self, *answers: int | float | str):
+        self.answers, self.requests = list(answers), []
+
+
+@pytest.fixture()
+def server() -> Iterator[tuple[Script, str]]:
+    script = Script("ok")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            script.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            answer = script.answers[min(len(script.requests) - 1, len(script.answers) - 1)]
+            if isinstance(answer, float):
+                time.sleep(answer)
+                answer = "late"
+            if isinstance(answer, int):
+                self.send_response(answer)
+                self.end_headers()
+                return
+            body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": answer}}],
+                               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield script, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+
+
+def client(url: str, tmp_path, kind: str = "vllm", retries: int = 2, timeout_s: float = 10.0,
+           run_id: str = "r") -> LLMClient:
+    endpoint = Endpoint("m", kind, url, "m", "hf:abc", None, 4, timeout_s, retries)
+    return LLMClient(endpoint, Sampling(max_tokens=9), RequestCache(tmp_path / "cache.sqlite"), role="judge",
+                     run_id=run_id, seed=1)
+
+
+def ask(c: LLMClient, text: str = "hello", schema: dict | None = SCHEMA):
+    async def go():
+        try:
+            return await c.chat([{"role": "user", "content": text}], json_schema=schema)
+        finally:
+            await c.aclose()
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("kind,expected", [
+    ("embedded", {"type": "json_object", "schema": SCHEMA}),
+    ("vllm", {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA, "strict": False}}),
+    ("openai", {"type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA, "strict": False}}),
+])
+def test_each_server_kind_gets_its_structured_output_dialect(server, tmp_path, kind, expected):
+    script, url = server
+    assert ask(client(url, tmp_path, kind)).text == "ok"
+    assert script.requests[0]["response_format"] == expected
+
+
+def test_server_errors_are_retried_then_answered(server, tmp_path):
+    script, url = server
+    script.answers = [500, 503, '{"verdict": true}']
+    result = ask(client(url, tmp_path, retries=2))
+    assert result.status == "ok" and result.text == '{"verdict": true}' and len(script.requests) == 3
+
+
+def test_a_request_that_still_fails_is_recorded_not_raised_nor_cached(server, tmp_path):
+    script, url = server
+    script.answers = [500]
+    result = ask(client(url, tmp_path, retries=1))
+    assert result.status == "failed" and "500" in result.error and len(script.requests) == 2
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    assert cache.request_counts("r") == {"judge": {"failed": 1}} and len(cache) == 0
+    script.answers = ["recovered"]
+    assert ask(client(url, tmp_path, run_id="r2")).text == "recovered"  # a re-run sends it again
+
+
+def test_a_hung_server_times_out_as_a_failed_request(server, tmp_path):
+    script, url = server
+    script.answers = [3.0]
+    started = time.monotonic()
+    result = ask(client(url, tmp_path, retries=0, timeout_s=0.5))
+    assert result.status == "failed" and time.monotonic() - started < 3.0
+
+
+def test_a_cache_hit_sends_nothing_and_counts_no_request(server, tmp_path):
+    script, url = server
+    first = ask(client(url, tmp_path))
+    second = ask(client(url, tmp_path, run_id="again"))
+    assert not first.cached and second.cached and second.text == first.text and len(script.requests) == 1
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    assert cache.request_counts("again") == {} and cache.request_counts("r") == {"judge": {"ok": 1}}
+    ask(client(url, tmp_path), text="another question")  # another request is another key
+    assert len(script.requests) == 2
