@@ -115,6 +115,32 @@ def construct(config: Path = typer.Argument(..., exists=True, dir_okay=False, he
 
 
 @app.command()
+def stats(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
+          output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
+          out_dir: Optional[Path] = typer.Option(None, help="also write each table as CSV and Markdown here")) -> None:
+    """Dataset statistics of every benchmark in CONFIG (built or loaded first, as `perseval construct`)."""
+    apply_offline_env()
+    exp, plan = _load_or_exit(config)
+    with _prefect_for(exp.experiment.output_root, output_root):
+        from flows.runtime import run_experiment
+
+        run_experiment(str(config), output_root=output_root, stop_after="construct", show_progress=False)
+    from perseval.components import make_benchmark
+    from perseval.stages import load_documents, load_instances, write_artifact
+
+    root = output_root or exp.experiment.output_root
+    for unit in plan.data:
+        bench = make_benchmark(unit.entry.name, unit.entry.params)
+        tables = bench.stats(load_instances(root, unit.key), load_documents(root, unit.key))
+        for name, table in tables.items():
+            console.print(f"\n[bold]{unit.entry.name}: {name}[/bold]")
+            console.print(table.to_markdown(floatfmt=".2f"))
+            if out_dir:
+                (out_dir / unit.entry.name).mkdir(parents=True, exist_ok=True)
+                write_artifact(out_dir / unit.entry.name, name, table)
+
+
+@app.command()
 def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, help="first rater's CSV"),
               labels_b: Path = typer.Argument(..., exists=True, dir_okay=False, help="second rater's CSV")) -> None:
     """IBA-Bench validation (appendix B.1): raw agreement and Gwet's AC1 of two annotation files.

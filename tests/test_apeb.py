@@ -369,3 +369,9 @@ def test_registry_and_agent_yaml(data):
     assert agents["apeb-direct"].requires() == {"llm", "documents"}
     assert agents["apeb-no-history"].requires() == {"llm"} and agents["apeb-oracle"].requires() == set()
     assert "apeb" in APeBDirect.benchmarks and "apeb" in APeBOracle.benchmarks
+
+
+def test_default_stats_count_instances_users_and_history_per_group(data):
+    (table,) = APeB().stats(data.instances, data.documents).values()
+    assert table["instances"].sum() == len(data.instances) and table["users"].sum() == 12
+    assert table["history_documents"].sum() == len(data.documents)

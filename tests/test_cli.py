@@ -9,7 +9,7 @@ from flows.cli import app
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("command", ["run", "validate", "construct", "compare", "ui", "deploy", "agreement"])
+@pytest.mark.parametrize("command", ["run", "validate", "construct", "stats", "compare", "ui", "deploy", "agreement"])
 def test_every_command_has_help(command):
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0 and "Usage" in result.output

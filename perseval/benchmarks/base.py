@@ -12,7 +12,8 @@ import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, ClassVar, Mapping, Sequence
+from collections import Counter
+from typing import Any, AsyncIterator, ClassVar, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -96,6 +97,17 @@ class Benchmark(Configurable, ABC):
     def construction_models(cls, params: Any, backbones: Sequence[str]) -> dict[str, str]:
         """Role -> model name of the models the build itself needs (LLM-mode construction). Default: none."""
         return {}
+
+    def stats(self, instances: list[Instance], documents: Iterable[Document]) -> dict[str, pd.DataFrame]:
+        """Dataset statistics of the built or loaded data (the paper's data tables): name -> DataFrame.
+
+        Shown by `perseval stats CONFIG`. Default: instances and history documents per group."""
+        docs = Counter(d.owner for d in documents)
+        frame = pd.DataFrame([{"group": i.group, "user": i.user_id} for i in instances], columns=["group", "user"])
+        table = frame.groupby("group").agg(instances=("user", "size"), users=("user", "nunique"))
+        table["history_documents"] = [sum(docs[u] for u in set(frame[frame["group"] == g]["user"]))
+                                      for g in table.index]
+        return {"instances_by_group": table}
 
     def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
         """Cross-cell analyses of this benchmark (the paper's tables and figures).
