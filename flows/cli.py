@@ -197,22 +197,25 @@ def deploy(config: Path = typer.Argument(..., exists=True, dir_okay=False, help=
            cron: str = typer.Option(..., help="cron expression, e.g. '0 2 * * *' for nightly at 02:00"),
            name: Optional[str] = typer.Option(None, help="deployment name (default: the experiment name)"),
            timezone: str = typer.Option("UTC"),
-           serve: bool = typer.Option(False, "--serve", help="also execute the scheduled runs here (blocks)")) -> None:
-    """Register the evaluate flow for CONFIG as a scheduled Prefect deployment (needs PREFECT_API_URL)."""
+           pool: str = typer.Option("perseval", help="the process work pool a worker polls (created if missing)"),
+           sample: Optional[int] = typer.Option(None, help="run every benchmark on this many instances"),
+           serve: bool = typer.Option(False, "--serve", help="no worker: execute the scheduled runs here (blocks)")) -> None:
+    """Register the evaluate flow for CONFIG as a scheduled Prefect deployment (needs PREFECT_API_URL).
+
+    A worker on the work pool runs it (`infra/prefect/worker.sh`); with --serve this process does."""
     from flows import deploy as deploy_mod
-    from perseval.config import load_experiment
 
     apply_offline_env()
-    exp = load_experiment(config)
+    exp, _ = _load_or_exit(config)
     dep_name = name or exp.experiment.name
     if serve:
         console.print(f"serving deployment {dep_name!r} on '{cron}' ({timezone}); Ctrl-C stops it")
-        deploy_mod.serve(config, cron, dep_name, timezone)
+        deploy_mod.serve(config, cron, dep_name, timezone, sample)
         return
-    dep_id = deploy_mod.register(config, cron, dep_name, timezone)
-    console.print(f"deployment {dep_name!r} registered (id {dep_id}) with schedule '{cron}' ({timezone}). "
-                  f"`prefect deployment ls` lists it; `perseval deploy {config} --cron '{cron}' --serve` "
-                  "executes its runs on this machine")
+    dep_id = deploy_mod.register(config, cron, dep_name, timezone, pool, sample)
+    console.print(f"deployment {dep_name!r} registered (id {dep_id}) on work pool {pool!r} with schedule "
+                  f"'{cron}' ({timezone}). Start a worker for it with `infra/prefect/worker.sh {pool}`; "
+                  f"`prefect deployment run 'perseval-scheduled-evaluate/{dep_name}'` runs it now.")
 
 
 if __name__ == "__main__":

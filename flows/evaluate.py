@@ -49,12 +49,14 @@ def _manifests(root: str, stage: str, keys: list[str]) -> dict[str, dict[str, An
 
 @flow(name="perseval-evaluate", log_prints=True)
 def evaluate(config_path: str, output_root: str | None = None, stop_after: str | None = None,
-             mlflow_base: str | None = None, show_progress: bool = True) -> dict[str, Any]:
+             sample: int | None = None, mlflow_base: str | None = None, show_progress: bool = True) -> dict[str, Any]:
     """Run one experiment file end to end (or up to `stop_after="construct"`); returns the headline table,
-    MLflow run id and request counts."""
+    MLflow run id and request counts. `sample` overrides every benchmark's sample size."""
     exp = load_experiment(config_path)
     if output_root:
         exp.experiment.output_root = output_root
+    for entry in exp.experiment.benchmarks if sample else []:
+        entry.sample = sample
     e, root = exp.experiment, exp.experiment.output_root
     plan: Plan = make_plan(exp)
     rt = Runtime(root, uuid.uuid4().hex, e.request_cache or str(Path(root) / "request-cache.sqlite"), e.shard_size,

@@ -19,10 +19,12 @@ def task_runner(settings: DaskSettings, address: str | None = None) -> DaskTaskR
 
 
 def run_experiment(config_path: str, *, output_root: str | None = None, dask_address: str | None = None,
-                   show_progress: bool = True, stop_after: str | None = None) -> dict[str, Any]:
+                   show_progress: bool = True, stop_after: str | None = None,
+                   sample: int | None = None) -> dict[str, Any]:
     from flows.evaluate import evaluate
 
     exp = load_experiment(config_path)
     runner = task_runner(exp.experiment.dask, dask_address)
     return evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
-                                                      stop_after=stop_after, show_progress=show_progress)
+                                                      stop_after=stop_after, sample=sample,
+                                                      show_progress=show_progress)

@@ -10,6 +10,7 @@ from flows.runtime import run_experiment
 
 
 @flow(name="perseval-scheduled-evaluate")
-def scheduled_evaluate(config_path: str) -> dict[str, Any]:
+def scheduled_evaluate(config_path: str, sample: int | None = None) -> dict[str, Any]:
+    """`sample`: run every benchmark of the file on this many instances instead of its own `sample`."""
     apply_offline_env()
-    return run_experiment(config_path, show_progress=False)
+    return run_experiment(config_path, show_progress=False, sample=sample)
