@@ -57,10 +57,12 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
         exp.experiment.output_root = output_root
     for entry in exp.experiment.benchmarks if sample else []:
         entry.sample = sample
-    e, root = exp.experiment, exp.experiment.output_root
+    e = exp.experiment
+    # absolute: Dask workers may run in another folder (or on another host that mounts the same path)
+    root = str(Path(e.output_root).resolve())
     plan: Plan = make_plan(exp)
-    rt = Runtime(root, uuid.uuid4().hex, e.request_cache or str(Path(root) / "request-cache.sqlite"), e.shard_size,
-                 exp.plugins)
+    cache = str(Path(e.request_cache).resolve()) if e.request_cache else str(Path(root) / "request-cache.sqlite")
+    rt = Runtime(root, uuid.uuid4().hex, cache, e.shard_size, exp.plugins)
     timings: dict[str, float] = {}
     with ServerPool(exp.models, exp.deployments, Path(root) / "logs") as servers:
         building = [u for u in plan.data if not data_done(root, u)]
