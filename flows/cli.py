@@ -164,18 +164,32 @@ def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, 
 
 
 @app.command()
-def compare(experiment: str = typer.Option("perseval-quickstart", help="MLflow experiment name"),
-            runs: int = typer.Option(2, help="how many recent parent runs to put side by side"),
+def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run ids (parent runs) and/or experiment "
+                                                               "names; default: perseval-quickstart"),
+            latest: int = typer.Option(2, help="how many recent parent runs of each named experiment"),
+            out: Optional[Path] = typer.Option(None, help="also write the table here (.md or .csv)"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
-    """Print the headline score of every cell, side by side for the latest runs."""
-    from perseval.config import MLflowSettings
-    from perseval.tracking import compare_frame
+    """Headline score of every cell, side by side for the runs named, with deltas to the first."""
+    from mlflow.tracking import MlflowClient
 
-    frame = compare_frame(experiment, MLflowSettings(experiment=experiment, tracking_uri=tracking_uri), runs)
-    if frame.empty:
-        console.print(f"no runs in MLflow experiment {experiment!r}")
+    from perseval.config import MLflowSettings
+    from perseval.tracking import compare_frame, parent_runs, resolve_tracking
+
+    uri, _ = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
+    client = MlflowClient(uri)
+    try:
+        parents = parent_runs(client, runs or ["perseval-quickstart"], latest)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        raise typer.Exit(2)
+    if not parents:
+        console.print(f"no finished runs for {runs or ['perseval-quickstart']}")
         raise typer.Exit(1)
+    frame = compare_frame(client, parents)
     console.print(frame.to_markdown(floatfmt=".1f"))
+    if out:
+        out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=".1f") + "\n")
+        console.print(f"written to {out}")
 
 
 @app.command()

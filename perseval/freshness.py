@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, Plan
+from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan
 from perseval.store import MANIFEST, StageStore
 
 
@@ -71,41 +71,37 @@ class Pending:
         return {m for m in needed if m}
 
 
+def judge_done(root: str, judged: JudgeUnit, shard: int) -> bool:
+    """Final, and newer than the run part it judged (a redone run part makes its judgments stale)."""
+    path = _part(root, "judge", judged.key, shard)
+    return part_final(root, "judge", judged.key, shard) and _newer(path, [_part(root, "run", judged.run.key, shard)])
+
+
+def score_done(root: str, cell: Cell, cell_shards: list[int]) -> bool:
+    inputs = [_part(root, stage, key, s) for stage, key in (("run", cell.run.key), ("judge", cell.judged.key))
+              for s in cell_shards]
+    return StageStore(root, "score", cell.key).is_complete() and _newer(_manifest(root, "score", cell.key), inputs)
+
+
+def analysis_done(root: str, unit: AnalysisUnit) -> bool:
+    inputs = [_manifest(root, "score", c.key) for c in unit.cells]
+    return StageStore(root, "analysis", unit.key).is_complete() and _newer(_manifest(root, "analysis", unit.key), inputs)
+
+
 def pending(root: str, plan: Plan, shards: dict[str, list[int]]) -> Pending:
     """What must run, given the shards of each data key (known once the data exists)."""
     out = Pending()
     for run in plan.runs():
-        for s in shards[run.data.key]:
-            if not part_final(root, "run", run.key, s):
-                out.runs.add((run.key, s))
+        out.runs |= {(run.key, s) for s in shards[run.data.key] if not part_final(root, "run", run.key, s)}
     for judged in plan.judgings():
-        rkey = judged.run.key
-        for s in shards[judged.run.data.key]:
-            if (rkey, s) in out.runs or not part_final(root, "judge", judged.key, s) \
-                    or not _newer(_part(root, "judge", judged.key, s), [_part(root, "run", rkey, s)]):
-                out.judges.add((judged.key, s))
+        out.judges |= {(judged.key, s) for s in shards[judged.run.data.key]
+                       if (judged.run.key, s) in out.runs or not judge_done(root, judged, s)}
     for cell in plan.cells:
-        if _score_pending(root, cell, shards[cell.run.data.key], out):
+        cell_shards = shards[cell.run.data.key]
+        if any((cell.run.key, s) in out.runs or (cell.judged.key, s) in out.judges for s in cell_shards) \
+                or not score_done(root, cell, cell_shards):
             out.scores.add(cell.key)
     for unit in plan.analyses:
-        if _analysis_pending(root, unit, out):
+        if any(c.key in out.scores for c in unit.cells) or not analysis_done(root, unit):
             out.analyses.add(unit.key)
     return out
-
-
-def _score_pending(root: str, cell: Cell, cell_shards: list[int], out: Pending) -> bool:
-    rkey, jkey = cell.run.key, cell.judged.key
-    if any((rkey, s) in out.runs or (jkey, s) in out.judges for s in cell_shards):
-        return True
-    inputs = [_part(root, "run", rkey, s) for s in cell_shards] + [_part(root, "judge", jkey, s) for s in cell_shards]
-    return not StageStore(root, "score", cell.key).is_complete() or not _newer(_manifest(root, "score", cell.key),
-                                                                              inputs)
-
-
-def _analysis_pending(root: str, unit: AnalysisUnit, out: Pending) -> bool:
-    if any(c.key in out.scores for c in unit.cells):
-        return True
-    inputs = [_manifest(root, "score", c.key) for c in unit.cells]
-    return not StageStore(root, "analysis", unit.key).is_complete() or \
-        not _newer(_manifest(root, "analysis", unit.key), inputs)
-

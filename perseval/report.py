@@ -11,7 +11,7 @@ from perseval.config import ResolvedExperiment
 from perseval.metrics.aggregate import OVERALL
 from perseval.plan import Plan
 from perseval.store import StageStore
-from perseval.tracking import ensure_experiment, log_cell, log_parent_summary
+from perseval.tracking import ensure_experiment, log_cell, log_parent_summary, tracking_lock
 
 SMALL_MODEL_WARNING = (
     "Note: the embedded default serves a 135M-parameter model. Its answers and judgments are weak: this run "
@@ -46,6 +46,12 @@ def _int(value: Any) -> int | None:
 def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
           analyses: dict[str, dict[str, Any]], stats: dict[str, float], base: Path | None = None) -> str:
     """Log the parent run and one child run per cell; returns the parent run id."""
+    with tracking_lock(exp.experiment.mlflow, base):
+        return _track(exp, plan, root, scores, analyses, stats, base)
+
+
+def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
+           analyses: dict[str, dict[str, Any]], stats: dict[str, float], base: Path | None) -> str:
     ensure_experiment(exp.experiment.mlflow, base)
     mlflow.set_experiment(exp.experiment.mlflow.experiment)
     with mlflow.start_run(run_name=exp.experiment.name) as parent:

@@ -2,7 +2,10 @@
 
 tasks/ wraps each as a Prefect task; nothing here knows about Prefect. A stage
 function computes its unit and writes it under the unit's content key; whether
-it needs to run at all is decided once, beforehand, by perseval.freshness.
+it needs to run at all is decided once, beforehand, by perseval.freshness. Each
+unit is computed under a lock on its output, so two runs of overlapping
+experiments never write one unit at once: the one that waited finds it done
+(another run just finished it) and returns what is there.
 """
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ import pandas as pd
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import ANALYSIS_COLUMNS, Benchmark
 from perseval.components import make_agent, make_benchmark, make_judges, make_retriever
+from perseval.freshness import analysis_done, data_done, index_done, judge_done, part_final, score_done
 from perseval.config import ModelConfig, Sampling
 from perseval.errors import InputError
 from perseval.hashing import canonical_json
@@ -27,14 +31,14 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import group_table, scores_frame
-from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit
+from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, shards
 from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage
 from perseval.registry import benchmark_class, load_plugins
 from perseval.retrieval.base import ChunkIndex
 from perseval.runner import judge_shard, run_agent_shard, score_outputs
 from perseval.schema import from_table
 from perseval.search import make_search
-from perseval.store import StageStore
+from perseval.store import StageStore, unit_lock
 
 
 @dataclass
@@ -66,6 +70,13 @@ def _summary(records: list[AgentOutput] | list[Judgment], key: str) -> dict[str,
 
 def construct(unit: DataUnit, rt: Runtime) -> dict[str, Any]:
     """The one writer of a data key: a benchmark's build, batch by batch, after clearing any unfinished parts."""
+    with unit_lock(rt.root, "data", unit.key):
+        if not data_done(rt.root, unit):
+            _construct(unit, rt)
+    return {"key": unit.key, **rt.store("data", unit.key).manifest()}
+
+
+def _construct(unit: DataUnit, rt: Runtime) -> None:
     load_plugins(rt.plugins)
     data, docs = rt.store("data", unit.key), rt.store("documents", unit.key)
     data.clear()
@@ -86,7 +97,6 @@ def construct(unit: DataUnit, rt: Runtime) -> dict[str, Any]:
     docs.mark_complete({"n": n_documents})
     data.mark_complete({"benchmark": entry.name, "n_instances": n_instances, "n_documents": n_documents,
                         "info": info, "seconds": round(time.monotonic() - t0, 2)})
-    return {"key": unit.key, **data.manifest()}
 
 
 async def _write_batches(bench: Benchmark, unit: DataUnit, data: StageStore, docs: StageStore,
@@ -131,11 +141,13 @@ def shard_of(items: list[Instance], shard: int, shard_size: int) -> list[Instanc
 def index(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
     load_plugins(rt.plugins)
     store = rt.store("index", unit.key)
-    store.clear()
-    t0 = time.monotonic()
-    counts = make_retriever(unit.retriever).build(load_documents(rt.root, unit.data.key), store.dir)
-    store.mark_complete({"retriever": unit.retriever.model_dump(), "data_key": unit.data.key, **counts,
-                         "seconds": round(time.monotonic() - t0, 2)})
+    with unit_lock(rt.root, "index", unit.key):
+        if not index_done(rt.root, unit):
+            store.clear()
+            t0 = time.monotonic()
+            counts = make_retriever(unit.retriever).build(load_documents(rt.root, unit.data.key), store.dir)
+            store.mark_complete({"retriever": unit.retriever.model_dump(), "data_key": unit.data.key, **counts,
+                                 "seconds": round(time.monotonic() - t0, 2)})
     return {"key": unit.key, **store.manifest()}
 
 
@@ -175,6 +187,13 @@ def _context(unit: RunUnit, agent: Any, rt: Runtime, owners: set[str], by_id: di
 
 
 def run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
+    with unit_lock(rt.root, "run", unit.key, shard):
+        if part_final(rt.root, "run", unit.key, shard):
+            return _summary(rt.store("run", unit.key).read_part(shard, AgentOutput), unit.key)
+        return _run_shard(unit, shard, rt)
+
+
+def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     load_plugins(rt.plugins)
     agent = make_agent(unit.agent)
     instances = load_instances(rt.root, unit.data.key)
@@ -199,6 +218,13 @@ def run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
 # ---- judge --------------------------------------------------------------------------------------
 
 def judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
+    with unit_lock(rt.root, "judge", unit.key, shard):
+        if judge_done(rt.root, unit, shard):
+            return _summary(rt.store("judge", unit.key).read_part(shard, Judgment), unit.key)
+        return _judge(unit, shard, rt)
+
+
+def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     load_plugins(rt.plugins)
     spec = unit.judge
     judges = make_judges(spec)
@@ -224,6 +250,14 @@ def judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
 # ---- score --------------------------------------------------------------------------------------
 
 def score(cell: Cell, rt: Runtime) -> dict[str, Any]:
+    n = rt.store("data", cell.run.data.key).manifest()["n_instances"]
+    with unit_lock(rt.root, "score", cell.key):
+        if not score_done(rt.root, cell, shards(n, rt.shard_size)):
+            _score(cell, rt)
+    return score_summary(rt.root, cell)
+
+
+def _score(cell: Cell, rt: Runtime) -> None:
     load_plugins(rt.plugins)
     judges = make_judges(cell.judged.judge)
     by_id = {i.instance_id: i for i in load_instances(rt.root, cell.run.data.key)}
@@ -243,7 +277,6 @@ def score(cell: Cell, rt: Runtime) -> dict[str, Any]:
                          "outputs": dict(Counter(o.status for o in outputs)),
                          "judgments": dict(Counter(j.status for j in judgments)),
                          "table": group_table(scores, metrics).reset_index().to_dict("records")})
-    return {"key": cell.key, **store.manifest()}
 
 
 def score_summary(root: str, cell: Cell) -> dict[str, Any]:
@@ -267,6 +300,13 @@ def analysis_frame(root: str, unit: AnalysisUnit) -> pd.DataFrame:
 
 def analyze(unit: AnalysisUnit, rt: Runtime) -> dict[str, Any]:
     """Cross-cell tables (CSV + Markdown) and figures (PNG) of one benchmark, under analysis/<key>/."""
+    with unit_lock(rt.root, "analysis", unit.key):
+        if not analysis_done(rt.root, unit):
+            _analyze(unit, rt)
+    return {"key": unit.key, **rt.store("analysis", unit.key).manifest()}
+
+
+def _analyze(unit: AnalysisUnit, rt: Runtime) -> None:
     load_plugins(rt.plugins)
     store = rt.store("analysis", unit.key)
     store.clear()
@@ -276,7 +316,6 @@ def analyze(unit: AnalysisUnit, rt: Runtime) -> dict[str, Any]:
     store.dir.mkdir(parents=True, exist_ok=True)
     files = [write_artifact(store.dir, name, obj) for name, obj in sorted(results.items())]
     store.mark_complete({"benchmark": entry.name, "files": files})
-    return {"key": unit.key, **store.manifest()}
 
 
 def write_artifact(folder: Path, name: str, obj: Any) -> str:

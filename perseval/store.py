@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -97,6 +98,14 @@ class StageStore:
     def manifest(self) -> dict[str, Any]:
         """What the stage recorded (the file list kept for the completeness check is left out)."""
         return {k: v for k, v in json.loads((self.dir / MANIFEST).read_text()).items() if k != "_files"}
+
+
+def unit_lock(root: str | Path, stage: str, key: str, part: int | str = "all") -> FileLock:
+    """A lock on one unit's output, shared by every process that writes under `root` (two runs of
+    overlapping experiments at once): the second waits, then finds the unit done instead of redoing it."""
+    path = Path(root) / ".locks" / f"{stage}-{key}-{part}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(str(path))
 
 
 def atomic_write_parquet(table: pa.Table, path: Path) -> None:

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import tempfile
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, ContextManager
 
 import mlflow
 import pandas as pd
 import yaml
+from filelock import FileLock
 from mlflow.tracking import MlflowClient
 
 from perseval.config import MLflowSettings, ResolvedExperiment
@@ -34,6 +36,15 @@ def resolve_tracking(settings: MLflowSettings, base: Path | None = None) -> tupl
     artifacts = (base / settings.artifact_root).resolve()
     artifacts.mkdir(parents=True, exist_ok=True)
     return uri, artifacts.as_uri()
+
+
+def tracking_lock(settings: MLflowSettings, base: Path | None = None) -> ContextManager[Any]:
+    """A lock beside an SQLite tracking database: two runs finishing at once would otherwise both create
+    its tables (or the experiment) and one would fail. Other back ends handle concurrency themselves."""
+    uri, _ = resolve_tracking(settings, base)
+    if not uri.startswith("sqlite:///"):
+        return nullcontext()
+    return FileLock(uri[len("sqlite:///"):] + ".lock")
 
 
 def ensure_experiment(settings: MLflowSettings, base: Path | None = None) -> str:
@@ -136,23 +147,38 @@ def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: d
         mlflow.log_artifacts(tmp)
 
 
-def compare_frame(experiment: str, settings: MLflowSettings, n_parents: int = 2) -> pd.DataFrame:
-    """Rows: cells; columns: the latest `n_parents` parent runs; values: each cell's headline score."""
-    uri, _ = resolve_tracking(settings)
-    client = MlflowClient(uri)
-    exp = client.get_experiment_by_name(experiment)
-    if exp is None:
-        return pd.DataFrame()
-    runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time DESC"], max_results=5000)
-    parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags and r.info.status == "FINISHED"]
-    parents = parents[:n_parents]
+def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> list[Any]:
+    """The parent runs that `specs` name: a run id (or its first 8+ characters) names that run; an
+    experiment name names its latest `n_latest` finished parent runs. In the order given."""
+    out: list[Any] = []
+    for spec in specs:
+        exp = client.get_experiment_by_name(spec)
+        if exp is not None:
+            runs = client.search_runs([exp.experiment_id], filter_string="attributes.status = 'FINISHED'",
+                                      order_by=["attributes.start_time DESC"], max_results=5000)
+            out += [r for r in runs if "mlflow.parentRunId" not in r.data.tags][:n_latest]
+            continue
+        matches = [r for e in client.search_experiments() for r in
+                   client.search_runs([e.experiment_id], max_results=5000) if r.info.run_id.startswith(spec)]
+        if len(matches) != 1 or "mlflow.parentRunId" in matches[0].data.tags:
+            raise ValueError(f"{spec!r} is neither an MLflow experiment nor the id of one perseval parent run")
+        out.append(matches[0])
+    return list({r.info.run_id: r for r in out}.values())
+
+
+def compare_frame(client: MlflowClient, parents: list[Any]) -> pd.DataFrame:
+    """Rows: cells; columns: each parent run's headline score of that cell, then its delta to the first run."""
     columns = {p.info.run_id: f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents}
     rows: dict[str, dict[str, float]] = {}
-    for r in runs:
-        parent = r.data.tags.get("mlflow.parentRunId")
-        if parent in columns:
+    for p in parents:
+        for r in client.search_runs([p.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{p.info.run_id}'",
+                                    max_results=5000):
             metric = r.data.tags.get("perseval.headline_metric", "")
-            rows.setdefault(r.data.tags.get("perseval.cell", r.info.run_name), {})[columns[parent]] = \
-                r.data.metrics.get(metric, float("nan"))
-    frame = pd.DataFrame.from_dict(rows, orient="index")
-    return frame.reindex(columns=[columns[p.info.run_id] for p in parents]).sort_index()
+            cell = f"{r.data.tags.get('perseval.cell', r.info.run_name)} ({metric})"
+            rows.setdefault(cell, {})[columns[p.info.run_id]] = r.data.metrics.get(metric, float("nan"))
+    frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns.values())).sort_index()
+    first = list(columns.values())[0] if columns else None
+    for col in list(columns.values())[1:]:
+        frame[f"Δ {col.split()[-1]}"] = frame[col] - frame[first]
+    frame.index.name = "cell (headline metric)"
+    return frame

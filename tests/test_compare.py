@@ -1,0 +1,39 @@
+"""`perseval compare`: parent runs named by id or by experiment, headline scores side by side with deltas,
+written as Markdown or CSV; on a real MLflow SQLite store."""
+from __future__ import annotations
+
+import mlflow
+from mlflow.tracking import MlflowClient
+from typer.testing import CliRunner
+
+from flows.cli import app
+
+
+def _parent(name: str, scores: dict[str, float]) -> str:
+    with mlflow.start_run(run_name=name) as parent:
+        for cell, value in scores.items():
+            with mlflow.start_run(run_name=cell, nested=True):
+                mlflow.set_tags({"perseval.cell": cell, "perseval.headline_metric": "hit_at_1"})
+                mlflow.log_metric("hit_at_1", value)
+        return parent.info.run_id
+
+
+def test_compare_by_ids_and_experiments_with_deltas_and_files(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment("cmp")
+    first = _parent("before", {"apeb/a": 10.0, "apeb/b": 50.0})
+    second = _parent("after", {"apeb/a": 25.0, "apeb/c": 5.0})
+    runner = CliRunner()
+    out = tmp_path / "table.csv"
+    result = runner.invoke(app, ["compare", first[:8], second, "--tracking-uri", uri, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = out.read_text().splitlines()
+    assert lines[0] == f"cell (headline metric),before {first[:8]},after {second[:8]},Δ {second[:8]}"
+    assert "apeb/a (hit_at_1),10.0,25.0,15.0" in lines and "apeb/b (hit_at_1),50.0,," in lines
+    by_experiment = runner.invoke(app, ["compare", "cmp", "--latest", "1", "--tracking-uri", uri])
+    assert by_experiment.exit_code == 0 and f"after {second[:8]}" in by_experiment.output
+    assert f"before {first[:8]}" not in by_experiment.output
+    bad = runner.invoke(app, ["compare", "no-such-thing", "--tracking-uri", uri])
+    assert bad.exit_code == 2 and "neither an MLflow experiment" in bad.output
+    assert len(MlflowClient(uri).search_runs([mlflow.get_experiment_by_name("cmp").experiment_id])) == 6
