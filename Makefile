@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # pip's wheel cache makes later installs fast.
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install demo test test-fast clean-runs
+.PHONY: install demo test test-fast chromium clean-runs
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,7 +20,14 @@ install: $(VENV)/.installed
 demo: install
 	$(BIN)/perseval run configs/experiments/quickstart.yaml
 
-test: install
+# Debian's Chromium for the MLflow UI browser test (Playwright drives it; browser downloads fail here).
+# Best effort, about 2-3 minutes once: without it that one test is skipped, with the reason.
+chromium:
+	@command -v chromium >/dev/null || apt-get install -y chromium >/dev/null 2>&1 \
+	  || (apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1) \
+	  || echo "chromium could not be installed: tests/test_ui_browser.py will be skipped"
+
+test: install chromium
 	$(BIN)/pytest
 
 test-fast: install
