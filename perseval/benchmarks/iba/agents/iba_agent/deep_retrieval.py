@@ -1,20 +1,22 @@
 """Deep Retrieval (paper section 4): task retrieval, facet query expansion, dense retrieval per query,
-content-hash redundancy filter, LLM salience re-ranking (keep >= threshold), capped evidence context."""
+content-hash redundancy filter, LLM salience re-ranking (keep >= threshold; salience.py scores the model's labels
+after Table 12), capped evidence context."""
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import re
+from collections import defaultdict
 from typing import Any
 
 from perseval.benchmarks.iba.agents.iba_agent import prompts
+from perseval.benchmarks.iba.agents.iba_agent.salience import Rating, parse_rating
 from perseval.benchmarks.iba.agents.iba_agent.state import Scored, StageFailed, State, usage
 from perseval.agents.rag import passage_trace
 from perseval.parsing import extract_json
 from perseval.records import Passage
 
 _FACET_PAIR = re.compile(r'"(' + "|".join(prompts.FACETS) + r')"\s*:\s*"([^"]+)"')
-_FIRST_INT = re.compile(r"-?\d+")
 
 
 # --- retrieval -----------------------------------------------------------------------
@@ -131,28 +133,15 @@ def candidates(state: State) -> list[Passage]:
     return unique
 
 
-def parse_salience(text: str) -> int | None:
-    """An integer score 0..10 from JSON {"score": n} or the first number in the text; None if absent."""
-    value = extract_json(text)
-    if isinstance(value, dict) and "score" in value:
-        value = value["score"]
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return max(0, min(10, int(round(value))))
-    match = _FIRST_INT.search(text or "")
-    return max(0, min(10, int(match.group()))) if match else None
-
-
 async def score_salience(state: State, passages: list[Passage]) -> list[int | None]:
-    """One scoring request per passage, all in flight at once (the server batches them)."""
+    """One labelling request per passage, all in flight at once (the server batches them)."""
     s = state.settings
 
-    async def one(p: Passage) -> tuple[int | None, str]:
+    async def one(p: Passage) -> tuple[Rating | None, str]:
         messages = prompts.salience_messages(state.instance.query, p.text[:s.evidence_chars])
         result = await state.ask("salience", messages, json_schema=prompts.SALIENCE_SCHEMA,
                                  max_tokens=s.salience_max_tokens)
-        return parse_salience(result.text), result.text
+        return parse_rating(result.text), result.text
 
     # let every request finish before failing, so no stray request outlives the run
     answers = await asyncio.gather(*(one(p) for p in passages), return_exceptions=True)
@@ -160,10 +149,10 @@ async def score_salience(state: State, passages: list[Passage]) -> list[int | No
         if isinstance(a, BaseException):
             raise a
     state.log("salience", threshold=s.salience_threshold, scores=[
-        {"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": score, "parsed": score is not None,
-         **({} if score is not None else {"raw": raw[:200]})}
-        for p, (score, raw) in zip(passages, answers)])
-    return [score for score, _ in answers]
+        {"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": r.score if r else None, "parsed": r is not None,
+         **(r.trace() if r else {"raw": raw[:200]})}
+        for p, (r, raw) in zip(passages, answers)])
+    return [r.score if r else None for r, _ in answers]
 
 
 def select(passages: list[Passage], scores: list[int | None] | None, threshold: int, cap: int) -> list[Scored]:
@@ -181,18 +170,48 @@ def select(passages: list[Passage], scores: list[int | None] | None, threshold: 
     return chosen[:cap]
 
 
+def fused_ranks(lists: list[list[Passage]], k: int = 60) -> dict[str, float]:
+    """Reciprocal rank fusion of the queries' result lists, keyed like the redundancy filter (content hash):
+    a passage that several queries rank high is the likeliest evidence when salience cannot tell."""
+    fused: dict[str, float] = defaultdict(float)
+    for passages in lists:
+        for rank, p in enumerate(passages, 1):
+            fused[content_hash(p.text)] += 1.0 / (k + rank)
+    return fused
+
+
+def best_below(passages: list[Passage], scores: list[int | None], n: int, fused: dict[str, float]) -> list[Scored]:
+    """The `n` best-scored passages when none passed; ties (a weak rater scores all 0) go by fused rank."""
+    def rank(i: int) -> tuple[float, float, int]:
+        return -(scores[i] or 0), -fused.get(content_hash(passages[i].text), 0.0), i
+
+    ranked = sorted((i for i, s in enumerate(scores) if s is not None), key=rank)
+    return [Scored(passages[i], scores[i]) for i in ranked[:n]]
+
+
 async def refine(state: State) -> list[Scored]:
-    """Redundancy filter, then (optionally) salience re-ranking, then the cap."""
+    """Redundancy filter, then (optionally) salience re-ranking, then the cap.
+
+    When no passage reaches the threshold the agent keeps its few best rather than an empty context:
+    an empty context throws away the retrieval, and the trace says the kept ones fell short.
+    """
     s = state.settings
     unique = candidates(state)
     scores = await score_salience(state, unique) if s.rerank and unique else None
     state.kept = select(unique, scores, s.salience_threshold, s.max_passages)
-    log_kept(state, "reranked" if scores is not None else "retrieval_order")
+    if scores is None:
+        log_kept(state, "retrieval_order")
+    elif state.kept or not s.fallback_passages:
+        log_kept(state, "reranked")
+    else:
+        state.kept = best_below(unique, scores, s.fallback_passages, fused_ranks(state.retrievals))
+        log_kept(state, "below_threshold", note=f"no passage reached salience {s.salience_threshold}; kept the "
+                                                f"{len(state.kept)} best-scored (ties by fused retrieval rank)")
     return state.kept
 
 
-def log_kept(state: State, how: str) -> None:
-    state.log("kept_passages", selection=how, passages=[
+def log_kept(state: State, how: str, **extra: Any) -> None:
+    state.log("kept_passages", selection=how, **extra, passages=[
         {"doc_id": k.passage.doc_id, "chunk_id": k.passage.chunk_id, "score": k.passage.score,
          "salience": k.salience} for k in state.kept or []])
 
