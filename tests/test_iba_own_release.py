@@ -179,9 +179,10 @@ def indexed(tmp_path_factory):
     return data, retriever.open(folder)
 
 
-def rater(data, labels_of) -> ScriptedChat:
-    """A scripted backbone: the salience prompt is answered by `labels_of(doc)`; other stages get fixed text."""
-    by_text = {d.text[:300]: d for d in data.documents}
+def rater(data, labels_of, user: str) -> ScriptedChat:
+    """A scripted backbone: the salience prompt is answered by `labels_of(doc)` for the doc of `user` it
+    shows (users share noise texts); other stages get fixed text."""
+    by_text = {d.text[:300]: d for d in data.documents if d.owner == user}
 
     def answer(messages: list[dict[str, Any]]) -> str:
         prompt = messages[-1]["content"]
@@ -218,7 +219,7 @@ def test_an_explicit_statement_among_noise_reaches_the_agents_final_context(inde
     data, _ = indexed
     for inst in data.instances:
         gold = {d.doc_id for d in evidence_docs(owners(data.documents)[inst.user_id])}
-        llm = rater(data, perfect)
+        llm = rater(data, perfect, inst.user_id)
         out = run_agent(indexed, inst, llm)
         k = kept(out)
         assert k["selection"] == "reranked", inst.instance_id
@@ -236,13 +237,32 @@ def test_an_explicit_statement_among_noise_reaches_the_agents_final_context(inde
 def test_when_no_passage_passes_the_best_are_kept_and_the_trace_says_so(indexed):
     data, _ = indexed
     inst = next(i for i in data.instances if i.instance_id == "own-coffee-1")
-    everything_zero = rater(data, lambda d: {"relevant": False, "signals": []})  # what a weak model does
-    out = run_agent(indexed, inst, everything_zero)
-    k = kept(out)
-    assert k["selection"] == "below_threshold" and "no passage reached salience 5" in k["note"]
-    assert len(k["passages"]) == 3 and all(p["salience"] == 0 for p in k["passages"])
     statement = evidence_docs(owners(data.documents)[inst.user_id])[0].doc_id
-    assert statement in {p["doc_id"] for p in k["passages"]}  # fused retrieval rank puts it first among ties
-    literal = kept(run_agent(indexed, inst, rater(data, lambda d: {"relevant": False, "signals": []}),
-                             fallback_passages=0))
+    unrelated = lambda d: {"relevant": False, "signals": []}  # noqa: E731 - every passage scores 0
+    k = kept(run_agent(indexed, inst, rater(data, unrelated, inst.user_id)))
+    assert k["selection"] == "below_threshold" and k["note"].startswith("0 passage(s) reached salience 5")
+    assert len(k["passages"]) == 3 and all(p["salience"] == 0 for p in k["passages"])
+    assert k["below_threshold"] == [p["doc_id"] for p in k["passages"]]
+    assert statement in k["below_threshold"]  # fused retrieval rank breaks the tie in its favour
+    literal = kept(run_agent(indexed, inst, rater(data, unrelated, inst.user_id), min_passages=0))
     assert literal["selection"] == "reranked" and literal["passages"] == []
+
+
+def test_a_weak_rater_cannot_crowd_the_statement_out(indexed):
+    """What the embedded SmolLM2 did when measured: every passage 'relevant', a couple of noise turns
+    tagged with every signal (10), the statement with none (3). Two noise turns pass; the best of the
+    relevant rest tops the context up to three, and the statement wins the tie by fused rank."""
+    data, _ = indexed
+    inst = next(i for i in data.instances if i.instance_id == "own-coffee-1")
+    statement = evidence_docs(owners(data.documents)[inst.user_id])[0].doc_id
+    loud: list[str] = []  # the first two noise turns it is asked about
+
+    def weak(doc: Document) -> dict[str, Any]:
+        if doc.doc_id != statement and len(loud) < 2:
+            loud.append(doc.doc_id)
+        return {"relevant": True, "signals": list(TABLE12) if doc.doc_id in loud else []}
+
+    k = kept(run_agent(indexed, inst, rater(data, weak, inst.user_id)))
+    assert k["selection"] == "topped_up" and k["note"].startswith("2 passage(s) reached salience 5; added the 1")
+    assert [p["doc_id"] for p in k["passages"]] == loud + [statement]
+    assert [p["salience"] for p in k["passages"]] == [10, 10, TASK_RELEVANCE] and k["below_threshold"] == [statement]

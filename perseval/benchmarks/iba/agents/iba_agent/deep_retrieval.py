@@ -180,20 +180,26 @@ def fused_ranks(lists: list[list[Passage]], k: int = 60) -> dict[str, float]:
     return fused
 
 
-def best_below(passages: list[Passage], scores: list[int | None], n: int, fused: dict[str, float]) -> list[Scored]:
-    """The `n` best-scored passages when none passed; ties (a weak rater scores all 0) go by fused rank."""
+def top_up(passages: list[Passage], scores: list[int | None], threshold: int, n: int, anything: bool,
+           fused: dict[str, float]) -> list[Scored]:
+    """The `n` best passages below the threshold: ones the rater found relevant (score > 0), or with
+    `anything` also those it scored 0. Ties (a weak rater gives many equal scores) go by fused rank."""
     def rank(i: int) -> tuple[float, float, int]:
         return -(scores[i] or 0), -fused.get(content_hash(passages[i].text), 0.0), i
 
-    ranked = sorted((i for i, s in enumerate(scores) if s is not None), key=rank)
-    return [Scored(passages[i], scores[i]) for i in ranked[:n]]
+    floor = 0 if anything else 1
+    below = sorted((i for i, s in enumerate(scores) if s is not None and floor <= s < threshold), key=rank)
+    return [Scored(passages[i], scores[i]) for i in below[:n]]
 
 
 async def refine(state: State) -> list[Scored]:
     """Redundancy filter, then (optionally) salience re-ranking, then the cap.
 
-    When no passage reaches the threshold the agent keeps its few best rather than an empty context:
-    an empty context throws away the retrieval, and the trace says the kept ones fell short.
+    The context holds at least `min_passages` (the RAG baseline's top-3) when the candidates allow:
+    when fewer pass the threshold, the best of the rest fill up - only passages the rater called
+    relevant, unless none passed at all, since an empty context throws the retrieval away. A weak
+    rater (the embedded 135M model labels nearly at random) then cannot empty or starve the context,
+    and the trace names every passage kept below the threshold.
     """
     s = state.settings
     unique = candidates(state)
@@ -201,12 +207,18 @@ async def refine(state: State) -> list[Scored]:
     state.kept = select(unique, scores, s.salience_threshold, s.max_passages)
     if scores is None:
         log_kept(state, "retrieval_order")
-    elif state.kept or not s.fallback_passages:
+        return state.kept
+    short = min(s.min_passages, s.max_passages) - len(state.kept)
+    added = top_up(unique, scores, s.salience_threshold, short, not state.kept,
+                   fused_ranks(state.retrievals)) if short > 0 else []
+    if not added:
         log_kept(state, "reranked")
     else:
-        state.kept = best_below(unique, scores, s.fallback_passages, fused_ranks(state.retrievals))
-        log_kept(state, "below_threshold", note=f"no passage reached salience {s.salience_threshold}; kept the "
-                                                f"{len(state.kept)} best-scored (ties by fused retrieval rank)")
+        how = "topped_up" if state.kept else "below_threshold"
+        note = (f"{len(state.kept)} passage(s) reached salience {s.salience_threshold}; added the {len(added)} "
+                "best below it (ties by fused retrieval rank)")
+        state.kept = state.kept + added
+        log_kept(state, how, note=note, below_threshold=[k.passage.doc_id for k in added])
     return state.kept
 
 

@@ -21,9 +21,9 @@ class Settings(Params):
     max_queries: int = Field(5, ge=0)  # expanded queries
     max_passages: int = Field(10, ge=1)  # passages kept after filtering and re-ranking
     salience_threshold: int = Field(5, ge=0, le=10)  # keep passages scoring at least this (Table 12)
-    # when none reaches the threshold, keep this many best-scored passages (the RAG baseline's top-3)
-    # rather than an empty context; 0 keeps none, Table 12 read literally
-    fallback_passages: int = Field(3, ge=0)
+    # keep at least this many (the RAG baseline's top-3): when fewer reach the threshold, the best below
+    # it fill up (see deep_retrieval.refine); 0: only passages at the threshold, Table 12 read literally
+    min_passages: int = Field(3, ge=0)
     max_steps: int = Field(8, ge=1)  # controller turns of the FC loop
     # --- prompt sizes: the embedded model has a 4096-token context ---
     passage_chars: int = Field(600, ge=0)  # per passage in the RAG-style prompt (as the rag agent)
