@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections import defaultdict
 from typing import Any
 
 from perseval.benchmarks.iba.agents.iba_agent import prompts
@@ -170,22 +169,16 @@ def select(passages: list[Passage], scores: list[int | None] | None, threshold: 
     return chosen[:cap]
 
 
-def fused_ranks(lists: list[list[Passage]], k: int = 60) -> dict[str, float]:
-    """Reciprocal rank fusion of the queries' result lists, keyed like the redundancy filter (content hash):
-    a passage that several queries rank high is the likeliest evidence when salience cannot tell."""
-    fused: dict[str, float] = defaultdict(float)
-    for passages in lists:
-        for rank, p in enumerate(passages, 1):
-            fused[content_hash(p.text)] += 1.0 / (k + rank)
-    return fused
-
-
 def top_up(passages: list[Passage], scores: list[int | None], threshold: int, n: int, anything: bool,
-           fused: dict[str, float]) -> list[Scored]:
+           first: list[Passage]) -> list[Scored]:
     """The `n` best passages below the threshold: ones the rater found relevant (score > 0), or with
-    `anything` also those it scored 0. Ties (a weak rater gives many equal scores) go by fused rank."""
-    def rank(i: int) -> tuple[float, float, int]:
-        return -(scores[i] or 0), -fused.get(content_hash(passages[i].text), 0.0), i
+    `anything` also those it scored 0. Ties (a weak rater gives many equal scores) go to the order of the
+    first retrieval - the task text's in the pipeline, the RAG baseline's ranking - then candidate order:
+    a weak model's expanded queries are the least trustworthy ranking there is."""
+    first_rank = {content_hash(p.text): r for r, p in enumerate(first)}
+
+    def rank(i: int) -> tuple[int, int, int]:
+        return -(scores[i] or 0), first_rank.get(content_hash(passages[i].text), len(first)), i
 
     floor = 0 if anything else 1
     below = sorted((i for i, s in enumerate(scores) if s is not None and floor <= s < threshold), key=rank)
@@ -197,9 +190,9 @@ async def refine(state: State) -> list[Scored]:
 
     The context holds at least `min_passages` (the RAG baseline's top-3) when the candidates allow:
     when fewer pass the threshold, the best of the rest fill up - only passages the rater called
-    relevant, unless none passed at all, since an empty context throws the retrieval away. A weak
-    rater (the embedded 135M model labels nearly at random) then cannot empty or starve the context,
-    and the trace names every passage kept below the threshold.
+    relevant, unless none passed at all, since an empty context throws the retrieval away. A rater
+    that cannot tell passages apart (the embedded 135M model) then leaves the RAG baseline's top-3
+    rather than nothing, and the trace names every passage kept below the threshold.
     """
     s = state.settings
     unique = candidates(state)
@@ -210,13 +203,13 @@ async def refine(state: State) -> list[Scored]:
         return state.kept
     short = min(s.min_passages, s.max_passages) - len(state.kept)
     added = top_up(unique, scores, s.salience_threshold, short, not state.kept,
-                   fused_ranks(state.retrievals)) if short > 0 else []
+                   state.retrievals[0]) if short > 0 else []
     if not added:
         log_kept(state, "reranked")
     else:
         how = "topped_up" if state.kept else "below_threshold"
         note = (f"{len(state.kept)} passage(s) reached salience {s.salience_threshold}; added the {len(added)} "
-                "best below it (ties by fused retrieval rank)")
+                "best below it (ties in the first retrieval's order)")
         state.kept = state.kept + added
         log_kept(state, how, note=note, below_threshold=[k.passage.doc_id for k in added])
     return state.kept
