@@ -13,7 +13,8 @@ import pytest
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.agent import IbaAgent
 from perseval.benchmarks.iba.agents.iba_agent.alignment import parse_preferences
-from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import content_hash, parse_expansion, parse_salience, select
+from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import content_hash, parse_expansion, select
+from perseval.benchmarks.iba.agents.iba_agent.salience import parse_rating
 from perseval.benchmarks.iba.agents.iba_agent.prompts import FACETS
 from perseval.agents.rag import RagAgent
 from perseval.benchmarks.iba.answers import IbaTask, open_slots
@@ -67,7 +68,7 @@ def stage_of(messages: list[dict[str, Any]]) -> str:
     sys_msg, prompt = messages[0]["content"], messages[-1]["content"]
     if "search queries" in sys_msg:
         return "expand"
-    if "rate past messages" in sys_msg:
+    if "past messages as evidence" in sys_msg:
         return "salience"
     if "infer a user's preferences" in sys_msg:
         return "extract"
@@ -82,7 +83,7 @@ def responder(**overrides: str | None | Callable[[list[dict[str, Any]]], str | N
     """Default answers per stage; a stage's override may be text, None (a failed request) or a function."""
     answers: dict[str, Any] = {
         "expand": json.dumps({f: f"{f} of my paper writing" for f in FACETS}),
-        "salience": '{"score": 7}',
+        "salience": '{"relevant": true, "signals": ["correction", "statement"]}',  # 3 + 3 + 2 = 8
         "extract": '{"preferences": ["sparse citations", "writes with we"]}',
         "plan": "- use we\n- cite only key works",
         "synthesize": "We introduce soil radar [1].",
@@ -251,7 +252,7 @@ def test_unreadable_salience_answers_are_recorded_and_keep_retrieval_order():
     sal = entry(out, "salience")["scores"]
     assert [s["parsed"] for s in sal] == [False, True, False, True] and sal[0]["raw"] == "no idea"
     assert [k["doc_id"] for k in entry(out, "kept_passages")["passages"]] == [ps[1].doc_id, ps[0].doc_id, ps[2].doc_id]
-    assert parse_salience("I'd say 7/10") == 7 and parse_salience('{"score": 14}') == 10
+    assert parse_rating("I'd say 7/10").score == 7 and parse_rating('{"score": 14}').score == 10
     assert select(ps, [None] * 4, 5, 3) == select(ps, None, 5, 3)[:3]
 
 

@@ -35,7 +35,7 @@ def test_release_round_trip_gives_back_the_constructed_data(tmp_path, fmt):
 def test_benchmark_build_reads_a_release_folder(tmp_path):
     data = constructed()
     write_release(data, tmp_path)
-    got = IbaBenchmark().build(sample=1, seed=0, source=tmp_path)
+    got = IbaBenchmark().build(sample=12, seed=0, source=tmp_path)  # the release's size: all of it
     assert by_id(got.instances) == by_id(data.instances)
 
 

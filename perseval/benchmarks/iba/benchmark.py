@@ -31,7 +31,7 @@ from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.construct import ConstructParams, iter_build, plan_build
 from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
 from perseval.benchmarks.iba.qa import QA_ACTION, make_qa_probes
-from perseval.benchmarks.iba.release import load_release
+from perseval.benchmarks.iba.release import load_release, sample_release
 from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
@@ -77,8 +77,8 @@ class IbaBenchmark(Benchmark):
 
     async def batches(self, *, sample: int, seed: int, source: Path | None,
                       models: Mapping[str, ChatModel] | None = None) -> AsyncIterator[BenchmarkData]:
-        if source is not None:
-            data = load_release(source)
+        if source is not None:  # `sample` applies to a release as to a construction: it is in the data key
+            data = sample_release(load_release(source), sample, seed)
             probes = self._probes(data.instances)
             yield BenchmarkData(data.instances + probes, data.documents,
                                 {**data.info, **({"qa_probes": len(probes)} if self.params.qa_probes else {})})

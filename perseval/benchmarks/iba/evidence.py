@@ -7,9 +7,10 @@ one evidence item and three or more constraints); a turn never carries both the
 old and the new value of one dynamic preference, and every old value comes
 before its new value.
 
-Each signal is tagged with its Table 12 category and score contribution, so a
-turn's salience (their sum, capped at 10) says what the paper's re-ranker would
-make of it; 5 is the paper's retention threshold.
+Each signal is tagged with its Table 12 category and score contribution; a
+turn's salience is their sum, capped at 10 (5 is the paper's retention
+threshold). It is the signal part of what IBA-Agent's re-ranker gives the turn:
+the re-ranker adds a task-relevance start (agents/iba_agent/salience.py).
 """
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ QA_ACTION = "qa"
 QA_SUFFIX = "-qa"
 
 
-def _scenario(name: Any) -> Scenario | None:
+def known_scenario(name: Any) -> Scenario | None:
+    """The taxonomy's scenario of that name, or None for a scenario only a release knows."""
     try:
         return load_taxonomy().scenario(str(name))
     except KeyError:
@@ -60,7 +61,7 @@ def asked_dimensions(instance: Instance) -> list[str]:
         return [p["dimension"] for p in prefs]
     if instance.gold.get("checkpoints"):
         return [c.get("dimension", c["id"]) for c in instance.gold["checkpoints"]]
-    slots = slot_dimensions(_scenario(instance.payload.get("scenario")))
+    slots = slot_dimensions(known_scenario(instance.payload.get("scenario")))
     return [slots.get(name, name) for name in instance.gold.get("slots", {})]
 
 
@@ -110,7 +111,7 @@ def checkpoints_from_slots(instance: Instance, scenario: Scenario | None) -> lis
 
 def make_qa_probe(instance: Instance) -> Instance:
     """The QA twin of one task instance: same user, group and gold preferences; id + '-qa'."""
-    scenario = _scenario(instance.payload.get("scenario"))
+    scenario = known_scenario(instance.payload.get("scenario"))
     from_slots = instance.payload.get("action_type") == "call_api" or not instance.gold.get("checkpoints")
     checkpoints = (checkpoints_from_slots if from_slots else checkpoints_from_checkpoints)(instance, scenario)
     payload = {"scenario": instance.payload.get("scenario"), "action_type": QA_ACTION,

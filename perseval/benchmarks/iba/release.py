@@ -9,13 +9,14 @@ and the field, and saying what was expected; nothing is guessed or skipped.
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
 from perseval.benchmarks.base import BenchmarkData
 from perseval.benchmarks.iba.distribution import bucket
-from perseval.benchmarks.iba.release_rows import HistoryRow, Rows, history_row, instance_from_row
+from perseval.benchmarks.iba.release_rows import UNSPECIFIED, HistoryRow, Rows, history_row, instance_from_row
 from perseval.errors import InputError
 from perseval.records import Document, Instance
 
@@ -120,6 +121,22 @@ def load_release(source: Path) -> BenchmarkData:
     return BenchmarkData(instances, documents, release_info(folder, instances, documents, len(histories)))
 
 
+def sample_release(data: BenchmarkData, sample: int, seed: int) -> BenchmarkData:
+    """`sample` instances of a loaded release, seeded, in file order, with only their users' histories.
+
+    The choice is the first `sample` of one seeded shuffle, so a larger sample extends a smaller one
+    with the same seed; a sample at least the release's size keeps every instance.
+    """
+    n = len(data.instances)
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    chosen = [data.instances[i] for i in sorted(order[:sample])]
+    users = {i.user_id for i in chosen}
+    documents = [d for d in data.documents if d.owner in users]
+    info = release_info(Path(data.info["source"]), chosen, documents, data.info["n_users_in_histories"])
+    return BenchmarkData(chosen, documents, {**info, "n_instances_in_release": n, "sample": sample, "seed": seed})
+
+
 def release_info(folder: Path, instances: list[Instance], documents: list[Document], n_users: int) -> dict:
     n_evidence = sum(1 for d in documents if d.meta.get("supports"))
     return {
@@ -154,8 +171,8 @@ def instance_row(inst: Instance) -> dict[str, Any]:
 
 def history_row_of(doc: Document) -> dict[str, Any]:
     supports = doc.meta.get("supports") or []
-    evidence = [{"dimension": s["dimension"], "value": s["value"], "kind": s["kind"], "phase": s["dynamic_phase"]}
-                for s in supports] or None
+    evidence = [{"dimension": s["dimension"], "value": s["value"], "phase": s["dynamic_phase"],
+                 **({} if s["kind"] == UNSPECIFIED else {"kind": s["kind"]})} for s in supports] or None
     return {"user_id": doc.owner, "turn_id": doc.doc_id, "timestamp": doc.timestamp, "text": doc.text,
             "scenario": doc.meta.get("scenario"), "evidence": evidence}
 

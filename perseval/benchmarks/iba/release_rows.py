@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
 from perseval.errors import InputError
@@ -19,6 +19,7 @@ from perseval.records import Document, Instance
 ACTION_ALIASES = {"generate": "generate", "generate(text)": "generate",
                   "call_api": "call_api", "callapi": "call_api", "callapi(params)": "call_api"}
 PHASES = ("static", "old", "new")
+UNSPECIFIED = "unspecified"  # an evidence signal whose release gives no kind
 
 
 @dataclass
@@ -199,12 +200,19 @@ def _timestamp(r: Rows) -> str:
     return stamp
 
 
+def _choice(r: Rows, e: dict[str, Any], where: str, key: str, allowed: Iterable[str]) -> str | None:
+    """An optional string field that must be one of `allowed` when given."""
+    value = r.opt(key, str, e, f"{where}.{key}")
+    if value is not None and value not in allowed:
+        raise r.fail(f"{where}.{key}", f"unknown value {value!r}; expected one of {list(allowed)}")
+    return value
+
+
 def _support(r: Rows, e: dict[str, Any], where: str) -> dict[str, Any]:
-    phase = r.opt("phase", str, e, f"{where}.phase") or "static"
-    if phase not in PHASES:
-        raise r.fail(f"{where}.phase", f"unknown value {phase!r}; expected one of {list(PHASES)}")
-    kind = r.opt("kind", str, e, f"{where}.kind") or "unspecified"
-    category, low, high = TABLE12.get(kind, ("unspecified", 0, 0))
+    phase = _choice(r, e, where, "phase", PHASES) or "static"
+    # a kind outside Table 12's five is an error, not a signal silently weighed as nothing
+    kind = _choice(r, e, where, "kind", TABLE12) or UNSPECIFIED
+    category, low, high = TABLE12.get(kind, (UNSPECIFIED, 0, 0))
     return {"dimension": _sub(r, e, where, "dimension", required=True),
             "value": _sub(r, e, where, "value", required=True), "kind": kind, "dynamic_phase": phase,
             "evidence_type": category, "salience": high if phase == "new" else low}

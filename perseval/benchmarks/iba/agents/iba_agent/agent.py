@@ -3,7 +3,8 @@
 Deep Retrieval: retrieve with the task text; expand the task into facet queries
 (style, structure, decision, correction, habit); dense retrieval per query;
 content-hash redundancy filter; LLM salience re-ranking 0..10 keeping >= 5
-(Table 12); at most 5 expanded queries and 10 passages (C.3).
+(Table 12; the model labels, salience.py scores), topped up to 3 with the best
+below it; at most 5 expanded queries and 10 passages (C.3).
 Broad Thinking & Deep Alignment: compact evidence -> preference extraction ->
 task-preference alignment plan -> synthesis of the final output (text, QA
 answer, or the CallAPI slots under the schema iba.rag uses).
@@ -16,6 +17,7 @@ params (all optional; see settings.py for the full list):
   synthesis       trajectory (default) | rag: the RAG baseline's prompt (Table 5: w/o Synth.)
   rerank          false: skip LLM salience re-ranking (keep retrieval order)
   top_k, max_queries, max_passages, salience_threshold   retrieval sizes (3, 5, 10, 5)
+  min_passages    at least this many kept: the best below the threshold fill up (3; 0: none)
   *_max_tokens    completion budget per stage (expand, salience, extract, plan, controller, api, max_tokens)
 """
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Deep Retrieval (paper section 4): task retrieval, facet query expansion, dense retrieval per query,
-content-hash redundancy filter, LLM salience re-ranking (keep >= threshold), capped evidence context."""
+content-hash redundancy filter, LLM salience re-ranking (keep >= threshold; salience.py scores the model's labels
+after Table 12), capped evidence context."""
 from __future__ import annotations
 
 import asyncio
@@ -8,13 +9,13 @@ import re
 from typing import Any
 
 from perseval.benchmarks.iba.agents.iba_agent import prompts
+from perseval.benchmarks.iba.agents.iba_agent.salience import Rating, parse_rating
 from perseval.benchmarks.iba.agents.iba_agent.state import Scored, StageFailed, State, usage
 from perseval.agents.rag import passage_trace
 from perseval.parsing import extract_json
 from perseval.records import Passage
 
 _FACET_PAIR = re.compile(r'"(' + "|".join(prompts.FACETS) + r')"\s*:\s*"([^"]+)"')
-_FIRST_INT = re.compile(r"-?\d+")
 
 
 # --- retrieval -----------------------------------------------------------------------
@@ -131,28 +132,15 @@ def candidates(state: State) -> list[Passage]:
     return unique
 
 
-def parse_salience(text: str) -> int | None:
-    """An integer score 0..10 from JSON {"score": n} or the first number in the text; None if absent."""
-    value = extract_json(text)
-    if isinstance(value, dict) and "score" in value:
-        value = value["score"]
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return max(0, min(10, int(round(value))))
-    match = _FIRST_INT.search(text or "")
-    return max(0, min(10, int(match.group()))) if match else None
-
-
 async def score_salience(state: State, passages: list[Passage]) -> list[int | None]:
-    """One scoring request per passage, all in flight at once (the server batches them)."""
+    """One labelling request per passage, all in flight at once (the server batches them)."""
     s = state.settings
 
-    async def one(p: Passage) -> tuple[int | None, str]:
+    async def one(p: Passage) -> tuple[Rating | None, str]:
         messages = prompts.salience_messages(state.instance.query, p.text[:s.evidence_chars])
         result = await state.ask("salience", messages, json_schema=prompts.SALIENCE_SCHEMA,
                                  max_tokens=s.salience_max_tokens)
-        return parse_salience(result.text), result.text
+        return parse_rating(result.text), result.text
 
     # let every request finish before failing, so no stray request outlives the run
     answers = await asyncio.gather(*(one(p) for p in passages), return_exceptions=True)
@@ -160,10 +148,10 @@ async def score_salience(state: State, passages: list[Passage]) -> list[int | No
         if isinstance(a, BaseException):
             raise a
     state.log("salience", threshold=s.salience_threshold, scores=[
-        {"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": score, "parsed": score is not None,
-         **({} if score is not None else {"raw": raw[:200]})}
-        for p, (score, raw) in zip(passages, answers)])
-    return [score for score, _ in answers]
+        {"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": r.score if r else None, "parsed": r is not None,
+         **(r.trace() if r else {"raw": raw[:200]})}
+        for p, (r, raw) in zip(passages, answers)])
+    return [r.score if r else None for r, _ in answers]
 
 
 def select(passages: list[Passage], scores: list[int | None] | None, threshold: int, cap: int) -> list[Scored]:
@@ -181,18 +169,54 @@ def select(passages: list[Passage], scores: list[int | None] | None, threshold: 
     return chosen[:cap]
 
 
+def top_up(passages: list[Passage], scores: list[int | None], threshold: int, n: int, anything: bool,
+           first: list[Passage]) -> list[Scored]:
+    """The `n` best passages below the threshold: ones the rater found relevant (score > 0), or with
+    `anything` also those it scored 0. Ties (a weak rater gives many equal scores) go to the order of the
+    first retrieval - the task text's in the pipeline, the RAG baseline's ranking - then candidate order:
+    a weak model's expanded queries are the least trustworthy ranking there is."""
+    first_rank = {content_hash(p.text): r for r, p in enumerate(first)}
+
+    def rank(i: int) -> tuple[int, int, int]:
+        return -(scores[i] or 0), first_rank.get(content_hash(passages[i].text), len(first)), i
+
+    floor = 0 if anything else 1
+    below = sorted((i for i, s in enumerate(scores) if s is not None and floor <= s < threshold), key=rank)
+    return [Scored(passages[i], scores[i]) for i in below[:n]]
+
+
 async def refine(state: State) -> list[Scored]:
-    """Redundancy filter, then (optionally) salience re-ranking, then the cap."""
+    """Redundancy filter, then (optionally) salience re-ranking, then the cap.
+
+    The context holds at least `min_passages` (the RAG baseline's top-3) when the candidates allow:
+    when fewer pass the threshold, the best of the rest fill up - only passages the rater called
+    relevant, unless none passed at all, since an empty context throws the retrieval away. A rater
+    that cannot tell passages apart (the embedded 135M model) then leaves the RAG baseline's top-3
+    rather than nothing, and the trace names every passage kept below the threshold.
+    """
     s = state.settings
     unique = candidates(state)
     scores = await score_salience(state, unique) if s.rerank and unique else None
     state.kept = select(unique, scores, s.salience_threshold, s.max_passages)
-    log_kept(state, "reranked" if scores is not None else "retrieval_order")
+    if scores is None:
+        log_kept(state, "retrieval_order")
+        return state.kept
+    short = min(s.min_passages, s.max_passages) - len(state.kept)
+    added = top_up(unique, scores, s.salience_threshold, short, not state.kept,
+                   state.retrievals[0]) if short > 0 else []
+    if not added:
+        log_kept(state, "reranked")
+    else:
+        how = "topped_up" if state.kept else "below_threshold"
+        note = (f"{len(state.kept)} passage(s) reached salience {s.salience_threshold}; added the {len(added)} "
+                "best below it (ties in the first retrieval's order)")
+        state.kept = state.kept + added
+        log_kept(state, how, note=note, below_threshold=[k.passage.doc_id for k in added])
     return state.kept
 
 
-def log_kept(state: State, how: str) -> None:
-    state.log("kept_passages", selection=how, passages=[
+def log_kept(state: State, how: str, **extra: Any) -> None:
+    state.log("kept_passages", selection=how, **extra, passages=[
         {"doc_id": k.passage.doc_id, "chunk_id": k.passage.chunk_id, "score": k.passage.score,
          "salience": k.salience} for k in state.kept or []])
 

@@ -23,10 +23,19 @@ EXPANSION_SCHEMA: dict[str, Any] = {
     "properties": {f: {"type": "string"} for f in FACETS},
     "required": list(FACETS),
 }
+# The re-ranker's labels; salience.py turns them into Table 12's 0..10 score.
+SIGNAL_HINTS = {
+    "correction": "the user corrects or revises something the assistant produced",
+    "rejection": "the user turns down a suggestion or a draft",
+    "complaint": "the user complains or shows strong feeling",
+    "statement": "the user says plainly what they want, need or always do",
+    "behaviour": "the user's choices show a habit without saying so",
+}
 SALIENCE_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"score": {"type": "integer", "minimum": 0, "maximum": 10}},
-    "required": ["score"],
+    "properties": {"relevant": {"type": "boolean"},
+                   "signals": {"type": "array", "items": {"type": "string", "enum": list(SIGNAL_HINTS)}}},
+    "required": ["relevant", "signals"],
 }
 
 
@@ -56,21 +65,14 @@ def expansion_messages(task: str, payload: dict[str, Any]) -> list[dict[str, str
     return [system("You write search queries over a user's past conversations."), user(prompt)]
 
 
-_SALIENCE_RULES = (
-    "Score 0-10 how strongly this past message reveals a user preference that matters for the task. "
-    "Add up the signals present:\n"
-    "- the user revises or corrects an output: 3-4 points\n"
-    "- the user complains or shows strong feeling: 3-4 points\n"
-    "- the user states a preference directly: 2 points\n"
-    "- an indirect habit or repeated behaviour: 1 point\n"
-    "A message unrelated to the task's preferences scores 0. "
-    'Reply with JSON {"score": <integer>}.'
-)
-
-
 def salience_messages(task: str, passage: str) -> list[dict[str, str]]:
-    return [system("You rate past messages as evidence of user preferences."),
-            user(f"Task: {task}\n\nPast message:\n{passage}\n\n{_SALIENCE_RULES}")]
+    signals = "\n".join(f"- {k}: {h}" for k, h in SIGNAL_HINTS.items())
+    prompt = (f"Task: {task}\n\nPast message:\n{passage}\n\n"
+              "relevant: true if the message shows how the user wants something this task must decide "
+              "(what to choose, how it should look), false otherwise.\n"
+              f"signals: every kind of preference evidence the message carries, none if it carries none:\n{signals}\n"
+              'Reply with JSON {"relevant": true or false, "signals": [...]}.')
+    return [system("You label past messages as evidence of user preferences."), user(prompt)]
 
 
 def extraction_messages(task: str, evidence: str, limit: int) -> list[dict[str, str]]:

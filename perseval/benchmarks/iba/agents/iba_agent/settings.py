@@ -21,6 +21,9 @@ class Settings(Params):
     max_queries: int = Field(5, ge=0)  # expanded queries
     max_passages: int = Field(10, ge=1)  # passages kept after filtering and re-ranking
     salience_threshold: int = Field(5, ge=0, le=10)  # keep passages scoring at least this (Table 12)
+    # keep at least this many (the RAG baseline's top-3): when fewer reach the threshold, the best below
+    # it fill up (see deep_retrieval.refine); 0: only passages at the threshold, Table 12 read literally
+    min_passages: int = Field(3, ge=0)
     max_steps: int = Field(8, ge=1)  # controller turns of the FC loop
     # --- prompt sizes: the embedded model has a 4096-token context ---
     passage_chars: int = Field(600, ge=0)  # per passage in the RAG-style prompt (as the rag agent)
@@ -28,7 +31,7 @@ class Settings(Params):
     max_preferences: int = Field(8, ge=0)
     # --- completion budgets per stage, small: the embedded CPU model writes ~40 tokens/s ---
     expand_max_tokens: int = Field(120, ge=0)
-    salience_max_tokens: int = Field(16, ge=0)
+    salience_max_tokens: int = Field(32, ge=0)  # {"relevant": ..., "signals": [...]}: 12-20 tokens
     extract_max_tokens: int = Field(128, ge=0)
     plan_max_tokens: int = Field(128, ge=0)
     controller_max_tokens: int = Field(64, ge=0)

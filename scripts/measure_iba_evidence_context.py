@@ -1,0 +1,137 @@
+"""How often a release's preference evidence reaches IBA-Agent's final context, on the real embedded model.
+
+    PYTHONPATH=. .venv/bin/python scripts/measure_iba_evidence_context.py               # the test release
+    PYTHONPATH=. .venv/bin/python scripts/measure_iba_evidence_context.py --source DIR --sample 10
+
+Per instance: IBA-Agent (configs/agents/iba-agent.yaml) on SmolLM2-135M served by the embedded
+llama.cpp deployment, over a real MiniLM + FAISS index of the histories, and the RAG baseline's
+top-3 retrieval with the task text for comparison. "In context" means an evidence turn of the
+instance's user (a history row with `evidence`) is among the passages IBA-Agent kept for Broad
+Thinking and synthesis (its trace step `kept_passages`); "in extraction" that the turn's user text is
+in the evidence the preference-extraction prompt reads (`compact_evidence`).
+
+The script imports whichever perseval is first on PYTHONPATH, and reads that tree's configs, so
+the same file measures a checkout before and after a change. A fresh request cache per run: nothing
+is reused between runs. Prints one JSON line per instance, then a summary line.
+
+Measured when written (the 6 instances of tests/data/iba_outside_release, 2 shared CPU cores):
+before issue 14's change, evidence in the kept context 0/6 (every passage scored 0, 6/6 contexts
+empty); after, 5/6 (one by the top-up), no empty context, 30 passages kept of which 6 evidence
+turns - SmolLM2 calls every passage relevant and tags some noise with every signal, so its
+labels barely separate evidence from noise. The RAG baseline's top-3 held the evidence 6/6.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import perseval
+from perseval.agents.base import AgentContext
+from perseval.benchmarks.iba.agents.iba_agent.agent import IbaAgent
+from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.iba.release import load_release
+from perseval.components import make_retriever
+from perseval.config import AgentConfig, DeploymentConfig, ModelConfig, RetrieverConfig, load_config
+from perseval.llm.cache import RequestCache
+from perseval.llm.client import LLMClient
+from perseval.llm.deployments import Deployment
+from perseval.records import Document
+
+TREE = Path(perseval.__file__).resolve().parents[1]
+CONFIGS = TREE / "configs"
+
+
+def step(trace: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+    return next((t for t in trace if t["step"] == name), None)
+
+
+def user_text(doc: Document) -> str:
+    return doc.text.split("\n")[0].removeprefix("User: ").strip()
+
+
+async def measure(args: argparse.Namespace, work: Path) -> None:
+    data = load_release(args.source)
+    instances = data.instances[:args.sample]
+    owners: dict[str, list[Document]] = {}
+    for d in data.documents:
+        owners.setdefault(d.owner, []).append(d)
+    retriever = make_retriever(load_config(RetrieverConfig, CONFIGS / "retrievers" / "minilm.yaml"))
+    retriever.build([d for i in instances for d in owners[i.user_id]], work / "index")
+    index = retriever.open(work / "index")
+
+    async def retrieve(owner: str, query: str, k: int):
+        return index.search(owner, query, k)
+
+    model = load_config(ModelConfig, CONFIGS / "models" / "smollm2-135m.yaml")
+    deployment = load_config(DeploymentConfig, CONFIGS / "deployments" / f"{model.deployment}.yaml")
+    agent_cfg = load_config(AgentConfig, CONFIGS / "agents" / "iba-agent.yaml")
+    agent = IbaAgent(agent_cfg.params)
+    rows = []
+    with Deployment(model, deployment, work / "logs") as endpoint:
+        llm = LLMClient(endpoint, model.sampling, RequestCache(work / "cache.sqlite"), role="agent",
+                        run_id="measure", seed=0)
+        ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []), task=IbaTask())
+        try:
+            for inst in instances:
+                row, trace = await one(inst, agent, ctx, owners[inst.user_id], retrieve)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                if args.traces:
+                    with open(args.traces, "a", encoding="utf-8") as fh:
+                        fh.write(json.dumps({"instance": inst.instance_id, "trace": trace}) + "\n")
+        finally:
+            await llm.aclose()
+    n = len(rows)
+    summary = {"tree": str(TREE), "source": str(args.source), "instances": n,
+               "evidence_in_context": sum(r["in_context"] for r in rows),
+               "evidence_in_extraction": sum(r["in_extraction"] for r in rows),
+               "rag_top3_has_evidence": sum(r["rag_top3"] for r in rows),
+               "empty_context": sum(r["kept"] == 0 for r in rows),
+               "selection": {s: sum(r["selection"] == s for r in rows) for s in {r["selection"] for r in rows}},
+               "seconds_per_instance": round(sum(r["seconds"] for r in rows) / max(n, 1), 1)}
+    print("SUMMARY " + json.dumps(summary), flush=True)
+
+
+async def one(inst, agent: IbaAgent, ctx: AgentContext, docs: list[Document],
+              retrieve) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    gold = {d.doc_id: d for d in docs if d.meta.get("supports")}
+    t0 = time.monotonic()
+    out = await agent.act(inst.public(), ctx, 0, "iba-agent")
+    seconds = time.monotonic() - t0
+    kept = step(out.trace, "kept_passages") or {"passages": [], "selection": "none"}
+    kept_ids = [p["doc_id"] for p in kept["passages"]]
+    compact = (step(out.trace, "compact_evidence") or {}).get("evidence", "")
+    salience = step(out.trace, "salience") or {"scores": []}
+    rag = await retrieve(inst.user_id, inst.query, 3)
+    return {
+        "instance": inst.instance_id, "status": out.status, "seconds": round(seconds, 1),
+        "kept": len(kept_ids), "selection": kept["selection"],
+        "in_context": any(i in gold for i in kept_ids),
+        "in_extraction": any(user_text(d)[:60] in compact for d in gold.values()),
+        "rag_top3": any(p.doc_id in gold for p in rag),
+        "evidence_retrieved": any(s["doc_id"] in gold for s in salience["scores"]),
+        "evidence_salience": [s for s in salience["scores"] if s["doc_id"] in gold],
+        "all_scores": sorted((s["score"] for s in salience["scores"]), key=lambda v: (v is None, v or 0)),
+    }, out.trace
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--source", type=Path, default=TREE / "tests" / "data" / "iba_outside_release")
+    ap.add_argument("--sample", type=int, default=6, help="the first N instances of the release")
+    ap.add_argument("--traces", type=Path, help="append each instance's IBA-Agent trace to this JSONL file")
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    with tempfile.TemporaryDirectory(prefix="iba-measure-") as tmp:
+        asyncio.run(measure(args, Path(tmp)))
+
+
+if __name__ == "__main__":
+    main()
