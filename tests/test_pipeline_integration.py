@@ -115,7 +115,7 @@ def test_second_run_sends_no_request(workdir, prefect_api, first):
     assert second["llm_requests"] == 0
     assert second["mlflow_run_id"] != first["mlflow_run_id"]
     assert [r["score"] for r in second["headline"]] == [r["score"] for r in first["headline"]]
-    shown = subprocess.run([sys.executable, "-m", "flows.cli", "compare", "--experiment", "tiny"], cwd=workdir,
+    shown = subprocess.run([sys.executable, "-m", "flows.cli", "compare", "tiny"], cwd=workdir,
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert first["mlflow_run_id"][:8] in shown.stdout and second["mlflow_run_id"][:8] in shown.stdout
