@@ -110,9 +110,12 @@ def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables
 
 
 def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: list[str],
-             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path]) -> str:
+             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path], complete: bool = True) -> str:
+    """`complete` False: some output or judgment failed, so the scores cover only the rest (tag
+    perseval.status = incomplete; a re-run redoes the failed parts)."""
     with mlflow.start_run(run_name=cell.name, nested=True) as run:
         mlflow.set_tags({"perseval.cell": cell.name, "perseval.benchmark": cell.benchmark,
+                         "perseval.status": "complete" if complete else "incomplete",
                          "perseval.agent": cell.agent, "perseval.backbone": cell.backbone or "-",
                          "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
                          "perseval.judge_model": cell.judge_model or "-",
@@ -129,6 +132,9 @@ def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: 
 def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: dict[str, float]) -> None:
     mlflow.log_params({"experiment.name": exp.experiment.name, "experiment.file": exp.path,
                        "experiment.seed": str(exp.experiment.seed), "experiment.key": exp.key()})
+    incomplete = int((headline["status"] == "incomplete").sum()) if "status" in headline else 0
+    mlflow.set_tags({"perseval.status": "incomplete" if incomplete else "complete",
+                     "perseval.incomplete_cells": str(incomplete)})
     mlflow.log_metrics(stats)
     log_table(headline, "headline", None)
     with tempfile.TemporaryDirectory() as tmp:
