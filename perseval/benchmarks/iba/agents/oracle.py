@@ -13,13 +13,13 @@ from typing import Any
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
-from perseval.records import AgentOutput, Document, Instance
+from perseval.records import AgentOutput, Document, Instance, instant
 from perseval.registry import register_agent
 
 
 def latest_evidence(documents: list[Document], scenario: str) -> dict[str, dict[str, Any]]:
     """Dimension -> the signal (dimension, value, ...) of its latest evidence turn of `scenario`."""
-    order = sorted(enumerate(documents), key=lambda p: (p[1].timestamp, p[0]))
+    order = sorted(enumerate(documents), key=lambda p: (instant(p[1].timestamp), p[0]))
     latest: dict[str, dict[str, Any]] = {}
     for _, doc in order:
         if doc.meta.get("scenario") != scenario:
