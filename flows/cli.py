@@ -18,6 +18,12 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 console = Console(width=None if sys.stdout.isatty() else 160)  # logs and CI: keep the table readable
 
 
+def _error(message: object) -> None:
+    """An error as the user sees it: unwrapped (a long path never splits the line), no markup from the text."""
+    console.print("[red]error:[/red] ", end="")
+    console.print(str(message), markup=False, highlight=False, soft_wrap=True)
+
+
 INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: their cells are incomplete
 
 
@@ -68,7 +74,7 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
             summary = run_experiment(str(config), output_root=output_root, dask_address=dask_address,
                                      show_progress=not quiet)
         except PersevalError as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            _error(exc)
             raise typer.Exit(2)
     _print_headline(summary["headline"])
     if any(d.kind == "embedded" for d in exp.deployments.values()):
@@ -85,7 +91,7 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         failed_judg = sum(r["failed_judgments"] for r in incomplete)
         console.print(f"[red]incomplete:[/red] {len(incomplete)} cell(s) hold {failed_out} failed output(s) and "
                       f"{failed_judg} failed judgment(s), left out of their scores; run the same command again "
-                      "to redo only those")
+                      "to redo only those", soft_wrap=True)
         raise typer.Exit(INCOMPLETE_EXIT)
 
 
@@ -99,7 +105,7 @@ def _load_or_exit(config: Path) -> "Any":
         exp = load_experiment(config)
         return exp, make_plan(exp)
     except PersevalError as exc:
-        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        _error(exc)
         raise typer.Exit(2)
 
 
@@ -173,10 +179,10 @@ def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, 
     try:
         a, b = read_label_csv(labels_a), read_label_csv(labels_b)
     except PersevalError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        _error(exc)
         raise typer.Exit(2)
     if not set(a.labels) & set(b.labels):
-        console.print(f"[red]error:[/red] {labels_a} and {labels_b} share no instance_id: nothing to compare")
+        _error(f"{labels_a} and {labels_b} share no instance_id: nothing to compare")
         raise typer.Exit(2)
     report = agreement_report(a, b)
     rows = {**report["dimensions"], "overall": report["overall"]}
