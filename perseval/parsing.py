@@ -14,7 +14,8 @@ import re
 from typing import Any, Sequence
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
-_DECODER = json.JSONDecoder()
+# strict=False: a small model writes raw newlines inside strings, which strict JSON refuses
+_DECODER = json.JSONDecoder(strict=False)
 
 
 def _candidates(text: str) -> list[str]:

@@ -52,6 +52,11 @@ def test_a_verdict_that_also_appears_in_the_quoted_response_is_never_read():
      {"need_alignment": {"score": 4, "feedback": "ok"}, "tone": {"score": 5}}),
     ('{"verdict": true} and then {"verdict": false}', None),  # text after the object: not the whole answer
     ("Yes.", None),
+    # answers of the embedded judge in the quickstart: raw control characters inside strings
+    ('{"verdict":true, "reason":"The user wants to know.\nHere\'s the answer:\n" }',
+     {"verdict": True, "reason": "The user wants to know.\nHere's the answer:\n"}),
+    ('{"tone": {"score": 4, "feedback": "ok"} , "explanation_style":{"score": 5, "feedback": "x}}\n{ "} }',
+     {"tone": {"score": 4, "feedback": "ok"}, "explanation_style": {"score": 5, "feedback": "x}}\n{ "}}),
 ])
 def test_a_cut_off_answer_keeps_the_members_it_completed(text, expected):
     assert read_object_prefix(text) == expected
