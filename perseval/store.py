@@ -36,15 +36,6 @@ class StageStore:
     def has_part(self, part: int | str) -> bool:
         return self.part_path(part).exists()
 
-    def has_final_part(self, part: int | str) -> bool:
-        """The part exists and holds no failed row: a part with failures is redone on the next run
-        (its successful requests come back from the request cache, so only the failures cost)."""
-        path = self.part_path(part)
-        if not path.exists():
-            return False
-        status = pq.read_table(path, columns=["status"]).column("status").to_pylist()
-        return "failed" not in status
-
     def write_part(self, part: int | str, table: pa.Table) -> Path:
         path = self.part_path(part)
         atomic_write_parquet(table, path)

@@ -14,9 +14,7 @@ import socket
 import stat
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Iterator
 
@@ -43,6 +41,7 @@ from perseval.runner import judge_shard, score_outputs
 from perseval.search import SearchError, http_search
 from perseval.stages import _documents_by_owner
 from perseval.store import StageStore
+from tests.http_stub import JsonHandler, completion, serve
 from tests.scripted import ScriptedChat
 
 from .conftest import CONFIGS
@@ -125,40 +124,22 @@ def test_a_damaged_request_cache_is_set_aside_and_replaced(tmp_path, caplog):
 
 @pytest.fixture()
 def echo_server() -> Iterator[tuple[list, str]]:
-    """An endpoint that echoes the Authorization header: in a 401 body, or (path /ok) in a 200 answer."""
+    """An endpoint that echoes the Authorization header: in a 401 body, or (mode "200") in a 200 answer."""
     mode: list = ["401"]
 
-    class Handler(BaseHTTPRequestHandler):
-        def _reply(self, code: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            self.request_json()
             auth = self.headers.get("Authorization", "")
             if mode[0] == "401":
-                self._reply(401, {"error": {"message": f"Invalid API key: {auth}"}})
+                self.reply(401, {"error": {"message": f"Invalid API key: {auth}"}})
             else:
-                self._reply(200, {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                                  "choices": [{"index": 0, "finish_reason": "stop",
-                                               "message": {"role": "assistant", "content": f"you sent {auth}"}}],
-                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                self.reply(200, completion(f"you sent {auth}"))
 
         do_GET = do_POST
 
-        def log_message(self, *a: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield mode, f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
+    with serve(Handler) as url:
+        yield mode, url
 
 
 CANARY = "sk-canary-1234567890abcdef"

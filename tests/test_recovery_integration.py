@@ -12,9 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -28,7 +26,8 @@ from perseval.plan import make_plan
 from perseval.records import AgentOutput
 from perseval.store import StageStore
 
-from .conftest import CONFIGS
+from .conftest import config_tree
+from .http_stub import JsonHandler, serve
 
 pytestmark = pytest.mark.integration
 
@@ -47,18 +46,8 @@ CANARY = "sk-canary-Zx81Qw77Lp09Rt55"
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("recovery")
-    cfg = root / "configs"
-    for kind in ("agents", "retrievers", "deployments"):
-        (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
-            (cfg / kind / f.name).write_text(f.read_text())
-    (cfg / "models").mkdir()
-    model = yaml.safe_load((CONFIGS / "models" / "smollm2-135m.yaml").read_text())
-    model.update(name=MODEL, sampling={"temperature": 0.0, "max_tokens": 48})
-    (cfg / "models" / f"{MODEL}.yaml").write_text(yaml.safe_dump(model))
-    (cfg / "judges").mkdir()
+    cfg = config_tree(root, MODEL, 48)
     (cfg / "judges" / "judge-small.yaml").write_text(yaml.safe_dump({"name": "judge-small", "model": MODEL}))
-    (cfg / "experiments").mkdir()
     (cfg / "experiments" / "recovery.yaml").write_text(yaml.safe_dump(EXP))
     return root
 
@@ -192,29 +181,16 @@ def test_a_deleted_data_part_and_a_damaged_cache_are_repaired_by_a_rerun(workdir
     assert again["llm_requests"] == 0 and _scores(again) == _scores(reference)  # the stage outputs held the rest
 
 
-class _Echo(BaseHTTPRequestHandler):
+class _Echo(JsonHandler):
     """An OpenAI-compatible endpoint that refuses every key and echoes it back, as some do."""
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = json.dumps({"error": {"message": f"Invalid API key: {self.headers.get('Authorization')}"}}).encode()
-        self.send_response(401)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *a: object) -> None:
-        pass
+        self.request_json()
+        self.reply(401, {"error": {"message": f"Invalid API key: {self.headers.get('Authorization')}"}})
 
 
 def test_an_outage_run_exits_3_logs_no_score_and_leaks_no_key(workdir, prefect_api):
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
     cfg = workdir / "configs"
-    (cfg / "deployments" / "echo.yaml").write_text(yaml.safe_dump(
-        {"name": "echo", "kind": "openai", "base_url": f"http://127.0.0.1:{httpd.server_address[1]}/v1",
-         "api_key_env": "PERSEVAL_CANARY_KEY", "retries": 1}))
     (cfg / "models" / "echo-model.yaml").write_text(yaml.safe_dump(
         {"name": "echo-model", "format": "api", "source": "echo", "deployment": "echo"}))
     (cfg / "judges" / "echo-judge.yaml").write_text(yaml.safe_dump({"name": "echo-judge", "model": "echo-model"}))
@@ -222,11 +198,12 @@ def test_an_outage_run_exits_3_logs_no_score_and_leaks_no_key(workdir, prefect_a
            "mlflow": {**EXP["mlflow"], "experiment": "canary"},
            "benchmarks": [EXP["benchmarks"][0], {"name": "apeb", "sample": 1, "agents": ["apeb-no-history"]}]}
     (cfg / "experiments" / "canary.yaml").write_text(yaml.safe_dump(exp))
-    try:
+    with serve(_Echo) as url:
+        (cfg / "deployments" / "echo.yaml").write_text(yaml.safe_dump(
+            {"name": "echo", "kind": "openai", "base_url": f"{url}/v1", "api_key_env": "PERSEVAL_CANARY_KEY",
+             "retries": 1}))
         rc, summary, out = _finish(_cli_run(workdir, prefect_api, workdir / "canary", "canary", "canary",
                                             {"PERSEVAL_CANARY_KEY": CANARY}), workdir, "canary")
-    finally:
-        httpd.shutdown()
     assert rc == 3 and "incomplete:" in out, out[-3000:]
     assert all(r["score"] is None and r["failed_outputs"] > 0 and r["status"] == "incomplete"
                for r in summary["headline"]), summary["headline"]
