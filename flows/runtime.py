@@ -7,6 +7,7 @@ unfinished task runs, so the Prefect UI does not show abandoned runs as live.
 """
 from __future__ import annotations
 
+import logging
 import socket
 from typing import Any
 
@@ -23,6 +24,7 @@ from prefect_dask import DaskTaskRunner
 from perseval.config import DaskSettings, load_experiment
 from perseval.llm.deployments import HOST
 
+log = logging.getLogger("perseval.runtime")
 OWNER_TAG = "perseval-owner"
 UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
 
@@ -85,7 +87,10 @@ def run_experiment(config_path: str, *, output_root: str | None = None, dask_add
     from flows.evaluate import evaluate
 
     exp = load_experiment(config_path)
-    mark_stale_runs()
+    try:
+        mark_stale_runs()
+    except Exception as exc:  # housekeeping: never the reason a run does not start
+        log.warning("could not check for stale flow runs: %s", exc)
     runner = task_runner(exp.experiment.dask, dask_address)
     with tags(owner_tag()):
         return evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
