@@ -12,6 +12,7 @@ import socket
 from typing import Any
 
 import psutil
+from prefect_dask import DaskTaskRunner  # first: imported after other prefect modules, Dask's log config is lost
 from prefect import tags
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterId, FlowRunFilterState,
@@ -19,7 +20,6 @@ from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterId, Flow
                                             TaskRunFilterStateType)
 from prefect.client.schemas.objects import StateType
 from prefect.states import Crashed
-from prefect_dask import DaskTaskRunner
 
 from perseval.config import DaskSettings, load_experiment
 from perseval.llm.deployments import HOST
