@@ -29,21 +29,23 @@ INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: t
 
 def _print_headline(rows: list[dict]) -> None:
     table = Table(title="Headline scores (0-100)")
-    cols = ["benchmark", "agent", "backbone", "retriever", "judge", "metric", "score", "n", "unscored_items",
-            "unscored_share", "invalid_outputs", "failed_outputs", "status"]
-    numeric = {"score", "n", "unscored_items", "unscored_share", "invalid_outputs", "failed_outputs"}
-    for c in cols:
-        table.add_column(c, justify="right" if c in numeric else "left")
+    cols = {"benchmark": "benchmark", "agent": "agent", "backbone": "backbone", "retriever": "retriever",
+            "judge": "judge", "metric": "metric", "score": "score", "n": "n", "unscored_items": "unscored",
+            "invalid_outputs": "invalid", "failed_outputs": "failed", "status": "status"}
+    numeric = {"score", "n", "unscored_items", "invalid_outputs", "failed_outputs"}
+    for key, label in cols.items():
+        table.add_column(label, justify="right" if key in numeric else "left")
     for r in rows:
-        table.add_row(*[_cell_text(c, r.get(c)) for c in cols])
+        table.add_row(*[_cell_text(c, r) for c in cols])
     console.print(table)
 
 
-def _cell_text(column: str, value: Any) -> str:
+def _cell_text(column: str, row: dict) -> str:
+    value = row.get(column)
     if column == "score" and value is not None:
         return f"{value:.1f}"
-    if column == "unscored_share":
-        return "-" if value is None else f"{value:.0f}%"
+    if column == "unscored_items" and row.get("unscored_share") is not None:
+        return f"{value} ({row['unscored_share']:.0f}%)"  # items a judge left unscored, and their share
     return "" if value is None else str(value)
 
 
