@@ -18,18 +18,35 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 console = Console(width=None if sys.stdout.isatty() else 160)  # logs and CI: keep the table readable
 
 
+def _error(message: object) -> None:
+    """An error as the user sees it: unwrapped (a long path never splits the line), no markup from the text."""
+    console.print("[red]error:[/red] ", end="")
+    console.print(str(message), markup=False, highlight=False, soft_wrap=True)
+
+
+INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: their cells are incomplete
+
+
 def _print_headline(rows: list[dict]) -> None:
     table = Table(title="Headline scores (0-100)")
-    cols = ["benchmark", "agent", "backbone", "retriever", "judge", "metric", "score", "n", "unscored_items",
-            "invalid_outputs", "failed_outputs"]
-    for c in cols:
-        table.add_column(c, justify="right" if c in {"score", "n", "unscored_items", "invalid_outputs",
-                                                      "failed_outputs"} else "left")
+    cols = {"benchmark": "benchmark", "agent": "agent", "backbone": "backbone", "retriever": "retriever",
+            "judge": "judge", "metric": "metric", "score": "score", "n": "n", "unscored_items": "unscored",
+            "invalid_outputs": "invalid", "failed_outputs": "failed", "status": "status"}
+    numeric = {"score", "n", "unscored_items", "invalid_outputs", "failed_outputs"}
+    for key, label in cols.items():
+        table.add_column(label, justify="right" if key in numeric else "left")
     for r in rows:
-        score = r.get("score")
-        table.add_row(*[(f"{score:.1f}" if c == "score" and score is not None else str(r.get(c, "")))
-                        for c in cols])
+        table.add_row(*[_cell_text(c, r) for c in cols])
     console.print(table)
+
+
+def _cell_text(column: str, row: dict) -> str:
+    value = row.get(column)
+    if column == "score" and value is not None:
+        return f"{value:.1f}"
+    if column == "unscored_items" and row.get("unscored_share") is not None:
+        return f"{value} ({row['unscored_share']:.0f}%)"  # items a judge left unscored, and their share
+    return "" if value is None else str(value)
 
 
 def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[str]:
@@ -59,7 +76,7 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
             summary = run_experiment(str(config), output_root=output_root, dask_address=dask_address,
                                      show_progress=not quiet)
         except PersevalError as exc:
-            console.print(f"[red]error:[/red] {exc}")
+            _error(exc)
             raise typer.Exit(2)
     _print_headline(summary["headline"])
     if any(d.kind == "embedded" for d in exp.deployments.values()):
@@ -70,6 +87,14 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
                   f"'{summary['experiment']}'); open the UI with: perseval ui")
     if summary_json:
         summary_json.write_text(json.dumps(summary, indent=2, default=str))
+    incomplete = [r for r in summary["headline"] if r.get("status") == "incomplete"]
+    if incomplete:
+        failed_out = sum(r["failed_outputs"] for r in incomplete)
+        failed_judg = sum(r["failed_judgments"] for r in incomplete)
+        console.print(f"[red]incomplete:[/red] {len(incomplete)} cell(s) hold {failed_out} failed output(s) and "
+                      f"{failed_judg} failed judgment(s), left out of their scores; run the same command again "
+                      "to redo only those", soft_wrap=True)
+        raise typer.Exit(INCOMPLETE_EXIT)
 
 
 def _load_or_exit(config: Path) -> "Any":
@@ -82,7 +107,7 @@ def _load_or_exit(config: Path) -> "Any":
         exp = load_experiment(config)
         return exp, make_plan(exp)
     except PersevalError as exc:
-        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        _error(exc)
         raise typer.Exit(2)
 
 
@@ -154,10 +179,14 @@ def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, 
     from perseval.errors import PersevalError
 
     try:
-        report = agreement_report(read_label_csv(labels_a), read_label_csv(labels_b))
+        a, b = read_label_csv(labels_a), read_label_csv(labels_b)
     except PersevalError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        _error(exc)
         raise typer.Exit(2)
+    if not set(a.labels) & set(b.labels):
+        _error(f"{labels_a} and {labels_b} share no instance_id: nothing to compare")
+        raise typer.Exit(2)
+    report = agreement_report(a, b)
     rows = {**report["dimensions"], "overall": report["overall"]}
     console.print(pd.DataFrame(rows).T.to_markdown(floatfmt=".3f"))
     console.print(f"mean AC1 over dimensions: {report['mean_ac1']}")

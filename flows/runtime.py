@@ -1,21 +1,85 @@
-"""Running the evaluate flow with the task runner an experiment file asks for."""
+"""Running the evaluate flow with the task runner an experiment file asks for.
+
+Each run's flow run carries an owner tag (host, PID and start time of the perseval
+process). Before a run starts, flow runs of this host that are still RUNNING although
+their owner process is gone (kill -9, a crash, a reboot) are marked Crashed, with their
+unfinished task runs, so the Prefect UI does not show abandoned runs as live.
+"""
 from __future__ import annotations
 
+import logging
+import socket
 from typing import Any
 
-from prefect_dask import DaskTaskRunner
+import psutil
+from prefect_dask import DaskTaskRunner  # first: imported after other prefect modules, Dask's log config is lost
+from prefect import tags
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterId, FlowRunFilterState,
+                                            FlowRunFilterStateType, TaskRunFilter, TaskRunFilterState,
+                                            TaskRunFilterStateType)
+from prefect.client.schemas.objects import StateType
+from prefect.states import Crashed
 
 from perseval.config import DaskSettings, load_experiment
+from perseval.llm.deployments import HOST
+
+log = logging.getLogger("perseval.runtime")
+OWNER_TAG = "perseval-owner"
+UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
 
 
 def task_runner(settings: DaskSettings, address: str | None = None) -> DaskTaskRunner:
-    """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes."""
+    """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes.
+
+    The LocalCluster has no dashboard. A Dask scheduler always opens an HTTP port (health and metrics), by
+    default 8787 whatever the dashboard setting; it gets a free loopback port instead."""
     addr = address or settings.address
     if addr:
         return DaskTaskRunner(address=addr)
     return DaskTaskRunner(cluster_kwargs={"n_workers": settings.n_workers,
                                           "threads_per_worker": settings.threads_per_worker,
-                                          "processes": True, "dashboard_address": None})
+                                          "processes": True, "dashboard_address": f"{HOST}:0",
+                                          "scheduler_kwargs": {"dashboard": False}})
+
+
+def owner_tag(pid: int | None = None) -> str:
+    """`perseval-owner:<host>:<pid>:<process start time>`: a PID alone could be reused by another process."""
+    proc = psutil.Process(pid)
+    return f"{OWNER_TAG}:{socket.gethostname()}:{proc.pid}:{int(proc.create_time())}"
+
+
+def owner_gone(tag: str) -> bool:
+    """Whether the process an owner tag names is gone; False for another host's run (it cannot be checked)."""
+    _, host, pid, started = tag.rsplit(":", 3)
+    if host != socket.gethostname():
+        return False
+    try:
+        return int(psutil.Process(int(pid)).create_time()) != int(started)
+    except psutil.NoSuchProcess:
+        return True
+
+
+def mark_stale_runs() -> list[str]:
+    """Mark RUNNING flow runs whose owner process is gone as Crashed, with their unfinished task runs.
+    Returns the ids of the flow runs marked."""
+    marked = []
+    with get_client(sync_client=True) as client:
+        running = client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            state=FlowRunFilterState(type=FlowRunFilterStateType(any_=[StateType.RUNNING]))), limit=200)
+        for fr in running:
+            tag = next((t for t in fr.tags if t.startswith(OWNER_TAG + ":")), None)
+            if tag is None or not owner_gone(tag):
+                continue
+            message = "the perseval process running it is gone (killed or crashed); marked by a later run"
+            client.set_flow_run_state(fr.id, Crashed(message=message), force=True)
+            tasks = client.read_task_runs(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[fr.id])),
+                task_run_filter=TaskRunFilter(state=TaskRunFilterState(type=TaskRunFilterStateType(any_=UNFINISHED))))
+            for tr in tasks:
+                client.set_task_run_state(tr.id, Crashed(message=message), force=True)
+            marked.append(str(fr.id))
+    return marked
 
 
 def run_experiment(config_path: str, *, output_root: str | None = None, dask_address: str | None = None,
@@ -24,7 +88,12 @@ def run_experiment(config_path: str, *, output_root: str | None = None, dask_add
     from flows.evaluate import evaluate
 
     exp = load_experiment(config_path)
+    try:
+        mark_stale_runs()
+    except Exception as exc:  # housekeeping: never the reason a run does not start
+        log.warning("could not check for stale flow runs: %s", exc)
     runner = task_runner(exp.experiment.dask, dask_address)
-    return evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
-                                                      stop_after=stop_after, sample=sample,
-                                                      show_progress=show_progress)
+    with tags(owner_tag()):
+        return evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
+                                                          stop_after=stop_after, sample=sample,
+                                                          show_progress=show_progress)

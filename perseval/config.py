@@ -282,6 +282,9 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
     retrievers = {n: res.named("retrievers", RetrieverConfig, n, path, "retrievers") for n in exp.retrievers}
     agents: dict[str, AgentConfig] = {}
     for i, bench in enumerate(exp.benchmarks):
+        if bench.source and not Path(bench.source).exists():
+            raise ConfigError(f"{path}: key 'benchmarks.{i}.source': {bench.source!r} does not exist (a relative "
+                              "path is read from the folder perseval runs in)")
         for name in bench.agents:
             agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
         for role, name in components.construction_models(bench, exp.backbones, str(path), i).items():

@@ -7,9 +7,22 @@ as JSON text in Parquet so every benchmark shares one schema per stage.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 CORPUS_OWNER = "__corpus__"  # owner id of documents that belong to a search corpus, not a user
+_EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def instant(timestamp: str) -> datetime:
+    """An ISO 8601 timestamp as the instant it names, for ordering histories: 10:00+09:00 comes before
+    05:00Z, which text order gets wrong. A timestamp without a zone is taken as UTC; an empty or
+    unreadable one sorts first."""
+    try:
+        t = datetime.fromisoformat(timestamp)
+    except (TypeError, ValueError):
+        return _EARLIEST
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
 @dataclass

@@ -23,20 +23,32 @@ def cell_frame(score: dict[str, Any]) -> pd.DataFrame:
     return table.set_index("group") if not table.empty else table
 
 
+def is_complete(score: dict[str, Any]) -> bool:
+    """A cell is complete when no agent output and no judgment of it failed (a re-run redoes those)."""
+    return not score["outputs"].get("failed", 0) and not score["judgments"].get("failed", 0)
+
+
 def headline(plan: Plan, scores: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per cell: the headline metric over the scored instances, and beside it what was left out."""
     rows = []
     for cell in plan.cells:
         s = scores[cell.key]
         table = cell_frame(s)
         metric = s["headline_metric"]
         overall = table.loc[OVERALL] if OVERALL in table.index else {}
+        share = overall.get("unscored_share")
         rows.append({"benchmark": cell.benchmark, "agent": cell.agent, "backbone": cell.backbone or "-",
                      "retriever": cell.retriever, "judge": cell.judge, "metric": metric,
-                     "score": overall.get(metric), "n": _int(overall.get("n")),
-                     "unscored_items": _int(overall.get("unscored_items")),
+                     "score": _float(overall.get(metric)), "n": _int(overall.get("n")),
+                     "unscored_items": _int(overall.get("unscored_items")), "unscored_share": _float(share),
                      "invalid_outputs": s["outputs"].get("invalid", 0), "failed_outputs": s["outputs"].get("failed", 0),
-                     "failed_judgments": s["judgments"].get("failed", 0)})
+                     "failed_judgments": s["judgments"].get("failed", 0),
+                     "status": "complete" if is_complete(s) else "incomplete"})
     return pd.DataFrame(rows)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None or value != value else float(value)
 
 
 def _int(value: Any) -> int | None:
@@ -69,5 +81,5 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
                      "judgments_failed": float(s["judgments"].get("failed", 0))}
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
-            log_cell(exp, cell, table, s["metrics"], extra, dirs)
+            log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s))
         return parent.info.run_id

@@ -13,6 +13,7 @@ from typing import Awaitable, Sequence, TypeVar
 from perseval.agents.base import Agent, AgentContext
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.redact import redact
 
 T = TypeVar("T")
 
@@ -22,7 +23,7 @@ async def _gather(coros: list[Awaitable[T]]) -> list[T]:
 
 
 def _error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"[:4000]
+    return redact(f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")[:4000]
 
 
 async def run_agent_shard(agent: Agent, agent_name: str, instances: Sequence[Instance], ctx: AgentContext,
@@ -39,7 +40,10 @@ async def run_agent_shard(agent: Agent, agent_name: str, instances: Sequence[Ins
 
 async def judge_shard(judges: Sequence[Judge], bindings: Sequence[JudgeBinding], instances: dict[str, Instance],
                       outputs: Sequence[AgentOutput]) -> list[Judgment]:
-    """Every judge that applies to an output's instance, once per binding (judge repeat)."""
+    """Every judge that applies to an output's instance, once per binding (judge repeat).
+
+    A failed output is not an answer (the request failed, the agent said nothing): no judge sees it, so it
+    has no judgment and no score; the tables count it beside the score and the cell is incomplete."""
     async def one(judge: Judge, out: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
         inst = instances[out.instance_id]
         try:
@@ -47,7 +51,7 @@ async def judge_shard(judges: Sequence[Judge], bindings: Sequence[JudgeBinding],
         except Exception as exc:  # recorded as a failed judgment with the error as its raw text
             return [judge.judgment(inst, out, binding, "*", None, "failed", raw=_error(exc))]
 
-    nested = await _gather([one(j, o, b) for o in outputs for b in bindings for j in judges
+    nested = await _gather([one(j, o, b) for o in outputs if o.status != "failed" for b in bindings for j in judges
                             if j.applies(instances[o.instance_id])])
     return [j for js in nested for j in js]
 

@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Awaitable, Callable
 
 import httpx
@@ -15,8 +14,14 @@ from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_ex
 
 from perseval.errors import ConfigError
 from perseval.records import CORPUS_OWNER, Instance, Passage
+from perseval.redact import redact, secret_from_env
 
 Search = Callable[[Instance, str, int], Awaitable[list[Passage]]]
+
+
+class SearchError(RuntimeError):
+    """A web search that still failed after its retries (the message is redacted)."""
+
 TRANSIENT = (httpx.TransportError, httpx.HTTPStatusError)
 
 
@@ -45,7 +50,7 @@ def http_search(cfg: dict[str, Any]) -> Search:
     """GET <url>?<query_param>=...&<count_param>=k; results at `results_path`, text from `text_fields`.
 
     The API key is read from the variable `api_key_env` and sent in `key_header` (default
-    Authorization: Bearer ...); it is never stored or logged.
+    Authorization: Bearer ...); it is never stored or logged: it is masked in errors and results.
     """
     if not cfg.get("url"):
         raise ConfigError("search: an http back end needs `url`")
@@ -58,7 +63,7 @@ def http_search(cfg: dict[str, Any]) -> Search:
         env = cfg.get("api_key_env")
         if not env:
             return {}
-        key = os.environ.get(env, "")
+        key = secret_from_env(env)
         header = cfg.get("key_header", "Authorization")
         return {header: f"Bearer {key}" if header == "Authorization" else key}
 
@@ -71,13 +76,18 @@ def http_search(cfg: dict[str, Any]) -> Search:
             return resp.json()
 
     async def search(inst: Instance, query: str, k: int) -> list[Passage]:
-        items = _dig(await fetch(query, k), results_path)
+        try:
+            found = await fetch(query, k)
+        except httpx.HTTPError as exc:  # the error text may carry the key (an echoing endpoint)
+            body = exc.response.text[:500] if isinstance(exc, httpx.HTTPStatusError) else ""
+            raise SearchError(redact(f"search failed: {type(exc).__name__}: {exc} {body}".strip())) from None
+        items = _dig(found, results_path)
         out = []
         for i, item in enumerate(items[:k] if k else items):
             text = next((str(item[f]) for f in text_fields if isinstance(item, dict) and item.get(f)), "")
             title = str(item.get("title", "")) if isinstance(item, dict) else ""
             doc_id = str(item.get("url", f"web-{i}")) if isinstance(item, dict) else f"web-{i}"
-            out.append(Passage(doc_id, 0, f"{title}: {text}" if title else text, 1.0 / (i + 1)))
+            out.append(Passage(redact(doc_id), 0, redact(f"{title}: {text}" if title else text), 1.0 / (i + 1)))
         return out
 
     return search

@@ -32,7 +32,9 @@ from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import group_table, scores_frame
 from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, shards
-from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage
+from perseval.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
+                              instant)
+from perseval.redact import redact_records
 from perseval.registry import benchmark_class, load_plugins
 from perseval.retrieval.base import ChunkIndex
 from perseval.runner import judge_shard, run_agent_shard, score_outputs
@@ -158,7 +160,7 @@ def _documents_by_owner(docs: list[Document]) -> dict[str, list[Document]]:
     for d in docs:
         out[d.owner].append(d)
     for v in out.values():
-        v.sort(key=lambda d: d.timestamp)
+        v.sort(key=lambda d: instant(d.timestamp))
     return out
 
 
@@ -210,7 +212,7 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
             if ctx.llm is not None:
                 await ctx.llm.aclose()  # type: ignore[attr-defined]
 
-    outputs = asyncio.run(work())
+    outputs = redact_records(asyncio.run(work()))  # no key reaches a stored text
     rt.store("run", unit.key).write_records(shard, outputs, AgentOutput)
     return _summary(outputs, unit.key)
 
@@ -242,7 +244,7 @@ def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
         finally:
             await client.aclose()
 
-    judgments = asyncio.run(work())
+    judgments = redact_records(asyncio.run(work()))
     rt.store("judge", unit.key).write_records(shard, judgments, Judgment)
     return _summary(judgments, unit.key)
 
@@ -264,6 +266,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
     outputs = rt.store("run", cell.run.key).read_records(AgentOutput)
     judgments = rt.store("judge", cell.judged.key).read_records(Judgment)
     scores = score_outputs(judges, by_id, outputs, judgments)
+    failed = Counter(by_id[o.instance_id].group for o in outputs if o.status == "failed")  # no score: counted
     bench = benchmark_class(cell.benchmark)
     declared = list(dict.fromkeys(m for j in judges for m in j.metrics))
     headline = bench.headline_metric if bench.headline_metric in declared else declared[0]
@@ -276,7 +279,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
                          "headline_metric": headline, "group_label": bench.group_label,
                          "outputs": dict(Counter(o.status for o in outputs)),
                          "judgments": dict(Counter(j.status for j in judgments)),
-                         "table": group_table(scores, metrics).reset_index().to_dict("records")})
+                         "table": group_table(scores, metrics, failed).reset_index().to_dict("records")})
 
 
 def score_summary(root: str, cell: Cell) -> dict[str, Any]:

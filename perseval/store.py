@@ -2,7 +2,8 @@
 
 A part is written to a temporary file in the same folder and renamed into
 place, so a crash never leaves a half-written Parquet file that a later run
-would mistake for a finished one.
+would mistake for a finished one. Files get the mode the umask gives any new
+file (a temporary file is created private; it is opened up before the rename).
 """
 from __future__ import annotations
 
@@ -35,15 +36,6 @@ class StageStore:
 
     def has_part(self, part: int | str) -> bool:
         return self.part_path(part).exists()
-
-    def has_final_part(self, part: int | str) -> bool:
-        """The part exists and holds no failed row: a part with failures is redone on the next run
-        (its successful requests come back from the request cache, so only the failures cost)."""
-        path = self.part_path(part)
-        if not path.exists():
-            return False
-        status = pq.read_table(path, columns=["status"]).column("status").to_pylist()
-        return "failed" not in status
 
     def write_part(self, part: int | str, table: pa.Table) -> Path:
         path = self.part_path(part)
@@ -108,13 +100,32 @@ def unit_lock(root: str | Path, stage: str, key: str, part: int | str = "all") -
     return FileLock(str(path))
 
 
+def _umask() -> int:
+    """The process umask (read from /proc on Linux; elsewhere set and restored at once)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _publish(tmp: str, path: Path) -> None:
+    """Give the temporary file the mode a new file gets (mkstemp makes it 0600), then rename it into place."""
+    os.chmod(tmp, 0o666 & ~_umask())
+    os.replace(tmp, path)
+
+
 def atomic_write_parquet(table: pa.Table, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".parquet")
     os.close(fd)
     try:
         pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        _publish(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -126,7 +137,7 @@ def atomic_write_text(text: str, path: Path) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        os.replace(tmp, path)
+        _publish(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

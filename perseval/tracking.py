@@ -132,9 +132,11 @@ def cell_tags(exp: ResolvedExperiment, cell: Cell, metrics: list[str]) -> dict[s
 
 
 def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: list[str],
-             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path]) -> str:
+             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path], complete: bool = True) -> str:
+    """`complete` False: some output or judgment failed, so the scores cover only the rest (tag
+    perseval.status = incomplete; a re-run redoes the failed parts)."""
     with mlflow.start_run(run_name=cell.name, nested=True) as run:
-        mlflow.set_tags(cell_tags(exp, cell, metrics))
+        mlflow.set_tags({**cell_tags(exp, cell, metrics), "perseval.status": "complete" if complete else "incomplete"})
         mlflow.log_params(cell_params(exp, cell))
         values = table_metrics(table, metrics)
         # every benchmark's headline also under one name, so runs of different benchmarks sort and chart together
@@ -151,6 +153,9 @@ def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: 
 def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: dict[str, float]) -> None:
     mlflow.log_params({"experiment.name": exp.experiment.name, "experiment.file": exp.path,
                        "experiment.seed": str(exp.experiment.seed), "experiment.key": exp.key()})
+    incomplete = int((headline["status"] == "incomplete").sum()) if "status" in headline else 0
+    mlflow.set_tags({"perseval.status": "incomplete" if incomplete else "complete",
+                     "perseval.incomplete_cells": str(incomplete)})
     mlflow.log_metrics(stats)
     log_table(headline, "headline", None)
     with tempfile.TemporaryDirectory() as tmp:

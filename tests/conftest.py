@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -12,6 +13,23 @@ CONFIGS = REPO / "configs"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def config_tree(root: Path, model: str, max_tokens: int) -> Path:
+    """A config folder of its own under `root`: the shipped agents, retrievers and deployments, the embedded
+    SmolLM2 as `model` with answers of at most `max_tokens`, and empty judges/ and experiments/."""
+    cfg = root / "configs"
+    for kind in ("agents", "retrievers", "deployments"):
+        (cfg / kind).mkdir(parents=True)
+        for f in (CONFIGS / kind).glob("*.yaml"):
+            (cfg / kind / f.name).write_text(f.read_text())
+    (cfg / "models").mkdir()
+    spec = yaml.safe_load((CONFIGS / "models" / "smollm2-135m.yaml").read_text())
+    spec.update(name=model, sampling={"temperature": 0.0, "max_tokens": max_tokens})
+    (cfg / "models" / f"{model}.yaml").write_text(yaml.safe_dump(spec))
+    (cfg / "judges").mkdir()
+    (cfg / "experiments").mkdir()
+    return cfg
 
 
 @pytest.fixture

@@ -281,17 +281,25 @@ def test_judge_failed_request_is_failed() -> None:
     assert len(got) == 8 and all(j.status == "failed" and j.score is None for j in got)
 
 
-def test_agent_failure_scores_floor_without_calling_judge() -> None:
+def test_an_invalid_response_scores_floor_without_calling_judge() -> None:
     model = scripted_judge(VALID)
     inst = instance(["c0", "c1"])
-    got = judge_all(inst, output("", status="failed"), JudgeBinding("j", model))
+    got = judge_all(inst, output("", status="invalid"), JudgeBinding("j", model))
     assert model.calls == []
     assert [j.score for j in got if j.kind == "claim"] == [0.0, 0.0]
     assert [j.score for j in got if j.kind == "criterion"] == [1.0] * 4
     assert all(j.status == "scored" and j.feedback == NO_RESPONSE for j in got)
-    scores = {s.metric: s.value for s in score_all(inst, output("", "failed"), got)}
+    scores = {s.metric: s.value for s in score_all(inst, output("", "invalid"), got)}
     assert scores == {"need_alignment": 20.0, "content_depth": 20.0, "tone": 20.0,
                       "explanation_style": 20.0, "personalization": 20.0, "recall": 0.0}
+
+
+def test_a_failed_output_is_neither_judged_nor_scored() -> None:
+    model = scripted_judge(VALID)
+    inst = instance(["c0", "c1"])
+    got = judge_all(inst, output("", status="failed"), JudgeBinding("j", model))
+    assert model.calls == [] and got == []
+    assert score_all(inst, output("", "failed"), got) == []
 
 
 # --- score --------------------------------------------------------------------------------------

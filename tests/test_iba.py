@@ -222,9 +222,9 @@ def test_judge_yes_no_garbage_and_failed():
 def test_invalid_agent_output_scores_zero_without_asking_the_judge():
     inst = generate_instance()
     judge = ScriptedChat('{"verdict": true, "reason": "fits"}')
-    judgments, score = judge_and_score(inst, text_output(inst, status="failed", text=""), JudgeBinding("j", judge))
+    judgments, score = judge_and_score(inst, text_output(inst, status="invalid", text=""), JudgeBinding("j", judge))
     assert judge.calls == [] and score.value == 0.0
-    assert all(j.status == "scored" and "failed" in j.feedback for j in judgments)
+    assert all(j.status == "scored" and "invalid" in j.feedback for j in judgments)
 
 
 def api_instance():

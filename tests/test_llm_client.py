@@ -4,10 +4,7 @@ raised, never cached), a timeout, and the request cache (a hit sends nothing).""
 from __future__ import annotations
 
 import asyncio
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
 
 import pytest
@@ -16,6 +13,7 @@ from perseval.config import Sampling
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
+from tests.http_stub import JsonHandler, completion, serve
 
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}
 
@@ -32,37 +30,20 @@ class Script:
 def server() -> Iterator[tuple[Script, str]]:
     script = Script("ok")
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def do_POST(self) -> None:
-            script.requests.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            script.requests.append(self.request_json())
             answer = script.answers[min(len(script.requests) - 1, len(script.answers) - 1)]
             if isinstance(answer, float):
                 time.sleep(answer)
                 answer = "late"
             if isinstance(answer, int):
-                self.send_response(answer)
-                self.end_headers()
+                self.reply(answer)
                 return
-            body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "m",
-                               "choices": [{"index": 0, "finish_reason": "stop",
-                                            "message": {"role": "assistant", "content": answer}}],
-                               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.reply(200, completion(answer))
 
-        def log_message(self, *a: object) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield script, f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        httpd.shutdown()
+    with serve(Handler) as url:
+        yield script, f"{url}/v1"
 
 
 def client(url: str, tmp_path, kind: str = "vllm", retries: int = 2, timeout_s: float = 10.0,

@@ -13,7 +13,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 
-from .conftest import CONFIGS
+from .conftest import config_tree
 
 pytestmark = pytest.mark.integration
 
@@ -36,20 +36,10 @@ TINY = {
 def workdir(tmp_path_factory) -> Path:
     """A config tree of its own: the shipped agents and retrievers, a small-output model, two judges."""
     root = tmp_path_factory.mktemp("tiny")
-    cfg = root / "configs"
-    for kind in ("agents", "retrievers", "deployments"):
-        (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
-            (cfg / kind / f.name).write_text(f.read_text())
-    (cfg / "models").mkdir()
-    model = yaml.safe_load((CONFIGS / "models" / "smollm2-135m.yaml").read_text())
-    model.update(name="smollm2-tiny", sampling={"temperature": 0.0, "max_tokens": 48})
-    (cfg / "models" / "smollm2-tiny.yaml").write_text(yaml.safe_dump(model))
-    (cfg / "judges").mkdir()
+    cfg = config_tree(root, "smollm2-tiny", 48)
     for name, max_tokens in (("judge-a", 40), ("judge-b", 41)):  # judge-b differs only in one setting
         (cfg / "judges" / f"{name}.yaml").write_text(yaml.safe_dump(
             {"name": name, "model": "smollm2-tiny", "sampling": {"temperature": 0.0, "max_tokens": max_tokens}}))
-    (cfg / "experiments").mkdir()
     (cfg / "experiments" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     (cfg / "experiments" / "tiny-judge-b.yaml").write_text(yaml.safe_dump({**TINY, "judges": ["judge-b"]}))
     return root

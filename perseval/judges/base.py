@@ -5,12 +5,17 @@ rank) and turns the judgments of one output into instance-level metrics. An LLM
 judge is a model bound to the judge role (`JudgeBinding`); a rule judge has no
 model. The `judge` column of every table is the name of the binding that
 really produced the number.
+
+A `failed` agent output (the request failed after retries) is not an answer:
+the runner never hands it to a judge, so it has no judgment and no score and is
+counted beside the score instead. An `invalid` output (the agent answered,
+unusably) is judged, and each judge scores it as a miss.
 """
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from perseval.llm.base import ChatModel
 from perseval.params import Configurable
@@ -63,3 +68,33 @@ class Judge(Configurable, ABC):
 def scored_values(judgments: list[Judgment]) -> list[float]:
     """The scores of the judgments that were scored (unscored and failed ones are left out, never 0)."""
     return [j.score for j in judgments if j.status == "scored" and j.score is not None]
+
+
+# Tokens one JSON member costs besides its value: the quoted key, colon, comma and the bit of whitespace
+# a grammar lets the model put between members.
+_MEMBER_TOKENS = 4
+_UNBOUNDED_STRING_TOKENS = 96
+
+
+def answer_budget(schema: dict[str, Any], slack: int = 16) -> int:
+    """max_tokens that fits a whole answer of `schema`, so a judge answer is never cut off by the limit.
+
+    Strings are counted at 3 characters a token (English averages about 4) up to their `maxLength`; an
+    unbounded string gets a fixed allowance, and the tolerant reader keeps what was said before a cut."""
+    return _tokens(schema) + slack
+
+
+def _tokens(schema: dict[str, Any]) -> int:
+    if "enum" in schema:
+        return 2 + max(len(str(v)) for v in schema["enum"]) // 3
+    kind = schema.get("type")
+    if kind == "object":
+        props = schema.get("properties", {})
+        return 2 + sum(len(k) // 3 + _MEMBER_TOKENS + _tokens(v) for k, v in props.items())
+    if kind == "array":
+        return 2 + int(schema.get("maxItems", 8)) * (_tokens(schema.get("items", {})) + 1)
+    if kind == "string":
+        return 2 + (-(-int(schema["maxLength"]) // 3) if "maxLength" in schema else _UNBOUNDED_STRING_TOKENS)
+    if kind in ("integer", "number"):
+        return 4
+    return 2

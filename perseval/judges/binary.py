@@ -1,19 +1,24 @@
 """One binary judgment (is this checkpoint met? is this claim present? is this instance valid?).
 
-The judge model answers JSON {"<key>": bool, "reason": str}; a failed request is `failed`, an
-answer that cannot be read is `unscored` with its raw text, never a 0.
+The judge model answers JSON {"<key>": bool, "reason": str}, the verdict first and the reason
+bounded, so the whole answer fits the max_tokens sized from the schema, and an answer cut off
+anyway still gives its verdict. A failed request is `failed`; an answer that cannot be read is
+`unscored` with its raw text, never a 0.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
+from perseval.judges.base import answer_budget
 from perseval.llm.base import ChatModel
 from perseval.parsing import parse_binary
 
+REASON_CHARS = 200  # one sentence: bounds the answer, so max_tokens can be sized from the schema
+REASON: dict[str, Any] = {"type": "string", "maxLength": REASON_CHARS}
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
+    "properties": {"verdict": {"type": "boolean"}, "reason": REASON},  # verdict first: it survives a cut
     "required": ["verdict", "reason"],
 }
 
@@ -26,13 +31,16 @@ class Verdict:
     feedback: str
 
 
-async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, repeat: int = 0,
-                         max_tokens: int | None = None, schema: dict[str, Any] = VERDICT_SCHEMA,
+async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, quoted: Sequence[str] = (),
+                         repeat: int = 0, max_tokens: int | None = None, schema: dict[str, Any] = VERDICT_SCHEMA,
                          key: str = "verdict") -> Verdict:
-    result = await model.chat(messages, json_schema=schema, max_tokens=max_tokens, repeat=repeat)
+    """`quoted`: the untrusted texts the messages quote; a verdict that also appears in them is not read.
+    `max_tokens` None: sized from the schema."""
+    result = await model.chat(messages, json_schema=schema, max_tokens=max_tokens or answer_budget(schema),
+                              repeat=repeat)
     if result.status != "ok":
         return Verdict(None, "failed", result.text, result.error)
-    score, reason = parse_binary(result.text, key=key)
+    score, reason = parse_binary(result.text, key=key, structured=True, quoted=quoted)
     if score is None:
         return Verdict(None, "unscored", result.text, "judge answer could not be parsed")
     return Verdict(score, "scored", result.text, reason)

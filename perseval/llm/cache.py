@@ -4,10 +4,14 @@ SQLite in WAL mode with a busy timeout is safe for the many writers a run has
 (Dask worker processes, each with many requests in flight). The cache key
 covers everything that can change an answer, so a cached answer is never
 re-requested and an interrupted shard resumes where it stopped.
+
+It is a cache: a damaged file is moved aside (kept, for a look), a fresh one
+is started and the run goes on (finished results live in the stage outputs).
 """
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -33,13 +37,36 @@ def request_key(identity: str, messages: list[dict[str, Any]], sampling: dict[st
     return content_key(identity, messages, sampling, seed, repeat, extra or {}, length=40)
 
 
+log = logging.getLogger("perseval.cache")
+
+
 class RequestCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self._conn() as con:
-            con.executescript(_SCHEMA)
+        try:
+            with self._conn() as con:
+                con.executescript(_SCHEMA)
+                con.execute("SELECT COUNT(*) FROM responses LIMIT 1").fetchone()
+        except sqlite3.DatabaseError as exc:
+            self._set_aside(exc)
+            with self._conn() as con:
+                con.executescript(_SCHEMA)
+
+    def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """Move a damaged cache file (and its WAL files) aside, keeping them; the next connection starts fresh."""
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
+        aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            src = Path(f"{self.path}{suffix}")
+            if src.exists():
+                src.replace(Path(f"{aside}{suffix}"))
+        log.warning("request cache %s is damaged (%s): moved aside to %s, starting a fresh one", self.path, exc,
+                    aside.name)
 
     @contextmanager
     def _conn(self) -> Iterator[sqlite3.Connection]:

@@ -4,12 +4,12 @@ Bounded concurrency per deployment, retries with exponential backoff on
 transient errors (the openai SDK's), timeouts, structured output in the
 dialect each server kind accepts, token counts, and the persistent request
 cache in front of it all. A request that still fails is returned as a failed
-ChatResult (and logged), never raised: failures are data.
+ChatResult (and logged), never raised: failures are data. The key and `Bearer`
+tokens are masked in every text it returns (perseval.redact).
 """
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from typing import Any
 
@@ -19,6 +19,7 @@ from perseval.config import Sampling
 from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key
 from perseval.llm.endpoint import Endpoint
+from perseval.redact import redact, redact_value, secret_from_env
 
 
 def response_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +42,7 @@ class LLMClient:
         self.role, self.run_id = role, run_id
         self.seed = sampling.seed if sampling.seed is not None else seed
         self._sem = asyncio.Semaphore(endpoint.max_concurrency)
-        api_key = os.environ.get(endpoint.api_key_env, "") if endpoint.api_key_env else "not-needed"
+        api_key = secret_from_env(endpoint.api_key_env) if endpoint.api_key_env else "not-needed"
         self._client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=api_key or "missing",
                                           timeout=endpoint.timeout_s, max_retries=endpoint.retries)
         self.stats = {"requests": 0, "cached": 0, "failed": 0}
@@ -83,7 +84,7 @@ class LLMClient:
             self.stats["failed"] += 1
             self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "failed", 0, 0,
                                    time.monotonic() - start)
-            return ChatResult(text="", status="failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+            return ChatResult(text="", status="failed", error=redact(f"{type(exc).__name__}: {exc}")[:2000])
         result = _to_result(resp)
         self.stats["requests"] += 1
         self.cache.put(key, self.endpoint.identity, _cacheable(result))
@@ -100,8 +101,8 @@ def _to_result(resp: Any) -> ChatResult:
     msg = choice.message
     calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in (msg.tool_calls or [])]
     usage = resp.usage
-    return ChatResult(text=msg.content or "", prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, tool_calls=calls)
+    return ChatResult(text=redact(msg.content or ""), prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, tool_calls=redact_value(calls))
 
 
 def _cacheable(result: ChatResult) -> dict[str, Any]:

@@ -84,11 +84,18 @@ def log_tail(path: Path | None, lines: int = 25) -> str:
     return f"last lines of {path}:\n" + "\n".join(text)
 
 
+GUARD = Path(__file__).with_name("guard.py")
+
+
 def start_server(cmd: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
-    """A server in its own process group, stdout and stderr to `log_path` (read back on failure)."""
+    """A server in its own process group, stdout and stderr to `log_path` (read back on failure).
+
+    It runs under a guard (perseval/llm/guard.py) that stops the group when this process is gone, so
+    a kill -9 of perseval leaves no server listening and no core busy on an abandoned request."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    guarded = [sys.executable, str(GUARD), str(os.getpid()), "--", *cmd]
     with open(log_path, "wb") as log:
-        return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return subprocess.Popen(guarded, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
 def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:

@@ -5,7 +5,9 @@ that decides, one gold claim at a time, whether the response states it; and
 the personalization judge E_p, which rates the response on four criteria
 given the user's rubric, their rated example responses and their gold need.
 Both ask for JSON with the verdict or score *before* the explanation, so an
-answer cut short by max_tokens still carries the part that is scored.
+answer cut short by max_tokens still carries the part that is scored. The
+response under judgment (and the example responses) are quoted as data inside
+tags, and a score is read only from the judge's own answer.
 """
 from __future__ import annotations
 
@@ -13,14 +15,16 @@ from typing import Any, Sequence
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, RESPONSE_TEXT_KEY, SCORE_MAX, SCORE_MIN
 from perseval.benchmarks.bespoke.loader import rating_score
-from perseval.parsing import extract_object
+from perseval.judges.binary import REASON
+from perseval.judges.quoting import data_rule, quote
+from perseval.parsing import judge_object
 from perseval.records import Document, Passage
 
 
 _RATING = {
     "type": "object",
     "properties": {"score": {"type": "integer", "minimum": SCORE_MIN, "maximum": SCORE_MAX},
-                   "feedback": {"type": "string"}},
+                   "feedback": REASON},
     "required": ["score", "feedback"],
 }
 CRITERIA_SCHEMA: dict[str, Any] = {
@@ -46,12 +50,12 @@ def clip(text: str, limit: int) -> str:
 def claim_messages(claim: str, response: str, response_chars: int) -> list[dict[str, str]]:
     """Messages asking whether `response` conveys `claim`."""
     user = (
-        f"Fact: {claim}\n\nResponse:\n{clip(response, response_chars)}\n\n"
+        f"Fact: {claim}\n\n{quote('response', clip(response, response_chars))}\n\n"
         "Does the response state this fact? Count it if the meaning is the same in other words; "
         "do not count it if it is missing or contradicted.\n"
         'Reply with JSON only: {"verdict": true or false, "reason": "<one short sentence>"}'
     )
-    return [{"role": "system", "content": "You check whether a response states a given fact."},
+    return [{"role": "system", "content": "You check whether a response states a given fact. " + data_rule("response")},
             {"role": "user", "content": user}]
 
 
@@ -66,7 +70,7 @@ def criteria_messages(query: str, need: str, rubric: str, shots: list[dict[str, 
         f"What they actually wanted: {need}\n\n"
         f"Their rubric (1 = worst, 5 = best):\n{clip(rubric, limits['rubric_chars'])}\n\n"
         f"How they rated earlier answers to this question:\n{examples}\n\n"
-        f"Answer to rate:\n{clip(response, limits['response_chars'])}\n\n"
+        f"Answer to rate:\n{quote('response', clip(response, limits['response_chars']))}\n\n"
         f"Criteria:\n{_CRITERIA_HELP}\n\n"
         "Score each criterion as this person would, with an integer from 1 to 5 and one sentence of "
         "feedback in their voice. Reply with JSON only, in this form:\n"
@@ -74,25 +78,28 @@ def criteria_messages(query: str, need: str, rubric: str, shots: list[dict[str, 
         '"tone": {"score": 3, "feedback": "..."}, "explanation_style": {"score": 3, "feedback": "..."}}'
     )
     system = ("You rate answers on behalf of one particular person. Their rubric and their own past ratings "
-              "show what they value and how strict they are; rate the new answer the way they would.")
+              "show what they value and how strict they are; rate the new answer the way they would. "
+              + data_rule("response", "example"))
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def _example(k: int, shot: dict[str, Any], limit: int) -> str:
-    lines = [f"[Example {k}]", f"Answer: {clip(str(shot.get(RESPONSE_TEXT_KEY, '')), limit)}"]
+    lines = [f"[Example {k}]", quote("example", clip(str(shot.get(RESPONSE_TEXT_KEY, '')), limit))]
     for name in CRITERIA:
         rating = shot.get(name) or {}
         lines.append(f"{name}: {rating.get('score')} - {clip(str(rating.get('feedback', '')), 240)}")
     return "\n".join(lines)
 
 
-def parse_criteria(text: str) -> dict[str, tuple[int | None, str]]:
-    """Per criterion (score 1..5 or None when missing/out of range/unparseable, feedback).
+def parse_criteria(text: str, quoted: Sequence[str] = ()) -> dict[str, tuple[int | None, str]]:
+    """Per criterion (score 1..5 or None when missing/out of range/unparseable, feedback), from the judge's
+    own answer (perseval.parsing.judge_object: cut-off answers keep the criteria they completed; an object
+    that also appears in the `quoted` response is never read).
 
     Accepts {"tone": {"score": 4, "feedback": ...}}, the flat {"tone_score": 4,
     "tone_feedback": ...} of the official evaluator's output, and {"tone": 4}.
     """
-    obj = extract_object(text) or {}
+    obj = judge_object(text, structured=True, quoted=quoted) or {}
     out: dict[str, tuple[int | None, str]] = {}
     for name in CRITERIA:
         value = obj.get(name)

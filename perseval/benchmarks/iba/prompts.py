@@ -8,22 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from perseval.judges.quoting import data_rule, quote
 from perseval.records import Passage
 
 MAX_RESPONSE_CHARS = 6000  # keeps a judge prompt inside a small model's context
 
 _JUDGE_SYSTEM = (
     "You grade whether a response meets one hidden user requirement. "
-    "Judge only that requirement. Reply with JSON only."
+    "Judge only that requirement. " + data_rule("response") + " Reply with JSON only."
 )
 
 
 def judge_messages(task: str, response: str, requirement: str) -> list[dict[str, str]]:
-    """One binary checkpoint judgment: does `response` to `task` satisfy `requirement`?"""
+    """One binary checkpoint judgment: does `response` to `task` satisfy `requirement`? The response is
+    quoted as data; the verdict is asked first, the reason after it."""
     if len(response) > MAX_RESPONSE_CHARS:
         response = response[:MAX_RESPONSE_CHARS] + " [...]"
     user = (
-        f"Task:\n{task}\n\nResponse:\n{response}\n\nRequirement:\n{requirement}\n\n"
+        f"Task:\n{task}\n\n{quote('response', response)}\n\nRequirement:\n{requirement}\n\n"
         'Does the response meet the requirement? Answer {"verdict": true or false, "reason": "<one sentence>"}.'
     )
     return [{"role": "system", "content": _JUDGE_SYSTEM}, {"role": "user", "content": user}]

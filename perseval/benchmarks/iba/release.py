@@ -18,7 +18,7 @@ from perseval.benchmarks.base import BenchmarkData
 from perseval.benchmarks.iba.distribution import bucket
 from perseval.benchmarks.iba.release_rows import UNSPECIFIED, HistoryRow, Rows, history_row, instance_from_row
 from perseval.errors import InputError
-from perseval.records import Document, Instance
+from perseval.records import Document, Instance, instant
 
 INSTANCES, HISTORIES = "instances", "histories"
 SUFFIXES = (".jsonl", ".parquet")
@@ -85,7 +85,7 @@ def load_histories(path: Path) -> dict[str, list[Document]]:
             raise InputError(path, f"duplicate turn_id {row.doc.doc_id!r} (first at row {seen[row.doc.doc_id]})",
                              row=n, field="turn_id")
         seen[row.doc.doc_id] = n
-        by_user.setdefault(row.doc.owner, []).append((row.doc.timestamp, n, row.doc))
+        by_user.setdefault(row.doc.owner, []).append((instant(row.doc.timestamp), n, row.doc))
     return {u: [d for _, _, d in sorted(turns, key=lambda t: (t[0], t[1]))] for u, turns in by_user.items()}
 
 

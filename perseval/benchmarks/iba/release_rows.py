@@ -149,6 +149,13 @@ def _gold_slots(r: Rows, api: dict[str, Any]) -> dict[str, Any]:
     return gold
 
 
+def _count(r: Rows, key: str) -> int | None:
+    value = r.opt(key, int)
+    if value is not None and value < 0:
+        raise r.fail(key, f"{value} is negative; expected a count of 0 or more")
+    return value
+
+
 def instance_from_row(r: Rows) -> Instance:
     """The row as an Instance with construction's payload and gold fields."""
     action = _action_type(r)
@@ -159,10 +166,10 @@ def instance_from_row(r: Rows) -> Instance:
         gold: dict[str, Any] = {"slots": _gold_slots(r, payload["api"])}
     else:
         gold = {"checkpoints": _checkpoints(r)}
-    n_evidence = r.opt("n_evidence", int)
+    n_evidence = _count(r, "n_evidence")
     if n_evidence is not None:
         payload["n_evidence"] = n_evidence
-    payload["n_constraints"] = r.opt("n_constraints", int) or len(prefs)
+    payload["n_constraints"] = _count(r, "n_constraints") or len(prefs)
     n_dynamic = sum(p["dynamic"] for p in prefs)
     payload["dynamic"] = n_dynamic > 0
     gold.update({"preferences": prefs, "n_dynamic": n_dynamic, "persona": r.opt("persona", dict) or {}})

@@ -2,8 +2,9 @@
 need, a 1..5 score and feedback per criterion (need alignment, content depth, tone, explanation style),
 reported x20 on 0..100; `personalization` is the mean of the criteria that could be scored.
 
-A failed or empty response satisfies no criterion: every criterion is scored 1 (the floor) without a
-judge call, rather than left unscored, which would drop it from the means and flatter a flaky agent.
+An invalid or empty response satisfies no criterion: every criterion is scored 1 (the floor) without a
+judge call, rather than left unscored, which would drop it from the means and flatter a flaky agent. A
+failed output (the request failed) never reaches a judge (perseval.judges.base).
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pydantic import Field
 from perseval.benchmarks.bespoke.judges.recall import NO_RESPONSE, has_response
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.benchmarks.bespoke.prompts import CRITERIA_SCHEMA, criteria_messages, parse_criteria
-from perseval.judges.base import Judge, JudgeBinding, scored_values
+from perseval.judges.base import Judge, JudgeBinding, answer_budget, scored_values
 from perseval.params import Params
 from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.registry import register_judge
@@ -26,7 +27,7 @@ class CriteriaParams(Params):
     rubric_chars: int = Field(2000, ge=1)
     shot_chars: int = Field(500, ge=1)  # each example response shown to E_p
     max_shots: int = Field(3, ge=0)
-    max_tokens: int = Field(320, ge=1)
+    max_tokens: int | None = Field(None, ge=1)  # None: sized from CRITERIA_SCHEMA
 
 
 @register_judge("bespoke.criteria")
@@ -44,12 +45,12 @@ class CriteriaJudge(Judge):
         gold = instance.gold
         messages = criteria_messages(instance.query, gold["need"], gold["rubric"], gold["shots"], output.text,
                                      self.params.model_dump())
-        res = await binding.model.chat(messages, json_schema=CRITERIA_SCHEMA, max_tokens=self.params.max_tokens,
-                                       repeat=binding.repeat)
+        res = await binding.model.chat(messages, json_schema=CRITERIA_SCHEMA, repeat=binding.repeat,
+                                       max_tokens=self.params.max_tokens or answer_budget(CRITERIA_SCHEMA))
         if res.status != "ok":
             return [self.judgment(instance, output, binding, name, None, "failed", res.text, res.error)
                     for name in CRITERIA]
-        parsed = parse_criteria(res.text)
+        parsed = parse_criteria(res.text, quoted=[output.text])
         out = []
         for name in CRITERIA:
             score, feedback = parsed[name]

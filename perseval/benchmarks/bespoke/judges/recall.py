@@ -1,7 +1,8 @@
 """Bespoke recall (section 3.4): one binary judgment per gold claim; recall = 100 x the share present.
 
-An unscored claim is left out of the share, never counted absent. A failed or empty
-response conveys no claim: every claim is scored 0 without a judge call.
+An unscored claim is left out of the share, never counted absent. An invalid or empty
+response conveys no claim: every claim is scored 0 without a judge call. A failed output
+(the request failed) never reaches a judge (perseval.judges.base).
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def has_response(output: AgentOutput) -> bool:
 class RecallParams(Params):
     # sized for the embedded 4096-token judge; raise them for large-context judges
     response_chars: int = Field(3000, ge=1)  # response text shown to the judge
-    max_tokens: int = Field(64, ge=1)
+    max_tokens: int | None = Field(None, ge=1)  # None: sized from the verdict schema
 
 
 @register_judge("bespoke.recall")
@@ -48,7 +49,7 @@ class RecallJudge(Judge):
     async def _one(self, instance: Instance, output: AgentOutput, binding: JudgeBinding, k: int, claim: str) -> Judgment:
         assert binding.model is not None
         v = await binary_verdict(binding.model, claim_messages(claim, output.text, self.params.response_chars),
-                                 repeat=binding.repeat, max_tokens=self.params.max_tokens)
+                                 quoted=[output.text], repeat=binding.repeat, max_tokens=self.params.max_tokens)
         return self.judgment(instance, output, binding, f"claim-{k}", v.score, v.status, v.raw,  # type: ignore[arg-type]
                              v.feedback)
 

@@ -20,7 +20,7 @@ from typing import Any
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.iba.answers import open_slots
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario, value_label
-from perseval.records import AgentOutput, Document, Instance
+from perseval.records import AgentOutput, Document, Instance, instant
 from perseval.registry import register_agent
 
 
@@ -30,7 +30,7 @@ def latest_evidence(documents: list[Document], scenario: str) -> dict[str, dict[
     A turn tagged with another scenario is skipped; an untagged evidence turn (a release may
     leave `scenario` out) counts for every scenario of its user.
     """
-    order = sorted(enumerate(documents), key=lambda p: (p[1].timestamp, p[0]))
+    order = sorted(enumerate(documents), key=lambda p: (instant(p[1].timestamp), p[0]))
     latest: dict[str, dict[str, Any]] = {}
     for _, doc in order:
         if doc.meta.get("scenario") not in (scenario, "", None):

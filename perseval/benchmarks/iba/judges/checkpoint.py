@@ -20,7 +20,7 @@ QA_METRIC = "qa_score"
 
 
 class CheckpointParams(Params):
-    max_tokens: int | None = None  # None: the judge's sampling max_tokens
+    max_tokens: int | None = None  # None: sized from the verdict schema (perseval.judges.base.answer_budget)
 
 
 def instance_metric(instance: Instance) -> str:
@@ -53,12 +53,13 @@ class CheckpointJudge(Judge):
 
     async def _one(self, instance: Instance, output: AgentOutput, checkpoint: dict, binding: JudgeBinding) -> Judgment:
         if output.status != "ok":
-            # the agent's fault, not the judge's: score 0 without spending a judge call
+            # invalid: the agent answered unusably, a miss without spending a judge call (a failed output
+            # never reaches a judge: perseval.judges.base)
             return self.judgment(instance, output, binding, checkpoint["id"], 0.0,
                                  feedback=f"agent output {output.status}; not sent to the judge")
         assert binding.model is not None  # an LLM judge kind: the plan binds a model
         v = await binary_verdict(binding.model, judge_messages(instance.query, output.text, checkpoint["statement"]),
-                                 repeat=binding.repeat, max_tokens=self.params.max_tokens)
+                                 quoted=[output.text], repeat=binding.repeat, max_tokens=self.params.max_tokens)
         return self.judgment(instance, output, binding, checkpoint["id"], v.score, v.status, v.raw,  # type: ignore[arg-type]
                              v.feedback)
 

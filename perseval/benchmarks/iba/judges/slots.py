@@ -24,7 +24,7 @@ class SlotJudge(Judge):
         submitted = submitted_slots(instance, output)
         out = []
         for name, expected in gold.items():
-            if submitted is None:
+            if submitted is None:  # invalid output: a miss (failed outputs never reach a judge)
                 score, feedback, raw = 0.0, f"agent output {output.status}: no API call to score", ""
             elif name not in submitted:
                 score, feedback, raw = 0.0, "slot missing", ""

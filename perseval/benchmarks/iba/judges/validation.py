@@ -13,12 +13,13 @@ from typing import Any, Mapping, Sequence
 
 from perseval.benchmarks.iba.validation import DIMENSIONS, LabelSet
 from perseval.llm.base import ChatModel
-from perseval.judges.binary import binary_verdict
-from perseval.records import Document, Instance
+from perseval.judges.binary import REASON, binary_verdict
+from perseval.judges.quoting import data_rule, quote
+from perseval.records import Document, Instance, instant
 
 LABEL_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"label": {"type": "integer", "enum": [0, 1]}, "reason": {"type": "string"}},
+    "properties": {"label": {"type": "integer", "enum": [0, 1]}, "reason": REASON},
     "required": ["label", "reason"],
 }
 # Written for perseval after the three criteria of appendix B.1.
@@ -34,7 +35,8 @@ CRITERIA = {
         "meant to (an older habit first, the new one later)? Label 1 if so; label 0 if the persona or the "
         "change over time is misrepresented."),
 }
-SYSTEM = "You check the quality of benchmark data. Judge only the criterion asked. Reply with JSON only."
+SYSTEM = ("You check the quality of benchmark data. Judge only the criterion asked. " + data_rule("instance")
+          + " Reply with JSON only.")
 MAX_VIEW_CHARS = 6000  # inside a small judge's context
 
 
@@ -62,7 +64,7 @@ def instance_view(inst: Instance, docs: Sequence[Document], max_noise: int = 4) 
              f"Scenario: {inst.payload.get('scenario')}",
              "Intended preferences:\n" + "\n".join(_preferences(inst)),
              "History (preference turns, with a few unrelated turns):\n"
-             + "\n".join(_history(sorted(docs, key=lambda d: d.timestamp), max_noise)),
+             + "\n".join(_history(sorted(docs, key=lambda d: instant(d.timestamp)), max_noise)),
              f"Task: {inst.query}"]
     if inst.payload.get("api"):
         parts.append(f"API: {inst.payload['api']['name']}, fixed by the task: {inst.payload['api'].get('task_fixed')}")
@@ -71,7 +73,7 @@ def instance_view(inst: Instance, docs: Sequence[Document], max_noise: int = 4) 
 
 
 def label_messages(view: str, dimension: str) -> list[dict[str, str]]:
-    user = (f"{view}\n\nCriterion ({dimension}): {CRITERIA[dimension]}\n"
+    user = (f"{quote('instance', view)}\n\nCriterion ({dimension}): {CRITERIA[dimension]}\n"
             'Answer {"label": 1 or 0, "reason": "<one sentence>"}.')
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
 
@@ -83,7 +85,8 @@ async def label_instances(model: ChatModel, instances: Sequence[Instance], docum
     out = LabelSet(name or f"{model.name}#{repeat}")
 
     async def one(inst: Instance, view: str, dim: str) -> None:
-        v = await binary_verdict(model, label_messages(view, dim), repeat=repeat, schema=LABEL_SCHEMA, key="label")
+        v = await binary_verdict(model, label_messages(view, dim), quoted=[view], repeat=repeat, schema=LABEL_SCHEMA,
+                                 key="label")
         status = {"unscored": "unparsed"}.get(v.status, v.status)
         label = int(v.score) if v.score is not None else None
         out.unparsed += status == "unparsed"

@@ -11,6 +11,7 @@ from perseval.benchmarks.iba.agents.iba_agent.state import Final, Scored, State,
 from perseval.benchmarks.iba.answers import extract, open_slots
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
 from perseval.parsing import extract_json
+from perseval.records import instant
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 
@@ -33,7 +34,8 @@ def compact_evidence(state: State) -> str:
     """
     kept = current_evidence(state)
     stamps = {d.doc_id: d.timestamp for d in state.ctx.documents(state.instance.user_id)}
-    ordered = sorted(kept, key=lambda k: (stamps.get(k.passage.doc_id, ""), k.passage.doc_id, k.passage.chunk_id))
+    ordered = sorted(kept, key=lambda k: (instant(stamps.get(k.passage.doc_id, "")), k.passage.doc_id,
+                                          k.passage.chunk_id))
     lines: list[str] = []
     for k in ordered:
         text = " ".join(_user_lines(k.passage.text).split())[:state.settings.evidence_chars]

