@@ -33,8 +33,11 @@ def _params(raw: str) -> dict[str, Any]:
 
 def setting_columns(agent_params: str) -> dict[str, str]:
     """Table 4's four setting columns from a responder's params ("-" for other agents)."""
-    p = _params(agent_params)
-    if "user_context" not in p:
+    from perseval.benchmarks.bespoke.agents.responder import ResponderParams
+
+    try:
+        p = ResponderParams.model_validate(_params(agent_params)).model_dump()
+    except ValueError:  # not a responder (a generic agent on Bespoke)
         return {"History Usage": "-", "Query Awareness": "-", "History Selection": "-", "User Context": "-"}
     uses = p["user_context"] != "none"
     mark = {True: "✓", False: "✗"}

@@ -50,11 +50,14 @@ class Selection:
     reason: str
 
 
-def selection_messages(query: str, session: Document) -> list[dict[str, str]]:
+def selection_messages(query: str, session: Document, rubric: str | None = None) -> list[dict[str, str]]:
+    """One (query, session) relevance question (Table 20); with the gold `rubric`, the oracle's (Table 22)."""
     source = session.meta.get("source", "chat")
     shown = selection_text(source, session.text)
     kind = "a past web search (only its query string is shown)" if source == "search" else "a past chat"
-    user = (f"Query: {query}\n\nHistory session ({kind}):\n<session>\n{shown}\n</session>\n\n"
+    gold = (f"Gold rubric (the ground truth of how this user wants this query answered; favour sessions that "
+            f"instantiate, confirm or constrain it):\n<rubric>\n{rubric}\n</rubric>\n\n") if rubric else ""
+    user = (f"Query: {query}\n\n{gold}History session ({kind}):\n<session>\n{shown}\n</session>\n\n"
             "Keep this session only if it holds user-specific signals that would concretely change the answer to "
             "THIS query: stable likes or dislikes, constraints (budget, time, access), background (role, skill, "
             "field), their setup or environment, or earlier choices on this topic. Also keep adjacent constraints "
@@ -67,11 +70,11 @@ def selection_messages(query: str, session: Document) -> list[dict[str, str]]:
 
 
 async def select_sessions(llm: ChatModel, memo: Memo, query: str, sessions: Sequence[Document], *, repeat: int,
-                          max_tokens: int) -> list[Selection]:
-    """One binary decision per (query, session) pair, all in flight at once."""
+                          max_tokens: int, rubric: str | None = None) -> list[Selection]:
+    """One binary decision per (query, session) pair, all in flight at once (the oracle's given `rubric`)."""
     async def one(doc: Document) -> Selection:
-        res = await memo.chat(llm, selection_messages(query, doc), json_schema=KEEP_SCHEMA, max_tokens=max_tokens,
-                              repeat=repeat)
+        res = await memo.chat(llm, selection_messages(query, doc, rubric), json_schema=KEEP_SCHEMA,
+                              max_tokens=max_tokens, repeat=repeat)
         if res.status != "ok":
             return Selection(doc, False, "failed", res.error)
         keep, reason = parse_binary(res.text, key="keep")
