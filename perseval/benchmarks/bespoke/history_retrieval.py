@@ -28,16 +28,21 @@ def pseudo_history_messages(query: str) -> list[dict[str, str]]:
 
 
 def ndcg_at(ranking: Sequence[str], relevant: set[str], k: int) -> float | None:
-    """nDCG@k of `ranking` against the `relevant` set (None when the set is empty: undefined)."""
+    """nDCG@k of `ranking` against the `relevant` set (None when the set is empty: undefined).
+
+    Relevant sessions the system did not rank still count in the ideal DCG but earn nothing: they are placed
+    after k irrelevant fillers, below everything ranked."""
     if not relevant:
         return None
     ranked = list(dict.fromkeys(ranking))
-    items = ranked + sorted(relevant - set(ranked))
-    if len(items) < 2:  # scikit-learn needs two documents; one relevant item ranked first is perfect
+    missed = sorted(relevant - set(ranked))
+    fillers = max(k - len(ranked), 0) if missed else 0
+    y_true = [1.0 if i in relevant else 0.0 for i in ranked] + [0.0] * fillers + [1.0] * len(missed)
+    n = len(y_true)
+    y_score = [float(n - r) for r in range(len(ranked) + fillers)] + [0.0] * len(missed)
+    if n < 2:  # scikit-learn needs two documents; a single relevant session ranked first is perfect
         return 1.0 if ranked and ranked[0] in relevant else 0.0
-    y_true = np.array([[1.0 if i in relevant else 0.0 for i in items]])
-    y_score = np.array([[float(len(ranked) - r) if r < len(ranked) else 0.0 for r in range(len(items))]])
-    return float(ndcg_score(y_true, y_score, k=k))
+    return float(ndcg_score(np.array([y_true]), np.array([y_score]), k=k))
 
 
 def table5(scores: pd.DataFrame, instances: list) -> pd.DataFrame:
