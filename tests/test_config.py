@@ -20,9 +20,12 @@ def test_shipped_experiments_validate_and_plan(name):
     for i, entry in enumerate(exp.experiment.benchmarks):
         judges = len(judge_specs(exp, i))
         for name in entry.agents:
-            needs = make_agent(exp.agents[name]).requires()
+            agent = make_agent(exp.agents[name])
+            needs = agent.requires()
             backbones = len(exp.experiment.backbones) if "llm" in needs else 1
-            retrievers = len(exp.experiment.retrievers) if needs & {"retrieve", "search"} else 1
+            # the corpus search uses the retriever's index; gold or web search does not
+            uses_index = "retrieve" in needs or ("search" in needs and agent.search_spec() == "corpus")
+            retrievers = len(exp.experiment.retrievers) if uses_index else 1
             expected += backbones * retrievers * judges
     assert len(plan.cells) == expected and len({c.key for c in plan.cells}) == expected
 

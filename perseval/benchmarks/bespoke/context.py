@@ -20,7 +20,7 @@ from perseval.benchmarks.bespoke.sessions import selection_text
 from perseval.hashing import canonical_json
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.parsing import parse_binary
-from perseval.records import Document
+from perseval.records import Document, Passage
 
 KEEP_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -81,6 +81,15 @@ async def select_sessions(llm: ChatModel, memo: Memo, query: str, sessions: Sequ
         return Selection(doc, keep == 1.0, "scored" if keep is not None else "unscored", reason or res.text[:200])
 
     return list(await asyncio.gather(*(one(d) for d in sessions)))
+
+
+def top_sessions(hits: Sequence[Passage], k: int) -> list[Passage]:
+    """Retrieved chunks merged into their sessions (each by its best chunk), the best `k` first."""
+    best: dict[str, Passage] = {}
+    for hit in hits:
+        if hit.doc_id not in best or hit.score > best[hit.doc_id].score:
+            best[hit.doc_id] = hit
+    return sorted(best.values(), key=lambda h: -h.score)[:k]
 
 
 def history_block(sessions: Sequence[Document], budget: int | None) -> tuple[str, str, int]:

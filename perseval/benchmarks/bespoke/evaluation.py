@@ -15,7 +15,6 @@ evaluator's own model from the R-J pairs with the prompt of Table 16; a derived 
 """
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES, RESPONSE_TEXT_KEY, SCORE_MAX, SCORE_MIN
+from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES, RESPONSE_TEXT_KEY
 from perseval.benchmarks.bespoke.loader import rating_score
 from perseval.benchmarks.bespoke.prompts import CRITERIA_SCHEMA, parse_criteria
 from perseval.llm.base import ChatModel

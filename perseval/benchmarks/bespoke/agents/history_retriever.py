@@ -11,9 +11,10 @@ from typing import Any, Literal
 from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
+from perseval.benchmarks.bespoke.context import top_sessions
 from perseval.benchmarks.bespoke.history_retrieval import cot_messages, pseudo_history_messages
 from perseval.params import Params
-from perseval.records import AgentOutput, Instance, Passage
+from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
 
 
@@ -47,12 +48,7 @@ class HistoryRetriever(Agent):
                                    trace=trace)
             query = f"{query}\n{res.text.strip()}"
         assert ctx.retrieve is not None
-        hits = await ctx.retrieve(instance.user_id, query, 8 * p.depth)
-        best: dict[str, Passage] = {}
-        for h in hits:
-            if h.doc_id not in best or h.score > best[h.doc_id].score:
-                best[h.doc_id] = h
-        ranking = [h.doc_id for h in sorted(best.values(), key=lambda h: -h.score)][: p.depth]
-        trace.append({"step": "retrieve", "query": query, "ranking": ranking,
-                      "scores": [best[d].score for d in ranking]})
+        top = top_sessions(await ctx.retrieve(instance.user_id, query, 8 * p.depth), p.depth)
+        ranking = [h.doc_id for h in top]
+        trace.append({"step": "retrieve", "query": query, "ranking": ranking, "scores": [h.score for h in top]})
         return AgentOutput(instance.instance_id, name, repeat, query, parsed={"ranking": ranking}, trace=trace)

@@ -27,7 +27,7 @@ from pydantic import Field, model_validator
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.context import (Memo, query_profile_messages, select_sessions,
-                                                 static_profile_messages)
+                                                 static_profile_messages, top_sessions)
 from perseval.benchmarks.bespoke.respond import answer_messages, raw_context
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.params import Params
@@ -161,12 +161,7 @@ class BespokeResponder(Agent):
             trace.append({"step": "history", "selection": "retriever", "sessions": 0})
             return []
         # retrieval returns chunks; ask for more than k so that k distinct sessions survive de-duplication
-        passages = await ctx.retrieve(instance.user_id, instance.query, 4 * k)
-        best: dict[str, Passage] = {}
-        for hit in passages:
-            if hit.doc_id not in best or hit.score > best[hit.doc_id].score:
-                best[hit.doc_id] = hit
-        top = sorted(best.values(), key=lambda h: -h.score)[:k]
+        top = top_sessions(await ctx.retrieve(instance.user_id, instance.query, 4 * k), k)
         by_id = {d.doc_id: d for d in history}
         # the whole session as raw text when the history has it, else the retrieved chunk
         sessions = [by_id.get(h.doc_id) or Document(instance.user_id, h.doc_id, h.text) for h in top]
