@@ -136,3 +136,34 @@ def test_export_refuses_ids_the_official_lookup_would_confuse(official: Path, tm
     with pytest.raises(InputError, match="both map to query-id_1"):
         export_official(official, tmp_path / "out")
     shutil.rmtree(tmp_path / "out", ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", ["bm25", "minilm"])
+def test_local_corpus_search_over_page_summaries(tmp_path: Path, official: Path, name: str) -> None:
+    """The default corpus of an official release is its users' visited-page summaries; BM25 and the dense
+    retriever both find them through the `corpus` search back end."""
+    import asyncio
+
+    from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
+    from perseval.components import make_retriever
+    from perseval.config import RetrieverConfig, load_config
+    from perseval.records import CORPUS_OWNER, Instance
+    from perseval.search import make_search
+    from tests.conftest import CONFIGS
+
+    relpath = "search_history/search_history.parquet"
+    rows = _rows(official / relpath)
+    rows[0]["history"] = ("Search query: used e-bike battery test\nVisits:\n<Title> Checking a used battery\n"
+                          "<Page summary> A battery health report shows remaining capacity after many charge cycles.")
+    _rewrite(official / relpath, rows, OFFICIAL_COLUMNS[relpath])
+    data = BespokeBenchmark().build(sample=3, seed=0, source=official)
+    corpus = [d for d in data.documents if d.owner == CORPUS_OWNER]
+    assert [d.meta["source"] for d in corpus] == ["page_summary"]
+    retriever = make_retriever(load_config(RetrieverConfig, CONFIGS / "retrievers" / f"{name}.yaml"))
+    retriever.build(data.documents, tmp_path)
+    index = retriever.open(tmp_path)
+    search = make_search("corpus", has_corpus=index.has_owner(CORPUS_OWNER), retrieve=index.search,
+                         gold_of=lambda iid: {})
+    inst = Instance("i", "bespoke", "user1", "user1", "how healthy is a used battery?", {}, {})
+    (hit,) = asyncio.run(search(inst, inst.query, 1))
+    assert hit.doc_id == corpus[0].doc_id and "remaining capacity" in hit.text
