@@ -328,3 +328,17 @@ def test_judges_score_through_the_runner(data) -> None:
     by = {s.metric: s.value for s in scores}
     assert by["tone"] == 100.0 and by["need_alignment"] == 80.0  # 1..5 x 20
     assert by["avg"] == pytest.approx((80 + 60 + 100 + 40 + by["recall"]) / 5)
+
+
+def test_table5_layout() -> None:
+    from perseval.benchmarks.bespoke.history_retrieval import table5
+
+    rows = [{"agent": a, "backbone": "m", "retriever": "minilm", "agent_params": json.dumps({"expansion": e}),
+             "instance_id": f"i{k}", "metric": m, "value": v}
+            for a, e, vals in (("q", "none", (10.0, None)), ("c", "cot", (40.0, 60.0)))
+            for k, v in enumerate(vals) for m in ("ndcg@10", "ndcg@20")]
+    insts = [Instance(f"i{k}", "bespoke-history", "u", "u", "q", {}, {"oracle": ["a"] * k}) for k in range(2)]
+    t = table5(pd.DataFrame(rows), insts).set_index("Query Type")
+    assert t.loc["Original Query", "nDCG@10"] == pytest.approx(0.10) and t.loc["+CoT", "nDCG@20"] == pytest.approx(0.5)
+    assert t.loc["Original Query", "Queries without oracle sessions"] == 1 and t.loc["+CoT", "Queries scored"] == 2
+    assert t.loc["+CoT", "Oracle sessions per query"] == 0.5
