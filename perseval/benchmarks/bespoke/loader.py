@@ -1,4 +1,5 @@
-"""Read and validate a Bespoke release from a local folder (nothing is fetched).
+"""Read and validate a Bespoke release from a local folder (nothing is fetched): all seven tables joined per
+(user, query-id), JSON values parsed, chat and search sessions split into turns (`sessions.py`).
 
 Every problem is an InputError naming the file, the row and the field. Rows
 are counted from 0, as pandas and pyarrow number them, so `row 3` is
