@@ -7,6 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -167,3 +168,19 @@ def test_local_corpus_search_over_page_summaries(tmp_path: Path, official: Path,
     inst = Instance("i", "bespoke", "user1", "user1", "how healthy is a used battery?", {}, {})
     (hit,) = asyncio.run(search(inst, inst.query, 1))
     assert hit.doc_id == corpus[0].doc_id and "remaining capacity" in hit.text
+
+
+def test_tables_2_and_7_of_the_hand_written_release(official: Path) -> None:
+    from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
+
+    bench = BespokeBenchmark({"corpus": False})
+    data = bench.build(sample=10, seed=0, source=official)
+    tables = bench.stats(data.instances, data.documents)
+    t2 = tables["table2_overview"]["value"]
+    assert (t2["users"], t2["queries"], t2["sessions"], t2["search_sessions"], t2["chat_sessions"]) == (2, 3, 7, 3, 4)
+    assert t2["avg_sessions_per_user"] == 3.5 and t2["avg_gold_claims_per_query"] == 2.0
+    assert t2["avg_rj_shots_per_query"] == pytest.approx(5 / 3) and pd.isna(t2["query_type_equitability"])
+    t7 = tables["table7_per_user"]
+    assert t7.loc["user1"].tolist() == [2, 2, 1.0, 1] and t7.loc["user2"].tolist() == [1, 2, 1.0, 1]
+    assert t7.loc["Avg.", "search_sessions"] == 1.5
+    assert tables["query_types"].to_dict()["queries"] == {"unknown": 3}

@@ -39,7 +39,8 @@ def per_user_table(documents: list[Document]) -> pd.DataFrame:
     table = pd.DataFrame(rows, columns=["user", "search_sessions", "chat_sessions", "avg_turns_per_chat",
                                         "max_turns_per_chat"]).set_index("user")
     if not table.empty:
-        table.loc["Avg."] = table.mean(numeric_only=True)
+        table = table.astype(float)
+        table.loc["Avg."] = table.mean()
     return table
 
 
