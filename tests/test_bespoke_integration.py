@@ -1,7 +1,8 @@
 """Bespoke end to end on real parts (the embedded SmolLM2 server, Prefect, Dask, MiniLM + FAISS, MLflow):
-every user-context setting, the gold-information setting, one evaluator variant of Table 3 and two history
-retrieval systems of Table 5, on one query of the sample. Assertions are on what the pipeline passed
-(traces), never on the small model's quality."""
+no context, LLM-selected sessions as raw text, the gold-information setting (a selected-history profile)
+and one evaluator variant of Table 3, on one query of the sample. Assertions are on what the pipeline
+passed (traces), never on the small model's quality. `configs/experiments/bespoke_cpu.yaml` runs every
+setting and Tables 3-5 the same way; this test keeps to what fits a CI budget on two cores."""
 from __future__ import annotations
 
 import json
@@ -21,15 +22,13 @@ from .conftest import CONFIGS
 
 pytestmark = pytest.mark.integration
 
-SETTINGS = ["bespoke-no-context", "bespoke-static-profile", "bespoke-query-profile", "bespoke-selected-raw",
-            "bespoke-selected-profile", "bespoke-gold-information"]
+SETTINGS = ["bespoke-no-context", "bespoke-selected-raw", "bespoke-gold-information"]
 EXPERIMENT = {
     "name": "bespoke-tiny", "seed": 3, "repeats": 1, "shard_size": 2, "output_root": "runs",
     "backbones": ["smollm2-tiny"], "retrievers": ["minilm"], "judges": ["judge-a"],
     "benchmarks": [
         {"name": "bespoke", "sample": 1, "agents": SETTINGS},
         {"name": "bespoke-meta", "sample": 1, "agents": ["bespoke-meta-feedback"]},
-        {"name": "bespoke-history", "sample": 1, "agents": ["bespoke-history-query", "bespoke-history-cot"]},
     ],
     "dask": {"n_workers": 1, "threads_per_worker": 1},
     "mlflow": {"experiment": "bespoke-tiny", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},
@@ -80,11 +79,11 @@ def test_every_setting_runs_and_is_scored(summary) -> None:
     for agent in SETTINGS:
         row = cells["bespoke", agent]
         assert row["metric"] == "avg" and row["n"] == 1 and row["failed_outputs"] == 0
-    assert cells["bespoke-history", "bespoke-history-cot"]["metric"] == "ndcg@10"
-    assert {k for k in s["analyses"]} == {"bespoke", "bespoke-meta", "bespoke-history"}
-    assert {"table4.csv", "feedback_per_response.csv", "requests_per_setting.csv", "figure4_gold_information_plot.png",
+    assert cells["bespoke-meta", "bespoke-meta-feedback"]["metric"] in ("feedback_accuracy", "score_error")
+    assert {k for k in s["analyses"]} == {"bespoke", "bespoke-meta"}
+    assert {"table4.csv", "feedback_per_response.csv", "requests_per_setting.csv",
             "table7_per_user.csv"} <= set(s["analyses"]["bespoke"])
-    assert "table3.csv" in s["analyses"]["bespoke-meta"] and "table5.csv" in s["analyses"]["bespoke-history"]
+    assert "table3.csv" in s["analyses"]["bespoke-meta"]
     client = MlflowClient(f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
     names = {a.path for a in client.list_artifacts(s["mlflow_run_id"], "analysis/bespoke")}
     assert "analysis/bespoke/table4.md" in names
@@ -92,11 +91,12 @@ def test_every_setting_runs_and_is_scored(summary) -> None:
 
 def test_selected_settings_pass_only_the_selected_sessions(summary) -> None:
     root, s = summary
-    for agent in ("bespoke-selected-raw", "bespoke-selected-profile"):
+    for agent in ("bespoke-selected-raw", "bespoke-gold-information"):  # raw text; a profile of the selection
         (out,) = _outputs(root, s, agent)
         steps = {t["step"]: t for t in out.trace}
         kept = [d["doc_id"] for d in steps["history"]["decisions"] if d["keep"]]
-        assert steps["context"]["sessions"] == kept and len(steps["history"]["decisions"]) > len(kept) - 1
+        history = steps["history"]["sessions"]
+        assert steps["context"]["sessions"] == kept and len(steps["history"]["decisions"]) == history
     (raw,) = _outputs(root, s, "bespoke-selected-raw")
     context = next(t for t in raw.trace if t["step"] == "context")
     assert context["text"].count("--- past ") == len(context["sessions"])
@@ -108,6 +108,6 @@ def test_gold_information_setting_passes_no_search_results(summary) -> None:
     search = next(t for t in out.trace if t["step"] == "search")
     assert search["backend"] == "gold" and search["results"]
     assert all(r["doc_id"].startswith("gold-") for r in search["results"])
-    (corpus,) = _outputs(root, s, "bespoke-selected-profile")
+    (corpus,) = _outputs(root, s, "bespoke-selected-raw")
     assert all(not r["doc_id"].startswith("gold-") for r in next(t for t in corpus.trace
                                                                    if t["step"] == "search")["results"])
