@@ -22,7 +22,7 @@ from perseval.llm.identity import model_identity
 from perseval.registry import benchmark_class
 
 # Bump when a stage's code changes what it writes, to invalidate old outputs.
-STAGE_VERSIONS = {"data": 4, "index": 2, "run": 3, "judge": 3, "score": 3, "analysis": 3}
+STAGE_VERSIONS = {"data": 4, "index": 2, "run": 4, "judge": 3, "score": 3, "analysis": 4}
 
 
 def source_fingerprint(source: str | None) -> list[Any]:

@@ -13,14 +13,14 @@ import asyncio
 import time
 from collections import Counter, defaultdict
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.base import ANALYSIS_COLUMNS, Benchmark
+from perseval.benchmarks.base import ANALYSIS_COLUMNS, AnalysisInputs, Benchmark
 from perseval.components import make_agent, make_benchmark, make_judges, make_retriever
 from perseval.freshness import analysis_done, data_done, index_done, judge_done, part_final, score_done
 from perseval.config import ModelConfig, Sampling
@@ -268,7 +268,10 @@ def _score(cell: Cell, rt: Runtime) -> None:
     scores = score_outputs(judges, by_id, outputs, judgments)
     failed = Counter(by_id[o.instance_id].group for o in outputs if o.status == "failed")  # no score: counted
     bench = benchmark_class(cell.benchmark)
-    declared = list(dict.fromkeys(m for j in judges for m in j.metrics))
+    entry = cell.run.data.entry
+    scores += make_benchmark(entry.name, entry.params).combine(scores)
+    combined = [m for m in bench.combined_metrics if m in {s.metric for s in scores}]
+    declared = list(dict.fromkeys([*combined, *(m for j in judges for m in j.metrics)]))
     headline = bench.headline_metric if bench.headline_metric in declared else declared[0]
     present = {s.metric for s in scores}
     metrics = [headline] + [m for m in declared + sorted(present) if m != headline and m in present]
@@ -315,10 +318,31 @@ def _analyze(unit: AnalysisUnit, rt: Runtime) -> None:
     store.clear()
     entry = unit.data.entry
     bench: Benchmark = make_benchmark(entry.name, entry.params)
-    results = bench.analyze(analysis_frame(rt.root, unit), load_instances(rt.root, unit.data.key))
+    results = bench.analyze_run(AnalysisInputs(
+        analysis_frame(rt.root, unit), load_instances(rt.root, unit.data.key),
+        outputs=lambda: _cell_records(rt.root, unit, "run"), judgments=lambda: _cell_records(rt.root, unit, "judge"),
+        documents=lambda: load_documents(rt.root, unit.data.key)))
     store.dir.mkdir(parents=True, exist_ok=True)
     files = [write_artifact(store.dir, name, obj) for name, obj in sorted(results.items())]
     store.mark_complete({"benchmark": entry.name, "files": files})
+
+
+def _cell_records(root: str, unit: AnalysisUnit, stage: str) -> pd.DataFrame:
+    """Every agent output (stage "run", once per distinct run) or judgment (stage "judge", per cell) of an
+    analysis unit, with the columns that say which cell produced it."""
+    frames, seen = [], set()
+    for c in unit.cells:
+        key = c.run.key if stage == "run" else c.judged.key
+        if key in seen:
+            continue
+        seen.add(key)
+        records = StageStore(root, stage, key).read_records(AgentOutput if stage == "run" else Judgment)
+        df = pd.DataFrame([asdict(r) for r in records])
+        ids = {"agent": c.agent, "backbone": c.backbone or "-", "retriever": c.retriever}
+        if stage == "judge":
+            ids |= {"cell": c.name, "judge": c.judge, "judge_model": c.judge_model or "-"}
+        frames.append(df.drop(columns=[k for k in ids if k in df.columns]).assign(**ids))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def write_artifact(folder: Path, name: str, obj: Any) -> str:

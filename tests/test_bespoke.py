@@ -105,7 +105,7 @@ def test_sample_round_trip_counts(release: Path) -> None:
     assert {q.user for q in data.queries} == {"user1", "user2"}
     for q in data.queries:
         assert 3 <= len(q.claims) <= 6
-        assert 2 <= len(q.shots) <= 3 and len(q.meta_test) == 1
+        assert 5 <= len(q.shots) <= 6 and len(q.meta_test) == 2  # 5 shots by default; 2 meta pairs per query
         assert all(set(s.ratings) == set(L.CRITERIA) for s in q.shots)
         assert all(1 <= r.score <= 5 for s in q.shots for r in s.ratings.values())
         assert all(title in q.rubric for title in L.CRITERION_TITLES.values())
@@ -201,6 +201,9 @@ def test_corpus_is_optional(release: Path) -> None:
     shutil.rmtree(release / "corpus")
     data = BespokeBenchmark().build(sample=3, seed=0, source=release)
     assert len(data.instances) == 3
+    corpus = [d for d in data.documents if d.owner == CORPUS_OWNER]
+    assert corpus and {d.meta["source"] for d in corpus} == {"page_summary"}  # the official release's default
+    data = BespokeBenchmark({"corpus_page_summaries": False}).build(sample=3, seed=0, source=release)
     assert not any(d.owner == CORPUS_OWNER for d in data.documents)
     assert data.info["corpus_passages"] == 0
 
@@ -229,9 +232,10 @@ def test_build_from_generated_sample() -> None:
 def test_unknown_benchmark_and_judge_params_are_rejected() -> None:
     with pytest.raises(ConfigError, match="response_chars"):
         BespokeBenchmark({"response_chars": 10})  # a judge's param, not the benchmark's
-    with pytest.raises(ConfigError, match="response_char"):
-        CriteriaJudge({"response_char": 10})
-    assert CriteriaJudge({"response_chars": 10}).params.response_chars == 10
+    with pytest.raises(ConfigError, match="max_shot"):
+        CriteriaJudge({"max_shot": 10})
+    assert CriteriaJudge({"max_shots": 10}).params.max_shots == 10
+    assert CriteriaJudge().params.max_shots == 5 and CriteriaJudge().params.prompt_budget_tokens is None
 
 
 # --- judge --------------------------------------------------------------------------------------
@@ -274,6 +278,9 @@ def test_judge_recall_mixture() -> None:
     scores = {s.metric: s.value for s in score_all(instance(["c0", "c1", "c2", "c3"]), output(), judgments)}
     assert scores["recall"] == pytest.approx(75.0)
     assert scores["personalization"] == pytest.approx((80 + 60 + 100 + 40) / 4)
+    combined = {s.metric: s.value for s in BespokeBenchmark().combine(
+        score_all(instance(["c0", "c1", "c2", "c3"]), output(), judgments))}
+    assert combined == {"avg": pytest.approx((80 + 60 + 100 + 40 + 75) / 5)}  # Table 4's Avg.: criteria AND recall
 
 
 def test_judge_failed_request_is_failed() -> None:
@@ -357,11 +364,12 @@ class FakeContext:
 def test_responder_raw_history_prompt_and_trace() -> None:
     llm = ScriptedChat("Inflation means prices go up.")
     fake = FakeContext(llm)
-    agent = BespokeResponder({"user_context": "raw_history", "history_k": 2, "search_k": 1})
+    agent = BespokeResponder({"user_context": "raw", "query_aware": True, "history_selection": "retriever",
+                              "history_k": 2, "search_k": 1})
     out = asyncio.run(agent.act(instance(["a"]).public(), fake.ctx, repeat=1, name="raw"))
     assert out.status == "ok" and out.text == "Inflation means prices go up." and out.agent == "raw"
     prompt = llm.calls[0]["messages"][-1]["content"]
-    assert "Question: What is inflation?" in prompt
+    assert "<query>\nWhat is inflation?\n</query>" in prompt
     assert "Inflation is a general rise in prices." in prompt  # search result
     assert "User: please use bullet points\nAssistant: ok" in prompt  # whole session, not the chunk
     assert "weather" not in prompt  # only the top history_k sessions
@@ -369,20 +377,23 @@ def test_responder_raw_history_prompt_and_trace() -> None:
     steps = {t["step"]: t for t in out.trace}
     assert [s["doc_id"] for s in steps["history"]["sessions"]] == ["s-chat", "s-search"]
     assert steps["history"]["sessions"][0]["score"] == 0.9
-    assert steps["search"]["results"][0] == {"doc_id": "fact-1", "chunk_id": 0, "score": 0.8}
+    assert steps["search"]["results"][0] == {"doc_id": "fact-1", "chunk_id": 0, "score": 0.8,
+                                             "text": "Inflation is a general rise in prices."}
 
 
 def test_responder_no_context_skips_history_and_budget_holds() -> None:
     llm = ScriptedChat("answer")
     fake = FakeContext(llm, with_search=False)
     out = asyncio.run(BespokeResponder({"user_context": "none"}).act(instance(["a"]), fake.ctx, 0, "none"))
-    assert fake.retrieved == [] and out.trace == []
+    assert fake.retrieved == []
     assert "past" not in llm.calls[0]["messages"][-1]["content"]
+    assert [t["step"] for t in out.trace] == ["answer", "requests"]
 
     llm2 = ScriptedChat("answer")
     fake2 = FakeContext(llm2)
     fake2.docs[0].text = "x" * 5000
-    agent = BespokeResponder({"user_context": "raw_history", "history_k": 2, "history_chars": 400})
+    agent = BespokeResponder({"user_context": "raw", "query_aware": True, "history_selection": "retriever",
+                              "history_k": 2, "history_chars": 400})
     asyncio.run(agent.act(instance(["a"]), fake2.ctx, 0, "raw"))
     assert len(llm2.calls[0]["messages"][-1]["content"]) < 1200
 
@@ -394,13 +405,22 @@ def test_responder_failed_request_is_failed() -> None:
 
 def test_responder_params_and_yaml_configs() -> None:
     with pytest.raises(ConfigError, match="user_context"):
-        BespokeResponder({"user_context": "profile"})
+        BespokeResponder({"user_context": "raw_history"})
     with pytest.raises(ConfigError, match="history.: unknown key"):
         BespokeResponder({"history": 3})
-    for name, context in (("bespoke-no-context", "none"), ("bespoke-raw-history", "raw_history")):
+    with pytest.raises(ConfigError, match="set query_aware: true"):
+        BespokeResponder({"user_context": "profile", "history_selection": "llm"})
+    with pytest.raises(ConfigError, match="uses no history"):
+        BespokeResponder({"user_context": "none", "query_aware": True})
+    settings = {"bespoke-no-context": ("none", False, "none"), "bespoke-raw-history": ("raw", True, "retriever"),
+                "bespoke-static-profile": ("profile", False, "none"), "bespoke-query-profile": ("profile", True, "none"),
+                "bespoke-selected-raw": ("raw", True, "llm"), "bespoke-selected-profile": ("profile", True, "llm"),
+                "bespoke-gold-information": ("profile", True, "llm")}
+    for name, setting in settings.items():
         cfg = load_config(AgentConfig, ROOT / "configs" / "agents" / f"{name}.yaml")
         assert cfg.name == name and cfg.kind == BespokeResponder.kind
-        assert BespokeResponder(cfg.params).params.user_context == context
+        p = BespokeResponder(cfg.params).params
+        assert (p.user_context, p.query_aware, p.history_selection) == setting
     assert BespokeResponder.benchmarks == ("bespoke",)
 
 
@@ -411,7 +431,8 @@ def test_end_to_end_sample_with_scripted_models() -> None:
     claim = inst.gold["claims"][0]
     llm = ScriptedChat(f"Here is what matters. {claim}")
     fake = FakeContext(llm)
-    out = asyncio.run(BespokeResponder({"user_context": "raw_history"}).act(inst.public(), fake.ctx, 0, "raw"))
+    agent = BespokeResponder({"user_context": "raw", "query_aware": True, "history_selection": "retriever"})
+    out = asyncio.run(agent.act(inst.public(), fake.ctx, 0, "raw"))
     model = scripted_judge(VALID, present={claim})
     judgments = judge_all(inst, out, JudgeBinding("j", model))
     scores = {s.metric: s.value for s in score_all(inst, out, judgments)}
@@ -419,4 +440,5 @@ def test_end_to_end_sample_with_scripted_models() -> None:
     assert scores["personalization"] == pytest.approx(70.0)
     prompt = next(c for c in model.calls if not c["messages"][-1]["content"].startswith("Fact:"))
     text = prompt["messages"][-1]["content"]
-    assert inst.gold["need"] in text and "[Example 1]" in text and "Need alignment" in text
+    assert inst.gold["need"] in text and "[Example 5]" in text and "[Example 6]" not in text
+    assert "Need alignment feedback:" in text and inst.gold["rubric"] in text

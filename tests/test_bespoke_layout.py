@@ -164,7 +164,8 @@ def test_loader_reads_the_official_layout_exactly(official: Path) -> None:
 def test_sample_writer_uses_the_official_names(tmp_path: Path) -> None:
     root = write_sample(tmp_path / "s", users=2, seed=7)
     files = {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
-    assert files == {*OFFICIAL_COLUMNS, "corpus/corpus.parquet"}  # corpus/ is perseval's own offline addition
+    # corpus/ and query_types/ are perseval's own (optional) additions
+    assert files == {*OFFICIAL_COLUMNS, "corpus/corpus.parquet", "query_types/query_types.parquet"}
     for relpath, columns in OFFICIAL_COLUMNS.items():
         schema = pq.read_schema(root / relpath)
         assert schema.names == columns, relpath

@@ -13,13 +13,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections import Counter
-from typing import Any, AsyncIterator, ClassVar, Iterable, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from perseval.llm.base import ChatModel
 from perseval.params import Configurable
-from perseval.records import Document, Instance, Passage
+from perseval.records import Document, Instance, InstanceScore, Passage
 
 
 @dataclass
@@ -68,6 +68,22 @@ class TaskFormat(ABC):
         """The action in `text`: parsed structure (None for free text) or the problem that makes it unusable."""
 
 
+@dataclass
+class AnalysisInputs:
+    """Everything a benchmark's cross-cell analysis may read; the large parts are loaded on demand.
+
+    `outputs()`: one row per agent output of every distinct run (AgentOutput fields plus agent, backbone,
+    retriever); `judgments()`: one row per judgment of every cell (Judgment fields plus the cell's identity
+    columns, `judge` being the cell's judge name); `documents()`: the benchmark entry's history documents.
+    """
+
+    scores: pd.DataFrame
+    instances: list[Instance]
+    outputs: Callable[[], pd.DataFrame]
+    judgments: Callable[[], pd.DataFrame]
+    documents: Callable[[], list[Document]]
+
+
 class Benchmark(Configurable, ABC):
     """One benchmark: `params` is the validated `params:` mapping of its entry in the experiment file."""
 
@@ -77,6 +93,7 @@ class Benchmark(Configurable, ABC):
     llm_judges: ClassVar[tuple[str, ...]] = ()  # judge kinds a judge YAML without `kind` is bound to
     rule_judges: ClassVar[tuple[str, ...]] = ()  # judge kinds that need no model, applied unless configured
     task_format: ClassVar[TaskFormat | None] = None  # None: only this benchmark's own agents can run it
+    combined_metrics: ClassVar[tuple[str, ...]] = ()  # metrics `combine` makes from several judges' metrics
 
     @abstractmethod
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
@@ -108,6 +125,16 @@ class Benchmark(Configurable, ABC):
         table["history_documents"] = [sum(docs[u] for u in set(frame[frame["group"] == g]["user"]))
                                       for g in table.index]
         return {"instances_by_group": table}
+
+    def combine(self, scores: list[InstanceScore]) -> list[InstanceScore]:
+        """Instance metrics made from the metrics of several judges of one cell (e.g. an average over
+        judges' metrics), added to the cell's scores by the score stage. Default: none."""
+        return []
+
+    def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
+        """The analysis stage's entry point: `analyze` on the scores unless a benchmark needs more (agent
+        outputs and traces, judgments with their feedback, the history)."""
+        return self.analyze(inputs.scores, inputs.instances)
 
     def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
         """Cross-cell analyses of this benchmark (the paper's tables and figures).

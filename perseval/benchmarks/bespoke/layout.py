@@ -55,8 +55,13 @@ SHOTS = TableSpec("evaluation_shot", "evaluation_shot.parquet",
 CHAT = TableSpec("chat_history", "chat_history.parquet", ("user", "id", "history"))
 SEARCH = TableSpec("search_history", "search_history.parquet", ("user", "id", "history"))
 
-# perseval's own addition, not part of the release: a local passage corpus for offline search.
+# perseval's own additions, not part of the release (both optional): a local passage corpus for offline
+# search, and the task type of each query (the paper names four; the release does not label them).
 CORPUS = TableSpec("corpus", "corpus.parquet", ("id", "text"))
+QUERY_TYPES = TableSpec("query_types", "query_types.parquet", ("user", "query-id", "task_type"))
+
+# The official evaluator's per-user files (augustinLib/BESPOKE, evaluate/evaluator.py): {root}/{user}/query-id_{N}.*
+OFFICIAL_FILES: dict[str, str] = {"evaluation_shot": "json", "personalized_rubric": "txt", "gold_information": "json"}
 
 RELEASE_TABLES: tuple[TableSpec, ...] = (QUERIES, GOLD, RUBRIC, META_TEST, SHOTS, CHAT, SEARCH)
 HISTORY_TABLES: dict[str, TableSpec] = {"chat": CHAT, "search": SEARCH}

@@ -1,4 +1,5 @@
-"""Read and validate a Bespoke release from a local folder (nothing is fetched).
+"""Read and validate a Bespoke release from a local folder (nothing is fetched): all seven tables joined per
+(user, query-id), JSON values parsed, chat and search sessions split into turns (`sessions.py`).
 
 Every problem is an InputError naming the file, the row and the field. Rows
 are counted from 0, as pandas and pyarrow number them, so `row 3` is
@@ -18,6 +19,7 @@ from perseval.benchmarks.bespoke import layout as L
 from perseval.benchmarks.bespoke.records import (
     BespokeQuery, BespokeRelease, CorpusPassage, CriterionRating, RatedResponse, Session,
 )
+from perseval.benchmarks.bespoke.sessions import CHAT_EXPECTED, session_meta, split_chat
 from perseval.errors import InputError
 
 Row = dict[str, Any]
@@ -35,7 +37,9 @@ def load_release(root: str | Path) -> BespokeRelease:
     _attach_rated(root, L.SHOTS, queries, "shots")
     _attach_rated(root, L.META_TEST, queries, "meta_test")
     _check_complete(root, queries, rows_of)
-    return BespokeRelease(list(queries.values()), _read_sessions(root), _read_corpus(root))
+    _attach_task_types(root, queries)
+    users = {q.user for q in queries.values()}
+    return BespokeRelease(list(queries.values()), _read_sessions(root, users), _read_corpus(root))
 
 
 # --- files and cells -----------------------------------------------------------------------
@@ -216,20 +220,41 @@ def _check_complete(root: Path, queries: dict[QueryKey, BespokeQuery], rows_of: 
 # --- histories and corpus ------------------------------------------------------------------
 
 
-def _read_sessions(root: Path) -> list[Session]:
+def _read_sessions(root: Path, users: set[str]) -> list[Session]:
+    """Every chat and search session, split into turns; each user must be one who has queries."""
     sessions: list[Session] = []
     seen: dict[tuple[str, str], str] = {}
     for source, spec in L.HISTORY_TABLES.items():
         path = spec.path(root)
         for i, rec in enumerate(read_rows(root, spec)):
             user = _text(path, i, "user", rec["user"]).strip()
+            if user not in users:
+                raise InputError(path, f"unknown user {user!r}: no query of theirs in {L.QUERIES.relpath}",
+                                 row=i, field="user")
             sid = _text(path, i, "id", rec["id"]).strip()
             if (user, sid) in seen:
                 raise InputError(path, f"session id repeated for user {user!r} (also in {seen[user, sid]})",
                                  row=i, field="id")
             seen[user, sid] = spec.relpath
-            sessions.append(Session(user, sid, source, _text(path, i, "history", rec["history"])))  # type: ignore[arg-type]
+            text = _text(path, i, "history", rec["history"])
+            if source == "chat" and split_chat(text) is None:
+                raise InputError(path, f"cannot split the session into turns: expected {CHAT_EXPECTED}",
+                                 row=i, field="history")
+            sessions.append(Session(user, sid, source, text, session_meta(source, text)))  # type: ignore[arg-type]
     return sessions
+
+
+def _attach_task_types(root: Path, queries: dict[QueryKey, BespokeQuery]) -> None:
+    """perseval's optional query_types/ table (the sample writes it; the official release has none)."""
+    if not L.QUERY_TYPES.path(root).is_file():
+        return
+    path = L.QUERY_TYPES.path(root)
+    for i, rec in enumerate(read_rows(root, L.QUERY_TYPES)):
+        owner = _owner(path, i, rec, queries)
+        kind = _text(path, i, "task_type", rec["task_type"]).strip()
+        if kind not in L.TASK_TYPES:
+            raise InputError(path, f"expected one of {list(L.TASK_TYPES)}, got {kind!r}", row=i, field="task_type")
+        owner.task_type = kind
 
 
 def _read_corpus(root: Path) -> list[CorpusPassage]:

@@ -42,6 +42,7 @@ class BespokeQuery:
     rubric: str
     shots: list[RatedResponse]
     meta_test: list[RatedResponse] = field(default_factory=list)
+    task_type: str = ""  # analysis | guidance | recommendation | explanation, when known (not in the release)
 
 
 @dataclass
@@ -52,6 +53,7 @@ class Session:
     session_id: str
     source: Literal["chat", "search"]
     text: str
+    meta: dict[str, Any] = field(default_factory=dict)  # the parsed turns (sessions.session_meta)
 
 
 @dataclass

@@ -39,10 +39,15 @@ def write_sample(folder: str | Path, users: int = 3, seed: int = 0, queries_per_
     folder = Path(folder)
     rows: dict[L.TableSpec, list[dict[str, str]]] = {spec: [] for spec in (*L.RELEASE_TABLES, L.CORPUS)}
     offset = rng.randrange(len(C.PERSONAS))
+    users_topics = []
     for i in range(users):
         person = _User(f"user{i + 1}", C.PERSONAS[(offset + i) % len(C.PERSONAS)], _pick_topics(rng, queries_per_user))
+        users_topics.append(person.topics)
         _add_user(rng, person, rows)
     rows[L.CORPUS] = _corpus_rows()
+    rows[L.QUERY_TYPES] = []
+    for r, topic in zip(rows[L.QUERIES], [t for u in users_topics for t in u]):
+        rows[L.QUERY_TYPES].append({"user": r["user"], "query-id": r["query-id"], "task_type": topic.task_type})
     for spec, table_rows in rows.items():
         _write(folder, spec, table_rows)
     return folder
@@ -105,15 +110,18 @@ def _add_query(rng: random.Random, person: _User, qid: str, topic: C.Topic,
 
 def _rated_sets(rng: random.Random, p: C.Persona, topic: C.Topic,
                 facets: list[tuple[str, str]]) -> tuple[list[RatedResponse], list[RatedResponse]]:
-    """2-3 rated example responses for the judge, and one held-out pair for meta-evaluation."""
+    """5-6 rated example responses for the judge (it takes 5 by default, as the official evaluator does),
+    and two held-out pairs for meta-evaluation (two per query, as in section 4.1)."""
     wanted = [c for _, c in facets]
     other = [c for _, c in topic.facets if c not in wanted]
-    drafts = [Draft.aligned(p, wanted), Draft.off_target(p, other)]
-    if rng.random() < 0.6:
-        drafts.append(Draft.generic(wanted, other))
+    drafts = [Draft.aligned(p, wanted), Draft.off_target(p, other), Draft.generic(wanted, other),
+              Draft.wrong_tone(p, wanted), Draft.wrong_depth(p, wanted)]
+    if rng.random() < 0.5:
+        drafts.append(Draft.partial(p, wanted, other))
     rng.shuffle(drafts)
     shots = [_rated(rng, p, d, wanted) for d in drafts]
-    return shots, [_rated(rng, p, Draft.wrong_style(p, wanted), wanted)]
+    held_out = [Draft.wrong_style(p, wanted), rng.choice([Draft.partial(p, wanted, other), Draft.aligned(p, wanted)])]
+    return shots, [_rated(rng, p, d, wanted) for d in held_out]
 
 
 def _rated(rng: random.Random, p: C.Persona, draft: Draft, wanted: list[str]) -> RatedResponse:

@@ -22,7 +22,7 @@ def _other_style(style: str) -> str:
 
 @dataclass
 class Draft:
-    kind: str  # aligned | generic | off_target | wrong_style
+    kind: str  # aligned | generic | off_target | wrong_style | wrong_tone | wrong_depth | partial
     claims: list[str]
     tone: str  # casual | formal | neutral
     style: str  # one of _STYLES, or paragraph
@@ -43,6 +43,18 @@ class Draft:
     @classmethod
     def wrong_style(cls, p: C.Persona, wanted: list[str]) -> "Draft":
         return cls("wrong_style", wanted[:-1], p.tone, _other_style(p.style), p.expertise)
+
+    @classmethod
+    def wrong_tone(cls, p: C.Persona, wanted: list[str]) -> "Draft":
+        return cls("wrong_tone", list(wanted), _OTHER_TONE[p.tone], p.style, p.expertise)
+
+    @classmethod
+    def wrong_depth(cls, p: C.Persona, wanted: list[str]) -> "Draft":
+        return cls("wrong_depth", list(wanted), p.tone, p.style, _OTHER_DEPTH[p.expertise])
+
+    @classmethod
+    def partial(cls, p: C.Persona, wanted: list[str], other: list[str]) -> "Draft":
+        return cls("partial", wanted[1:] + other[:1], "neutral", p.style, p.expertise)
 
 
 _OPEN = {"casual": "Good question! Here's the short version.", "formal": "Below is a concise overview.", "neutral": ""}

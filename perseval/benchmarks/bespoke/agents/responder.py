@@ -1,34 +1,77 @@
-"""Bespoke responder: answers a query from search results and, optionally, raw history sessions.
+"""Bespoke responder: answers a query from search results and a user context built from the user's history.
 
-Two of the paper's user-context settings (Table 4) as one agent:
-`user_context: none` (no user context) and `user_context: raw_history`
-(the user's most relevant past sessions, retrieved with the query, given as
-raw text). Search results come from the back end named by `search` (local
-corpus, gold oracle, web; perseval.search); with none the agent answers from
-the model alone.
+Every user-context setting of Table 4 is a configuration of this one agent, named by the paper's columns:
+
+  user_context       none | raw | profile        ("User Context"; none = no history usage)
+  query_aware        false | true                ("Query Awareness": a static profile, or one per query)
+  history_selection  none | llm | retriever      ("History Selection": the full history, the sessions an LLM
+                                                  keeps judging one (query, session) pair per call (C.3), or
+                                                  the bi-encoder's top `history_k` sessions (section 4.4))
+
+  none                         -> user_context: none
+  static profile               -> profile, query_aware: false, history_selection: none
+  query-aware profile          -> profile, query_aware: true,  history_selection: none
+  selected sessions as raw     -> raw,     query_aware: true,  history_selection: llm
+  selected sessions, profile   -> profile, query_aware: true,  history_selection: llm
+
+Search results come from the back end named by `search` (perseval.search: the local corpus index, the
+gold information of 4.5, a web API, or none). Budgets (`*_chars`) are None for "whole"; a cut is recorded
+in the trace. The trace keeps every step: selection decisions, the profile and its sources, the context
+given to the model, the search query and results, and the requests made (and answered from the cache).
 """
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from perseval.agents.base import Agent, AgentContext
-from perseval.benchmarks.bespoke.prompts import answer_messages
+from perseval.benchmarks.bespoke.context import (Memo, query_profile_messages, select_sessions,
+                                                 static_profile_messages, top_sessions)
+from perseval.benchmarks.bespoke.respond import answer_messages, raw_context
+from perseval.llm.base import ChatModel, ChatResult
 from perseval.params import Params
 from perseval.records import AgentOutput, Document, Instance, Passage
 from perseval.registry import register_agent
 
 
 class ResponderParams(Params):
-    # Small defaults: the embedded backbone has a 4096-token window and writes ~40 tokens/s.
-    user_context: Literal["none", "raw_history"] = "none"
-    history_k: int = Field(3, ge=0)  # sessions given as raw text
-    history_chars: int = Field(1500, ge=0)  # budget shared by those sessions
-    search_k: int = Field(3, ge=0)
-    search_chars: int = Field(1200, ge=0)  # budget shared by the search results
-    max_tokens: int = Field(256, ge=1)
+    user_context: Literal["none", "raw", "profile"] = "none"
+    query_aware: bool = False
+    history_selection: Literal["none", "llm", "retriever"] = "none"
+    history_k: int = Field(3, ge=1)  # retriever selection: sessions kept
+    history_chars: int | None = Field(1500, ge=1)  # raw context budget (None: whole sessions)
+    profile_history_chars: int | None = Field(None, ge=1)  # history shown to the profiler (None: all of it)
+    profile_max_tokens: int = Field(400, ge=1)
+    select_max_tokens: int = Field(48, ge=1)
     search: str | dict[str, Any] = "corpus"  # corpus | gold | none | {kind: http, ...} (perseval.search)
+    search_k: int = Field(3, ge=0)
+    search_chars: int | None = Field(1200, ge=1)  # budget shared by the search results (None: whole)
+    max_tokens: int = Field(256, ge=1)
+
+    @model_validator(mode="after")
+    def _setting(self) -> "ResponderParams":
+        if self.user_context == "none" and (self.query_aware or self.history_selection != "none"):
+            raise ValueError("user_context none uses no history: query_aware and history_selection do not apply")
+        if self.history_selection != "none" and not self.query_aware:
+            raise ValueError("history_selection picks sessions for the query: set query_aware: true")
+        if self.user_context == "raw" and self.query_aware and self.history_selection == "none":
+            raise ValueError("raw history is query-aware only through history_selection (llm or retriever)")
+        return self
+
+
+class _Counted:
+    """The backbone, counting requests per step (cache hits apart) for the trace."""
+
+    def __init__(self, llm: ChatModel):
+        self.llm, self.name = llm, llm.name
+        self.calls, self.cached = 0, 0
+
+    async def chat(self, messages: list[dict[str, Any]], **kwargs: Any) -> ChatResult:
+        res = await self.llm.chat(messages, **kwargs)
+        self.calls += 1
+        self.cached += int(res.cached)
+        return res
 
 
 @register_agent("bespoke.responder")
@@ -37,12 +80,18 @@ class BespokeResponder(Agent):
     params: ResponderParams
     benchmarks = ("bespoke",)
 
+    def __init__(self, params: Any = None):
+        super().__init__(params)
+        self.memo = Memo()  # one request per distinct profile/selection prompt within a shard
+
     def requires(self) -> frozenset[str]:
         p, needs = self.params, {"llm"}
         if p.search_k > 0 and p.search != "none":
             needs.add("search")
-        if p.user_context == "raw_history" and p.history_k > 0:
-            needs |= {"retrieve", "documents"}
+        if p.user_context != "none":
+            needs.add("documents")
+        if p.history_selection == "retriever":
+            needs.add("retrieve")
         return frozenset(needs)
 
     def search_spec(self) -> str | dict[str, Any] | None:
@@ -50,42 +99,83 @@ class BespokeResponder(Agent):
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.llm is not None
+        llm = _Counted(ctx.llm)
         trace: list[dict[str, Any]] = []
+        context, failure = await self._user_context(instance, ctx, llm, repeat, trace)
         results = await self._search(instance, ctx, trace)
-        sessions = await self._history(instance, ctx, trace)
-        p = self.params
-        messages = answer_messages(instance.query, results, sessions, search_chars=p.search_chars,
-                                   history_chars=p.history_chars)
-        res = await ctx.llm.chat(messages, max_tokens=p.max_tokens, repeat=repeat)
+        messages = answer_messages(instance.query, results, context, search_chars=self.params.search_chars)
+        trace.append({"step": "answer", "prompt_chars": len(messages[-1]["content"])})
+        res = await llm.chat(messages, max_tokens=self.params.max_tokens, repeat=repeat)
+        trace.append({"step": "requests", "llm_calls": llm.calls, "cached": llm.cached})
         out = AgentOutput(instance.instance_id, name, repeat, res.text.strip(), trace=trace,
                           prompt_tokens=res.prompt_tokens, completion_tokens=res.completion_tokens)
-        if res.status != "ok":
-            out.status, out.error = "failed", res.error
+        if res.status != "ok" or failure:
+            out.status, out.error = "failed", failure or res.error
         return out
+
+    # --- user context ----------------------------------------------------------------------------
+
+    async def _user_context(self, instance: Instance, ctx: AgentContext, llm: _Counted, repeat: int,
+                            trace: list[dict[str, Any]]) -> tuple[str, str]:
+        """(context text, failure): the user context of this setting; a failed profile request fails the output."""
+        p = self.params
+        if p.user_context == "none":
+            return "", ""
+        assert ctx.documents is not None
+        sessions = await self._sessions(instance, ctx, llm, repeat, trace)
+        if p.user_context == "raw":
+            text, cut = raw_context(sessions, p.history_chars)
+            trace.append({"step": "context", "form": "raw", "sessions": [d.doc_id for d in sessions],
+                          "chars_cut": cut, "text": text})
+            return text, ""
+        if p.query_aware:
+            messages, cut = query_profile_messages(instance.query, sessions, p.profile_history_chars)
+        else:
+            messages, cut = static_profile_messages(sessions, p.profile_history_chars)
+        res = await self.memo.chat(llm, messages, max_tokens=p.profile_max_tokens, repeat=repeat)
+        trace.append({"step": "context", "form": "profile", "query_aware": p.query_aware,
+                      "sessions": [d.doc_id for d in sessions], "chars_cut": cut, "text": res.text.strip(),
+                      "status": res.status})
+        return res.text.strip(), ("" if res.status == "ok" else f"profile request failed: {res.error}")
+
+    async def _sessions(self, instance: Instance, ctx: AgentContext, llm: _Counted, repeat: int,
+                        trace: list[dict[str, Any]]) -> list[Document]:
+        p = self.params
+        history = ctx.documents(instance.user_id) if ctx.documents else []
+        if p.history_selection == "none":
+            trace.append({"step": "history", "selection": "none", "sessions": len(history)})
+            return history
+        if p.history_selection == "retriever":
+            return await self._retrieved(instance, ctx, history, trace)
+        decisions = await select_sessions(llm, self.memo, instance.query, history, repeat=repeat,
+                                          max_tokens=p.select_max_tokens)
+        trace.append({"step": "history", "selection": "llm", "sessions": len(history), "decisions": [
+            {"doc_id": s.doc.doc_id, "source": s.doc.meta.get("source", ""), "keep": s.keep, "status": s.status,
+             "reason": s.reason} for s in decisions]})
+        return [s.doc for s in decisions if s.keep]
+
+    async def _retrieved(self, instance: Instance, ctx: AgentContext, history: list[Document],
+                         trace: list[dict[str, Any]]) -> list[Document]:
+        k = self.params.history_k
+        if ctx.retrieve is None:
+            trace.append({"step": "history", "selection": "retriever", "sessions": 0})
+            return []
+        # retrieval returns chunks; ask for more than k so that k distinct sessions survive de-duplication
+        top = top_sessions(await ctx.retrieve(instance.user_id, instance.query, 4 * k), k)
+        by_id = {d.doc_id: d for d in history}
+        # the whole session as raw text when the history has it, else the retrieved chunk
+        sessions = [by_id.get(h.doc_id) or Document(instance.user_id, h.doc_id, h.text) for h in top]
+        trace.append({"step": "history", "selection": "retriever", "query": instance.query, "sessions": [
+            {"doc_id": h.doc_id, "score": h.score, "source": s.meta.get("source", "")} for h, s in zip(top, sessions)]})
+        return sessions
+
+    # --- search ----------------------------------------------------------------------------------
 
     async def _search(self, instance: Instance, ctx: AgentContext, trace: list[dict[str, Any]]) -> list[Passage]:
         if ctx.search is None or self.params.search_k == 0:
             return []
         results = await ctx.search(instance, instance.query, self.params.search_k)
-        trace.append({"step": "search", "query": instance.query,
-                      "results": [{"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": p.score} for p in results]})
+        backend = self.params.search if isinstance(self.params.search, str) else self.params.search.get("kind")
+        trace.append({"step": "search", "backend": backend, "query": instance.query, "results": [
+            {"doc_id": r.doc_id, "chunk_id": r.chunk_id, "score": r.score, "text": r.text} for r in results]})
         return results
-
-    async def _history(self, instance: Instance, ctx: AgentContext, trace: list[dict[str, Any]]) -> list[Document]:
-        k = self.params.history_k
-        if "retrieve" not in self.requires() or ctx.retrieve is None or ctx.documents is None:
-            return []
-        # retrieval returns chunks; ask for more than k so that k distinct sessions survive de-duplication
-        passages = await ctx.retrieve(instance.user_id, instance.query, 4 * k)
-        best: dict[str, Passage] = {}
-        for p in passages:
-            if p.doc_id not in best or p.score > best[p.doc_id].score:
-                best[p.doc_id] = p
-        top = sorted(best.values(), key=lambda p: -p.score)[:k]
-        by_id = {d.doc_id: d for d in ctx.documents(instance.user_id)}
-        # the whole session as raw text when the history has it, else the retrieved chunk
-        sessions = [by_id.get(p.doc_id) or Document(instance.user_id, p.doc_id, p.text) for p in top]
-        trace.append({"step": "history", "query": instance.query, "sessions": [
-            {"doc_id": p.doc_id, "score": p.score, "source": s.meta.get("source", "")} for p, s in zip(top, sessions)
-        ]})
-        return sessions

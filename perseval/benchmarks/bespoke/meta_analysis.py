@@ -1,0 +1,59 @@
+"""Table 3: the evaluator's agreement with the human annotators on the meta-test pairs, per variant.
+
+Pearson and Spearman correlations (scipy) between the evaluator's and the human's scores per criterion,
+pooled over all meta-test pairs, and feedback accuracy (the meta-judge's share of equivalent feedback);
+the "Avg." row is the mean of the four criteria, as in the paper. Correlations are None when either side is
+constant or fewer than three pairs were scored.
+"""
+from __future__ import annotations
+
+import json
+from statistics import mean
+
+import pandas as pd
+from scipy import stats
+
+from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
+from perseval.records import Instance
+
+
+def correlations(evaluator: list[float], human: list[float]) -> tuple[float | None, float | None]:
+    """(Pearson r, Spearman rho), None when undefined (fewer than 3 pairs, or a constant side)."""
+    if len(evaluator) < 3 or len(set(evaluator)) < 2 or len(set(human)) < 2:
+        return None, None
+    return float(stats.pearsonr(evaluator, human).statistic), float(stats.spearmanr(evaluator, human).statistic)
+
+
+def _variant(agent_params: str) -> str:
+    try:
+        return {"none": "w/o Personal.", "scores_only": "w/o Feedback", "feedback": "w/ Feedback"}[
+            json.loads(agent_params or "{}").get("variant", "feedback")]
+    except (json.JSONDecodeError, KeyError, AttributeError):
+        return "-"
+
+
+def table3(scores: pd.DataFrame, instances: list[Instance]) -> pd.DataFrame:
+    if scores.empty:
+        return pd.DataFrame()
+    human = {i.instance_id: i.gold["human"] for i in instances}
+    rows = []
+    for (agent, backbone, params), grp in scores.groupby(["agent", "backbone", "agent_params"]):
+        per = []
+        for c in CRITERIA:
+            ev = grp[(grp["metric"] == c) & grp["value"].notna()]
+            pairs = [(v / 20, human[iid][c]["score"]) for iid, v in zip(ev["instance_id"], ev["value"])]
+            r, rho = correlations([p[0] for p in pairs], [p[1] for p in pairs])
+            fb = grp[(grp["metric"] == f"feedback.{c}") & grp["value"].notna()]["value"]
+            per.append({"Evaluator": agent, "Variant": _variant(params), "Model": backbone,
+                        "Criterion": CRITERION_TITLES[c], "Pearson": r, "Spearman": rho,
+                        "Feedback Acc.": fb.mean() / 100 if len(fb) else None, "Pairs": len(pairs)})
+        rows += per
+        rows.append({"Evaluator": agent, "Variant": _variant(params), "Model": backbone, "Criterion": "Avg.",
+                     **{k: _mean([p[k] for p in per]) for k in ("Pearson", "Spearman", "Feedback Acc.")},
+                     "Pairs": sum(p["Pairs"] for p in per)})
+    return pd.DataFrame(rows)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return mean(present) if len(present) == len(values) and present else None
