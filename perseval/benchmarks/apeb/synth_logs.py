@@ -48,6 +48,7 @@ NOISE_LIVES = (
 BAND_WORDS = {"budget": "cheap", "mid-range": "", "premium": "premium"}
 STEP_SECONDS = (20, 75)  # between two session events: a session of <= 23 steps stays under 30 minutes
 MAX_SESSION_STEPS = 23
+TASTE_SHARE = 0.7  # of product interactions in a category of interest; the rest explore the category
 
 
 class LogConfig(Params):
@@ -109,7 +110,9 @@ def _liked(pref: CategoryPref, catalog: Catalog, cat: str) -> list[Product]:
     return [p for p in catalog.in_category(cat) if pref.utility(p) >= 3] or catalog.in_category(cat)
 
 
-def _signal(rng: random.Random, when: datetime, cat: str, pref: CategoryPref, liked: list[Product]) -> Event:
+def _signal(rng: random.Random, when: datetime, cat: str, pref: CategoryPref, liked: list[Product],
+            others: list[Product]) -> Event:
+    """One event of preference evidence in category `cat` (`liked`: products to the user's taste)."""
     spec = CATEGORY_BY_KEY[cat]
     attr = rng.choice(pref.attributes).replace("-", " ")
     kind = rng.choices(("view", "like", "cart", "order", "video", "live", "search"), (5, 2, 1, 1, 4, 2, 2))[0]
@@ -147,7 +150,9 @@ def _clock(rng: random.Random, start: datetime) -> Iterator[datetime]:
 
 def _queries(rng: random.Random, spec: CategorySpec, pref: CategoryPref) -> list[str]:
     a1, a2 = (a.replace("-", " ") for a in pref.attributes)
-    refined = " ".join(w for w in (BAND_WORDS[pref.band], a1, a2, spec.noun) if w)
+    # the refined query names some of what the shopper wants, not always all of it
+    specifics = [w for w in (BAND_WORDS[pref.band], a1, a2) if w]
+    refined = " ".join([*rng.sample(specifics, rng.randint(1, len(specifics))), spec.noun])
     middle = rng.choice((spec.noun, f"{a1} {spec.noun}", f"{pref.brands[0].lower()} {spec.noun}"))
     return [rng.choice(spec.vague), *([middle] if rng.random() < 0.6 else []), refined]
 
@@ -268,12 +273,12 @@ def _user(i: int, seed: int, catalog: Catalog, cfg: LogConfig) -> tuple[UserProf
     for t in _background_times(rng, rng.randint(*cfg.background), LOG_START, end, busy):
         if rng.random() < cfg.signal_share:
             c = rng.choices(interests, weights)[0]
-            events.append(_signal(rng, t, c, prefs[c], liked[c]))
+            events.append(_signal(rng, t, c, prefs[c], liked[c], catalog.in_category(c)))
         else:
             events.append(_noise(rng, t, catalog))
     # evidence for the session's category somewhere in the 60 days before its search, whatever the draw
     for t in _background_times(rng, 3, t_m - timedelta(days=h - 1), t_m, busy):
-        events.append(_signal(rng, t, cat, prefs[cat], liked[cat]))
+        events.append(_signal(rng, t, cat, prefs[cat], liked[cat], catalog.in_category(cat)))
     events.sort(key=lambda e: e.ts)
     return UserProfile(f"u{i:05d}", prefs, interests, cat, target.product_id, t_m, decoys, repeat_start), events
 
