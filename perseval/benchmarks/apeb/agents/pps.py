@@ -11,6 +11,8 @@ affinity. Ties keep the candidate order. The trace keeps every candidate's score
 """
 from __future__ import annotations
 
+import logging
+
 import bm25s
 import numpy as np
 from pydantic import Field
@@ -20,6 +22,10 @@ from perseval.benchmarks.apeb.answers import ranking_output
 from perseval.params import Params
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
+
+
+# bm25s logs every index it builds at DEBUG; one small index per instance would flood a run's log
+logging.getLogger("bm25s").setLevel(logging.INFO)
 
 
 class PpsParams(Params):
@@ -69,7 +75,8 @@ class APeBPersonalizedSearch(Agent):
             aff[i] = float(np.mean([h.score for h in hits])) if hits else 0.0
         fused = p.alpha * minmax(rel) + (1 - p.alpha) * minmax(aff)
         order = sorted(range(len(cards)), key=lambda i: -fused[i])  # stable: ties keep the candidate order
-        scores = {cards[i]["id"]: {"relevance": round(float(rel[i]), 4), "affinity": round(float(aff[i]), 4),
-                                   "fused": round(float(fused[i]), 4)} for i in order}
+        # a list in rank order (a dict would be stored with sorted keys)
+        scores = [{"id": cards[i]["id"], "relevance": round(float(rel[i]), 4), "affinity": round(float(aff[i]), 4),
+                   "fused": round(float(fused[i]), 4)} for i in order]
         return ranking_output(instance, name, repeat, [cards[i]["id"] for i in order],
                               trace=[{"step": "score", "alpha": p.alpha, "scores": scores}])
