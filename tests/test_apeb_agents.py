@@ -140,10 +140,21 @@ def test_direct_agent_retrieves_when_asked(data, searcher):
 def test_direct_agent_corrects_once_then_marks_invalid(data):
     inst = _pick(data)
     ids = _ids(inst)
-    chat = ScriptedChat([json.dumps({"ranking": ids[:3]}), json.dumps({"ranking": ids[2:7]})])
+    # a small model repeating an id: the correction keeps the 4 usable ids and asks for 1 more, among the rest
+    chat = ScriptedChat([json.dumps({"ranking": [ids[0], ids[1], ids[1], ids[2], ids[3]]}),
+                         json.dumps({"ranking": [ids[0]]}), json.dumps({"ranking": [ids[6]]})])
     out = _act(APeBDirect(), inst, _ctx(data, chat))
-    assert out.status == "ok" and out.parsed == {"ranking": ids[2:7]} and len(chat.calls) == 2
-    assert "exactly 5" in chat.calls[1]["messages"][-1]["content"]
+    assert out.status == "invalid" and len(chat.calls) == 2  # ids[0] was used already: still 4 usable ids
+    second = chat.calls[1]
+    assert second["json_schema"]["properties"]["ranking"]["items"]["enum"] == ids[4:]
+    assert second["json_schema"]["properties"]["ranking"]["maxItems"] == 1
+    assert f"kept, in this order: {', '.join(ids[:4])}. Add the 1 next most likely" in second["messages"][-1]["content"]
+    assert out.trace[1]["repair"] == {"dropped_unknown": [ids[0]], "dropped_duplicate": [], "dropped_extra": []}
+    chat = ScriptedChat([json.dumps({"ranking": [ids[0], ids[1], ids[1], ids[2], ids[3]]}),
+                         json.dumps({"ranking": [ids[6]]})])
+    out = _act(APeBDirect(), inst, _ctx(data, chat))
+    assert out.status == "ok" and out.parsed == {"ranking": [*ids[:4], ids[6]]} and len(chat.calls) == 2
+    assert out.text == json.dumps({"ranking": [*ids[:4], ids[6]]}) and (out.prompt_tokens, out.completion_tokens) == (20, 10)
     garbage = _act(APeBDirect(), inst, _ctx(data, ScriptedChat("I think the blue one is nice.")))
     assert garbage.status == "invalid" and garbage.parsed is None and garbage.text == "I think the blue one is nice."
     assert _hit1(inst, garbage) == 0.0

@@ -5,8 +5,9 @@ or {"id": ...} objects. The repair rule (`parse_ranking`), each repair recorded:
   1. ids that are not among the instance's candidates are dropped   (dropped_unknown)
   2. repeats of an id already taken are dropped                     (dropped_duplicate)
   3. ids after the first k = min(5, |candidates|) are dropped       (dropped_extra)
-Nothing is ever added: if fewer than k ids remain, the answer is a problem (`extract`), on which an
-agent may send one correction turn; if it still fails the agent's output is `invalid` with its raw text.
+Nothing is ever added: if fewer than k ids remain, the answer is a problem (`extract`). The LLM systems
+then send one correction turn that keeps the usable ids and asks the model for the missing ones only
+(agents/common.ask_ranking); if that still fails the output is `invalid` with its raw text.
 Every system (direct, ReAct, VQRA, the baselines) goes through `extract`; the ranking judge checks what
 was submitted with `check_ranking` (not repaired again), scores an invalid output as a miss and counts
 it in the `valid` metric, so invalid outputs are counted per system.

@@ -56,11 +56,15 @@ def final_instruction(k: int) -> str:
             f'Answer as {{"ranking": [{k} candidate ids]}}, using only ids from the list, each once.')
 
 
-def correction_message(n_valid: int, k: int = 5) -> dict[str, str]:
-    return {"role": "user", "content": (
-        f"That answer had {n_valid} usable ids. Reply again with exactly {k} different ids taken from "
-        f'the candidate list, as {{"ranking": ["id", ...]}}, and nothing else.'
-    )}
+def correction_message(kept: list[str], k: int = 5) -> dict[str, str]:
+    """The correction turn: keep the usable ids, ask only for the missing ones (among the unused candidates)."""
+    missing = k - len(kept)
+    if not kept:
+        ask = f"Reply again with exactly {k} different ids taken from the candidate list"
+    else:
+        ask = (f"It had {len(kept)} usable ids, which are kept, in this order: {', '.join(kept)}. Add the "
+               f"{missing} next most likely, different from these and from each other")
+    return {"role": "user", "content": f'{ask}, as {{"ranking": ["id", ...]}}, and nothing else.'}
 
 
 def ranking_schema(candidate_ids: list[str], k: int = 5) -> dict[str, Any]:

@@ -3,12 +3,13 @@ correction turn (direct ranking, VQRA's ranking step and ReAct's final answer al
 exactly-5 contract of `answers.extract` is applied the same way to every system)."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import Field
 
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.apeb.answers import candidate_ids, extract, ranking_size
+from perseval.benchmarks.apeb.answers import candidate_ids, extract, parse_ranking, ranking_size
 from perseval.benchmarks.apeb.prompts import correction_message, history_line, ranking_schema
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.params import Params
@@ -47,25 +48,32 @@ def count(out: AgentOutput, result: ChatResult) -> None:
 
 async def ask_ranking(llm: ChatModel, messages: list[dict[str, Any]], instance: Instance, out: AgentOutput, *,
                       max_tokens: int, repeat: int) -> AgentOutput:
-    """Ask for the ranking under its JSON schema; one correction turn when fewer than k usable ids come back;
-    then `out` is ok with the ranking, invalid with the raw text, or failed (a request that failed)."""
+    """Ask for the ranking under its JSON schema. When fewer than k usable ids come back, one correction turn
+    keeps them and asks only for the missing ones, constrained to the candidates not yet used (a small model
+    that repeats an id would repeat its whole answer if asked again). Then `out` is ok with the ranking,
+    invalid with the raw text, or failed (a request that failed). The final ranking is checked by
+    `answers.extract` like any other."""
     ids, k = candidate_ids(instance), ranking_size(instance)
-    valid: list[str] = []
+    kept: list[str] = []
     for attempt in (1, 2):
-        result = await llm.chat(messages, json_schema=ranking_schema(ids, k), max_tokens=max_tokens, repeat=repeat)
+        pool = [i for i in ids if i not in kept]
+        result = await llm.chat(messages, json_schema=ranking_schema(pool, k - len(kept)), max_tokens=max_tokens,
+                                repeat=repeat)
         count(out, result)
-        out.text = result.text
         if result.status != "ok":
-            out.status, out.error = "failed", result.error or "request failed"
+            out.status, out.error, out.text = "failed", result.error or "request failed", result.text
             return out
-        answer = extract(instance, result.text)
-        valid = answer.parsed["ranking"] if answer.parsed else []
-        out.trace.append({"step": "answer", "attempt": attempt, "text": result.text, "valid_ids": valid,
-                          **({"repair": answer.repairs} if answer.repairs else {})})
+        got = parse_ranking(result.text, pool, k - len(kept))
+        out.text = json.dumps({"ranking": kept + got.ranking}) if kept else result.text
+        answer = extract(instance, out.text)
+        out.trace.append({"step": "answer", "attempt": attempt, "text": result.text,
+                          "valid_ids": answer.parsed["ranking"] if answer.parsed else [],
+                          **({"repair": got.repairs()} if got.repaired else {})})
         if not answer.problem:
             out.parsed = answer.parsed
             return out
-        messages = [*messages, {"role": "assistant", "content": result.text}, correction_message(len(valid), k)]
+        kept = answer.parsed["ranking"] if answer.parsed else []
+        messages = [*messages, {"role": "assistant", "content": result.text}, correction_message(kept, k)]
     out.status = "invalid"
-    out.error = f"no {k} distinct candidate ids after a correction turn (last answer had {len(valid)})"
+    out.error = f"no {k} distinct candidate ids after a correction turn ({len(kept)} usable)"
     return out

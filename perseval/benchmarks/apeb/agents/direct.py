@@ -1,8 +1,8 @@
 """apeb.direct: single-step LLM ranking of APeB candidates, with or without the user's history.
 
 One call asks for {"ranking": [5 ids]} under a JSON schema. The benchmark's extraction drops unknown and
-repeated ids (recorded in the trace); when fewer than five valid ids remain, one correction turn is sent;
-if that still fails the output is marked invalid with its raw text, never silently accepted.
+repeated ids (recorded in the trace); when fewer than five valid ids remain, one correction turn asks for
+the missing ones; if that still fails the output is marked invalid with its raw text, never silently accepted.
 """
 from __future__ import annotations
 
