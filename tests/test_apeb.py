@@ -10,7 +10,7 @@ import pytest
 from perseval.benchmarks.apeb.benchmark import APeB
 from perseval.benchmarks.apeb.candidates import CandidateConfig, candidate_set, hard_candidates, random_candidates
 from perseval.benchmarks.apeb.logs import Event
-from perseval.benchmarks.apeb.sessions import MiningConfig, Session, history_before, mine_sessions, split_sessions
+from perseval.benchmarks.apeb.sessions import MiningConfig, history_before, mine_sessions, split_sessions
 from perseval.benchmarks.apeb.synth_catalog import CATEGORIES
 from perseval.benchmarks.apeb.synth_logs import DECOY_KINDS, LogConfig, generate_logs
 from perseval.errors import ConfigError

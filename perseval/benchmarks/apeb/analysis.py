@@ -8,8 +8,6 @@ system is the agent, with its backbone (and retriever) named when the experiment
 """
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -112,8 +110,8 @@ def rubric_tables(rubric: pd.DataFrame, order: list[str]) -> Result:
         out[f"rubric_{_safe(judge)}"] = table
         means = rows.pivot_table(index="system", columns="metric", values="value", aggfunc="mean", sort=False)
         if not means.empty:
-            out[f"fig_rubric_{_safe(judge)}"] = grouped_bars(means.reindex(columns=[c for c in CRITERIA if c in means]).T,
-                                                             f"Rubric analysis ({judge})", "Criterion",
+            ordered = means.reindex(columns=[c for c in CRITERIA if c in means]).T
+            out[f"fig_rubric_{_safe(judge)}"] = grouped_bars(ordered, f"Rubric analysis ({judge})", "Criterion",
                                                              "Mean rating (1-5)")
     return out
 

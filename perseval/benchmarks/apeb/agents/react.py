@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
+from perseval.agents.tool_calls import assistant_turn, normalise_calls, parse_arguments
 from perseval.benchmarks.apeb.agents.common import ask_ranking, count
 from perseval.benchmarks.apeb.agents.react_tools import FINISH, Toolbox, action_schema, parse_action, tool_specs
 from perseval.benchmarks.apeb.answers import candidate_ids, extract, ranking_size
@@ -78,20 +79,6 @@ class APeBReact(Agent):
         return await run_react(instance, ctx, self.params, repeat, out)
 
 
-def _native_calls(raw: list[dict[str, Any]], turn: int) -> list[dict[str, Any]]:
-    return [{"id": c.get("id") or f"call_{turn}_{i}", "name": str(c.get("name", "")),
-             "arguments": c.get("arguments") if isinstance(c.get("arguments"), str) else json.dumps(c.get("arguments") or {})}
-            for i, c in enumerate(raw)]
-
-
-def _loads(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
 async def run_react(instance: Instance, ctx: AgentContext, p: ReactParams, repeat: int, out: AgentOutput,
                     refined: str | None = None) -> AgentOutput:
     """The loop; `out` may already hold earlier steps (VQRA's refinement), which it extends."""
@@ -111,13 +98,11 @@ async def run_react(instance: Instance, ctx: AgentContext, p: ReactParams, repea
             out.trace.append({"step": "think", "turn": turn, "status": "failed", "error": result.error})
             return out
         if result.tool_calls:  # native: every call of the turn, answered by tool messages
-            calls = _native_calls(result.tool_calls, turn)
-            messages.append({"role": "assistant", "content": result.text or "", "tool_calls": [
-                {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-                for c in calls]})
+            calls = normalise_calls(result.tool_calls, turn)
+            messages.append(assistant_turn(result.text, calls))
             for c in calls:
-                obs, done = await _step(instance, out, tools, turn, c["name"], _loads(c["arguments"]), result.text,
-                                        "native")
+                obs, done = await _step(instance, out, tools, turn, c["name"], parse_arguments(c["arguments"]),
+                                        result.text, "native")
                 if done:
                     return out
                 messages.append({"role": "tool", "tool_call_id": c["id"], "content": obs})

@@ -59,7 +59,8 @@ def render_step(entry: dict[str, Any]) -> str | None:
         q = entry.get("refined_query")
         return f"refined the query into {q!r}" if q else "tried to refine the query; the answer was unreadable"
     if step == "act":
-        line = f"thought: {_short(entry.get('thought', ''))}\n   action: {entry.get('tool')}({_short(entry.get('arguments', {}))})"
+        line = (f"thought: {_short(entry.get('thought', ''))}\n"
+                f"   action: {entry.get('tool')}({_short(entry.get('arguments', {}))})")
         return line + (f"\n   observation: {_short(entry['observation'], 300)}" if "observation" in entry else "")
     if step == "think":
         return f"wrote without calling a tool: {_short(entry.get('text', ''))}"
