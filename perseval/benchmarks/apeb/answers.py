@@ -1,12 +1,20 @@
-"""APeB answers: the ranking task format, the one extraction of a ranked id list, and its check.
+"""APeB answers: the exactly-5 contract, enforced here and nowhere else.
 
-Kept apart from the metric: `parse_ranking` turns text into ids and records every
-repair it made; agents use it to accept or correct an answer, and the ranking
-judge checks an output's ranking with `check_ranking`; Hit@k and MRR are
-computed by the judge from the result.
+An answer is a JSON list of candidate ids, bare or as {"ranking": [...]}; items may be strings, numbers
+or {"id": ...} objects. The repair rule (`parse_ranking`), each repair recorded:
+  1. ids that are not among the instance's candidates are dropped   (dropped_unknown)
+  2. repeats of an id already taken are dropped                     (dropped_duplicate)
+  3. ids after the first k = min(5, |candidates|) are dropped       (dropped_extra)
+Nothing is ever added: if fewer than k ids remain, the answer is a problem (`extract`). The LLM systems
+then send one correction turn that keeps the usable ids and asks the model for the missing ones only
+(agents/common.ask_ranking); if that still fails the output is `invalid` with its raw text.
+Every system (direct, ReAct, VQRA, the baselines) goes through `extract`; the ranking judge checks what
+was submitted with `check_ranking` (not repaired again), scores an invalid output as a miss and counts
+it in the `valid` metric, so invalid outputs are counted per system.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -100,6 +108,20 @@ def check_ranking(instance: Instance, output: AgentOutput) -> tuple[list[str] | 
     if len(ranking) != k or len(set(ranking)) != k or not set(ranking) <= ids:
         return None, f"ranking must be {k} distinct candidate ids, got {ranking!r}"
     return list(ranking), ""
+
+
+def ranking_output(instance: Instance, name: str, repeat: int, ranked_ids: Sequence[str],
+                   trace: list[dict[str, Any]] | None = None) -> AgentOutput:
+    """A system's ranked ids as its output: the top k written as the answer text and read back through
+    `extract`, so a system without a model meets the same contract as one with."""
+    text = json.dumps({"ranking": list(ranked_ids)[:ranking_size(instance)]})
+    answer = extract(instance, text)
+    out = AgentOutput(instance.instance_id, name, repeat, text, trace=list(trace or []))
+    if answer.problem:
+        out.status, out.error = "invalid", answer.problem
+    else:
+        out.parsed = answer.parsed
+    return out
 
 
 class ApebTask(TaskFormat):

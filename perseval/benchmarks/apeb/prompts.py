@@ -1,7 +1,8 @@
-"""Prompts and the output schema of the single-step APeB ranking agent.
+"""Prompts and output schemas of the APeB systems: the ranking call (direct ranking, VQRA's second step,
+ReAct's final answer) and VQRA's query refinement. ReAct's own prompt lives with its loop.
 
-Kept compact on purpose: the embedded default is a 135M model with a 4k
-context, so a history line is one short line and candidates are one line each.
+Kept compact on purpose: the embedded default is a 135M model with a 4k context, so a history line is
+one short line and a candidate one line.
 """
 from __future__ import annotations
 
@@ -21,30 +22,49 @@ def history_line(doc: Document) -> str:
 
 
 def candidate_line(card: dict[str, Any]) -> str:
-    return f"{card['id']}: {card['title']} | brand {card['brand']} | ${float(card['price']):.2f}"
+    parts = [f"{card['id']}: {card['title']}"]
+    if card.get("brand"):
+        parts.append(f"brand {card['brand']}")
+    parts.append(f"${float(card['price']):.2f}")
+    title = card["title"].lower()
+    extra = [a for a in card.get("attributes") or [] if a.replace("-", " ").lower() not in title]
+    if extra:
+        parts.append(", ".join(extra))
+    return " | ".join(parts)
+
+
+def activity_block(history: list[str]) -> str:
+    body = "\n".join(history) if history else "- (no recorded activity)"
+    return f"The shopper's recent activity, oldest first:\n{body}"
 
 
 def ranking_messages(query: str, candidates: list[dict[str, Any]], history: list[str] | None,
-                     k: int = 5) -> list[dict[str, str]]:
-    """Chat messages asking for the `k` best candidate ids; `history` None means no history section."""
-    parts = []
-    if history is not None:
-        body = "\n".join(history) if history else "- (no recorded activity)"
-        parts.append(f"The shopper's recent activity, oldest first:\n{body}")
+                     k: int = 5, refined: str | None = None) -> list[dict[str, str]]:
+    """Chat messages asking for the `k` best candidate ids; `history` None means no history section;
+    `refined` is a history-aware rewrite of the query (VQRA), shown beside the shopper's own words."""
+    parts = [activity_block(history)] if history is not None else []
     parts.append(f'The shopper searched for: "{query}"')
+    if refined:
+        parts.append(f'What they most likely want, given their history: "{refined}"')
     parts.append("Candidate products:\n" + "\n".join(candidate_line(c) for c in candidates))
-    parts.append(
-        f"Choose the {k} candidates this shopper is most likely to buy, most likely first. "
-        f'Answer as {{"ranking": [{k} candidate ids]}}, using only ids from the list, each once.'
-    )
+    parts.append(final_instruction(k))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def correction_message(n_valid: int, k: int = 5) -> dict[str, str]:
-    return {"role": "user", "content": (
-        f"That answer had {n_valid} usable ids. Reply again with exactly {k} different ids taken from "
-        f'the candidate list, as {{"ranking": ["id", ...]}}, and nothing else.'
-    )}
+def final_instruction(k: int) -> str:
+    return (f"Choose the {k} candidates this shopper is most likely to buy, most likely first. "
+            f'Answer as {{"ranking": [{k} candidate ids]}}, using only ids from the list, each once.')
+
+
+def correction_message(kept: list[str], k: int = 5) -> dict[str, str]:
+    """The correction turn: keep the usable ids, ask only for the missing ones (among the unused candidates)."""
+    missing = k - len(kept)
+    if not kept:
+        ask = f"Reply again with exactly {k} different ids taken from the candidate list"
+    else:
+        ask = (f"It had {len(kept)} usable ids, which are kept, in this order: {', '.join(kept)}. Add the "
+               f"{missing} next most likely, different from these and from each other")
+    return {"role": "user", "content": f'{ask}, as {{"ranking": ["id", ...]}}, and nothing else.'}
 
 
 def ranking_schema(candidate_ids: list[str], k: int = 5) -> dict[str, Any]:
@@ -56,3 +76,27 @@ def ranking_schema(candidate_ids: list[str], k: int = 5) -> dict[str, Any]:
         "required": ["ranking"],
         "additionalProperties": False,
     }
+
+
+# --- VQRA: vague query refinement with the history ------------------------------------------------
+
+REFINE_SYSTEM = (
+    "You help a shopping assistant understand vague searches. From the shopper's past activity, work out "
+    "what they are really looking for and rewrite their search as a short, explicit product query "
+    "(product type, preferred brand, price level, key features). Reply with JSON only."
+)
+
+
+def refine_messages(query: str, history: list[str]) -> list[dict[str, str]]:
+    user = (f"{activity_block(history)}\n\nThe shopper searched for: \"{query}\"\n\n"
+            'Rewrite the search as an explicit product query this shopper would type. Answer as '
+            '{"refined_query": "..."}.')
+    return [{"role": "system", "content": REFINE_SYSTEM}, {"role": "user", "content": user}]
+
+
+REFINE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"refined_query": {"type": "string", "minLength": 1, "maxLength": 160}},
+    "required": ["refined_query"],
+    "additionalProperties": False,
+}

@@ -1,10 +1,8 @@
 """apeb.oracle: reads the gold purchase and ranks it first; the upper bound of the rule scores."""
 from __future__ import annotations
 
-import json
-
 from perseval.agents.base import Agent, AgentContext
-from perseval.benchmarks.apeb.answers import candidate_ids, ranking_size
+from perseval.benchmarks.apeb.answers import candidate_ids, ranking_output
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
 
@@ -21,6 +19,4 @@ class APeBOracle(Agent):
         if purchased not in ids:
             return AgentOutput(instance.instance_id, name, repeat, text="", status="invalid",
                                error="the oracle was not given a gold purchase among the candidates")
-        ranking = [purchased, *[i for i in ids if i != purchased]][:ranking_size(instance)]
-        return AgentOutput(instance.instance_id, name, repeat, text=json.dumps({"ranking": ranking}),
-                           parsed={"ranking": ranking})
+        return ranking_output(instance, name, repeat, [purchased, *[i for i in ids if i != purchased]])

@@ -1,6 +1,8 @@
-"""APeB's rule judge: Hit@1 (headline), Hit@5 and reciprocal rank of the purchased product, on 0..100.
+"""APeB's rule judge: Hit@1 (headline), Hit@5 and reciprocal rank of the purchased product, on 0..100,
+and `valid` (100 when the output is a usable ranking of exactly min(5, |candidates|) candidate ids).
 
-An unusable ranking is the agent's fault, so it is a scored miss, not an unscored item.
+An unusable ranking is the agent's fault, so it is a scored miss, not an unscored item; `valid` counts
+such outputs per system (100 - valid = the share of invalid or failed outputs).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from perseval.metrics.ranking import hit_at_k, rank_of, reciprocal_rank
 from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.registry import register_judge
 
-METRICS = ("hit@1", "hit@5", "mrr")
+METRICS = ("hit@1", "hit@5", "mrr", "valid")
 
 
 @register_judge("apeb.ranking")
@@ -26,11 +28,11 @@ class RankingJudge(Judge):
         purchased = instance.gold["purchased"]
         ranking, problem = check_ranking(instance, output)
         if ranking is None:
-            scores = {m: 0.0 for m in METRICS}
+            scores = {m: 0.0 for m in METRICS}  # valid = 0 too
             feedback, raw = f"invalid output, counted as a miss: {problem}", output.text
         else:
             scores = {"hit@1": hit_at_k(ranking, purchased, 1), "hit@5": hit_at_k(ranking, purchased, TOP_K),
-                      "mrr": reciprocal_rank(ranking, purchased)}
+                      "mrr": reciprocal_rank(ranking, purchased), "valid": 1.0}
             rank = rank_of(ranking, purchased)
             feedback = f"purchase at rank {rank}" if rank else f"purchase not in the top {len(ranking)}"
             raw = json.dumps(ranking)

@@ -1,0 +1,165 @@
+"""apeb.rubric: the paper's rubric analysis - an LLM judge grades each trajectory (the agent's trace) on
+intent inference, history attribution and planning, 1-5 each.
+
+The judge sees the query the agent was given, the agent's steps and final ranking, and, as reference
+the agent never saw, the shopper's own later explicit query, the product they bought and the history
+events about its category. One judgment per criterion, its raw answer kept; a criterion the answer does
+not rate with an integer 1-5 is `unscored` (never a number), a failed request `failed`. Outputs of
+systems that used no model (oracle, random, the non-LLM baseline) have no trajectory to grade and get no
+judgments. Scores stay on the 1-5 scale.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import Field
+
+from perseval.benchmarks.apeb.prompts import candidate_line
+from perseval.judges.base import Judge, JudgeBinding, scored_values
+from perseval.params import Params
+from perseval.parsing import extract_object
+from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.registry import register_judge
+
+CRITERIA = ("intent_inference", "history_attribution", "planning")
+HELP = {
+    "intent_inference": "did the agent work out what the shopper really wanted (product type, brand, price "
+                        "level, features), close to their later explicit query?",
+    "history_attribution": "did it ground its choices in the shopper's real history (the brands, prices and "
+                           "features they showed interest in), rather than guessing or citing noise?",
+    "planning": "were its steps purposeful and efficient, each one moving towards the decision, ending in a "
+                "sound final ranking?",
+}
+RUBRIC_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {**{c: {"type": "integer", "enum": [1, 2, 3, 4, 5]} for c in CRITERIA},
+                   "feedback": {"type": "string", "maxLength": 240}},
+    "required": [*CRITERIA, "feedback"],
+}
+SYSTEM = ("You grade how a shopping agent reasoned for one shopper. Judge the trajectory, not only whether "
+          "the final pick was right. Be strict: 5 is flawless, 3 is partly right, 1 is absent or wrong.")
+
+
+class RubricParams(Params):
+    trajectory_chars: int = Field(2400, ge=200)  # sized for the embedded 4096-token judge
+    max_tokens: int = Field(160, ge=16)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit] + " [...]"
+
+
+def render_step(entry: dict[str, Any]) -> str | None:
+    step = entry.get("step")
+    if step == "refine":
+        q = entry.get("refined_query")
+        return f"refined the query into {q!r}" if q else "tried to refine the query; the answer was unreadable"
+    if step == "act":
+        line = (f"thought: {_short(entry.get('thought', ''))}\n"
+                f"   action: {entry.get('tool')}({_short(entry.get('arguments', {}))})")
+        return line + (f"\n   observation: {_short(entry['observation'], 300)}" if "observation" in entry else "")
+    if step == "think":
+        return f"wrote without calling a tool: {_short(entry.get('text', ''))}"
+    if step == "answer":
+        return f"answered (attempt {entry.get('attempt')}): {_short(entry.get('text', ''))}"
+    if step == "budget":
+        return "ran out of steps; the final answer was forced"
+    return None  # bookkeeping (token bills, scores) is not part of the reasoning
+
+
+def render_trajectory(instance: Instance, output: AgentOutput, limit: int) -> str:
+    steps = [s for s in (render_step(e) for e in output.trace) if s]
+    lines = [f"{i}. {s}" for i, s in enumerate(steps, 1)] or ["(no intermediate steps: a single answer)"]
+    cards = {c["id"]: c for c in instance.payload["candidates"]}
+    ranking = (output.parsed or {}).get("ranking") or []
+    if output.status == "ok" and ranking:
+        lines.append("Final ranking:\n" + "\n".join(f"  {n}. {candidate_line(cards[i])}" for n, i in
+                                                    enumerate(ranking, 1) if i in cards))
+    else:
+        lines.append(f"Final ranking: none ({output.status}: {_short(output.error, 160)})")
+    text = "\n".join(lines)
+    return text if len(text) <= limit else text[: limit // 2] + "\n[...]\n" + text[-limit // 2:]
+
+
+def rubric_messages(instance: Instance, output: AgentOutput, limit: int) -> list[dict[str, str]]:
+    gold = instance.gold
+    cards = {c["id"]: c for c in instance.payload["candidates"]}
+    bought = cards.get(gold.get("purchased", ""))
+    evidence = "\n".join(f"- {x}" for x in gold.get("history_evidence", [])) or "- (none recorded)"
+    queries = gold.get("session", {}).get("queries") or [instance.query]
+    user = (
+        f'The agent was given the shopper\'s search: "{instance.query}"\n\n'
+        f"Reference (the agent did not see this):\n"
+        f'- the shopper\'s own later, explicit search: "{queries[-1]}"\n'
+        f"- what they bought: {candidate_line(bought) if bought else gold.get('purchased')}\n"
+        f"- their history about this kind of product:\n{evidence}\n\n"
+        f"The agent's trajectory:\n{render_trajectory(instance, output, limit)}\n\n"
+        "Criteria (1 to 5 each):\n" + "\n".join(f"{c}: {HELP[c]}" for c in CRITERIA) + "\n\n"
+        'Reply with JSON only: {"intent_inference": 1-5, "history_attribution": 1-5, "planning": 1-5, '
+        '"feedback": "one sentence"}'
+    )
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]
+
+
+def _rating(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    return value if isinstance(value, int) and 1 <= value <= 5 else None
+
+
+def parse_rubric(text: str) -> tuple[dict[str, int | None], str]:
+    """Each criterion's rating (None when missing or not an integer 1-5) and the feedback. A JSON answer cut
+    short by the token limit still gives the ratings written before the cut."""
+    obj = extract_object(text or "")
+    if obj is not None:
+        return {c: _rating(obj.get(c)) for c in CRITERIA}, str(obj.get("feedback", ""))
+    found = {}
+    for c in CRITERIA:
+        m = re.search(rf'"?{c}"?\s*[:=]\s*"?(\d+)\b', text or "")
+        found[c] = _rating(int(m.group(1))) if m else None
+    return found, ""
+
+
+def used_a_model(output: AgentOutput) -> bool:
+    return output.prompt_tokens > 0 or output.completion_tokens > 0
+
+
+@register_judge("apeb.rubric")
+class RubricJudge(Judge):
+    Params = RubricParams
+    params: RubricParams
+    benchmark = "apeb"
+    item = "rubric"
+    metrics = CRITERIA
+
+    async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
+        if not used_a_model(output):
+            return []
+        assert binding.model is not None
+        res = await binding.model.chat(rubric_messages(instance, output, self.params.trajectory_chars),
+                                       json_schema=RUBRIC_SCHEMA, max_tokens=self.params.max_tokens,
+                                       repeat=binding.repeat)
+        if res.status != "ok":
+            return [self.judgment(instance, output, binding, c, None, "failed", res.text, res.error) for c in CRITERIA]
+        ratings, feedback = parse_rubric(res.text)
+        return [self.judgment(instance, output, binding, c, None if ratings[c] is None else float(ratings[c]),
+                              "scored" if ratings[c] is not None else "unscored", res.text,
+                              feedback if ratings[c] is not None else "no 1-5 rating for this criterion")
+                for c in CRITERIA]
+
+    def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
+        out = []
+        for c in CRITERIA:
+            items = [j for j in judgments if j.item_id == c]
+            values = scored_values(items)
+            out.append(self.instance_score(instance, output, judgments, c, values[0] if values else None,
+                                           len(items), len(items) - len(values)))
+        return out
