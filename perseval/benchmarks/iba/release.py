@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from perseval.benchmarks.base import BenchmarkData
 from perseval.benchmarks.iba.distribution import bucket
@@ -26,14 +27,14 @@ NOT_PUBLIC = ("the official IBA-Bench release is not public yet; lay a release o
               "describes, or leave `source` unset to construct the data")
 
 
-def find_table(folder: Path, stem: str) -> Path:
-    """`<stem>.jsonl` or `<stem>.parquet` in `folder`: exactly one of them."""
+def find_table(folder: Path, stem: str, hint: str = NOT_PUBLIC) -> Path:
+    """`<stem>.jsonl` or `<stem>.parquet` in `folder`: exactly one of them; `hint` says where the layout is."""
     if not folder.is_dir():
         raise InputError(folder, f"not a folder; expected a release folder holding {stem}.jsonl or "
-                                 f"{stem}.parquet. {NOT_PUBLIC}")
+                                 f"{stem}.parquet. {hint}")
     found = [folder / f"{stem}{s}" for s in SUFFIXES if (folder / f"{stem}{s}").is_file()]
     if not found:
-        raise InputError(folder, f"missing file {stem}.jsonl (or {stem}.parquet). {NOT_PUBLIC}")
+        raise InputError(folder, f"missing file {stem}.jsonl (or {stem}.parquet). {hint}")
     if len(found) > 1:
         raise InputError(folder, f"both {found[0].name} and {found[1].name} exist; keep one")
     return found[0]
@@ -75,12 +76,13 @@ def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield n, row
 
 
-def load_histories(path: Path) -> dict[str, list[Document]]:
+def load_histories(path: Path,
+                   turn_row: Callable[[Rows, int], HistoryRow] = history_row) -> dict[str, list[Document]]:
     """Documents per user, in timestamp order; turn ids unique across the file."""
     by_user: dict[str, list[tuple[str, int, Document]]] = {}
     seen: dict[str, int] = {}
     for n, raw in read_rows(path):
-        row: HistoryRow = history_row(Rows(path, n, raw), len(by_user.get(str(raw.get("user_id")), [])))
+        row = turn_row(Rows(path, n, raw), len(by_user.get(str(raw.get("user_id")), [])))
         if row.doc.doc_id in seen:
             raise InputError(path, f"duplicate turn_id {row.doc.doc_id!r} (first at row {seen[row.doc.doc_id]})",
                              row=n, field="turn_id")
@@ -89,12 +91,14 @@ def load_histories(path: Path) -> dict[str, list[Document]]:
     return {u: [d for _, _, d in sorted(turns, key=lambda t: (t[0], t[1]))] for u, turns in by_user.items()}
 
 
-def load_instances(path: Path, histories: dict[str, list[Document]], hist_path: Path) -> list[Instance]:
+def load_instances(path: Path, histories: dict[str, list[Document]], hist_path: Path,
+                   instance_row: Callable[[Rows], Instance] = instance_from_row) -> list[Instance]:
+    """Instances in file order: ids unique, every user with history turns, `n_evidence` derived when absent."""
     instances: list[Instance] = []
     seen: dict[str, int] = {}
     for n, raw in read_rows(path):
         rows = Rows(path, n, raw)
-        inst = instance_from_row(rows)
+        inst = instance_row(rows)
         if inst.instance_id in seen:
             raise InputError(path, f"duplicate instance_id {inst.instance_id!r} (first at row "
                                    f"{seen[inst.instance_id]})", row=n, field="instance_id")
@@ -110,18 +114,34 @@ def load_instances(path: Path, histories: dict[str, list[Document]], hist_path: 
     return instances
 
 
-def load_release(source: Path) -> BenchmarkData:
+Info = Callable[[Path, list[Instance], list[Document], int], dict[str, Any]]  # (folder, instances, docs, users)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one row of each table becomes a record, what the data's info counts, and where the layout is
+    documented. The IBA release is one layout; the generic layout of a user's own data (perseval.benchmarks.
+    custom) is another, read, checked and sampled by the same functions."""
+
+    instance_row: Callable[[Rows], Instance]
+    turn_row: Callable[[Rows, int], HistoryRow]
+    info: Info
+    hint: str
+
+
+def load_release(source: Path, layout: Layout | None = None) -> BenchmarkData:
     """Instances and histories of a release folder, as construction would have produced them."""
+    layout = layout or IBA_LAYOUT
     folder = Path(source)
-    inst_path, hist_path = find_table(folder, INSTANCES), find_table(folder, HISTORIES)
-    histories = load_histories(hist_path)
-    instances = load_instances(inst_path, histories, hist_path)
+    inst_path, hist_path = find_table(folder, INSTANCES, layout.hint), find_table(folder, HISTORIES, layout.hint)
+    histories = load_histories(hist_path, layout.turn_row)
+    instances = load_instances(inst_path, histories, hist_path, layout.instance_row)
     used = {i.user_id for i in instances}
     documents = [d for u, docs in histories.items() if u in used for d in docs]
-    return BenchmarkData(instances, documents, release_info(folder, instances, documents, len(histories)))
+    return BenchmarkData(instances, documents, layout.info(folder, instances, documents, len(histories)))
 
 
-def sample_release(data: BenchmarkData, sample: int, seed: int) -> BenchmarkData:
+def sample_release(data: BenchmarkData, sample: int, seed: int, layout: Layout | None = None) -> BenchmarkData:
     """`sample` instances of a loaded release, seeded, in file order, with only their users' histories.
 
     The choice is the first `sample` of one seeded shuffle, so a larger sample extends a smaller one
@@ -133,7 +153,8 @@ def sample_release(data: BenchmarkData, sample: int, seed: int) -> BenchmarkData
     chosen = [data.instances[i] for i in sorted(order[:sample])]
     users = {i.user_id for i in chosen}
     documents = [d for d in data.documents if d.owner in users]
-    info = release_info(Path(data.info["source"]), chosen, documents, data.info["n_users_in_histories"])
+    info_of = (layout or IBA_LAYOUT).info
+    info = info_of(Path(data.info["source"]), chosen, documents, data.info["n_users_in_histories"])
     return BenchmarkData(chosen, documents, {**info, "n_instances_in_release": n, "sample": sample, "seed": seed})
 
 
@@ -147,6 +168,9 @@ def release_info(folder: Path, instances: list[Instance], documents: list[Docume
         "evidence_hist": dict(Counter(bucket(i.payload["n_evidence"]) for i in instances)),
         "constraints_hist": dict(Counter(bucket(i.payload["n_constraints"]) for i in instances)),
     }
+
+
+IBA_LAYOUT = Layout(instance_from_row, history_row, release_info, NOT_PUBLIC)
 
 
 # --- writing the layout (round trips, and sharing a constructed build in release form) ----------
