@@ -204,8 +204,11 @@ def compare_frame(client: MlflowClient, parents: list[Any], cost: bool = False) 
     for col in list(columns.values())[1:]:
         frame[f"Δ {col.split()[-1]}"] = frame[col] - frame[first]
     if cost:
-        costs = pd.DataFrame.from_dict(rows, orient="index").reindex(
-            index=frame.index, columns=[f"{m} {rid[:8]}" for m in COST_METRICS for rid in columns])
-        frame = frame.join(costs.dropna(axis=1, how="all"))  # no price anywhere: no dollar column
+        every = pd.DataFrame.from_dict(rows, orient="index").reindex(index=frame.index)
+        for m in COST_METRICS:
+            cols = [f"{m} {rid[:8]}" for rid in columns]
+            shown = every.reindex(columns=cols)
+            if shown.notna().any().any():  # no price in any run: no dollar columns at all
+                frame = frame.join(shown)
     frame.index.name = "cell (headline metric)"
     return frame
