@@ -179,3 +179,26 @@ def test_a_bad_price_is_refused_naming_the_file_and_key(tmp_path, price, message
     with pytest.raises(ConfigError) as err:
         load_experiment(_configs(tmp_path, price))
     assert "stub-api.yaml" in str(err.value) and message in str(err.value)
+
+
+def _rendered(rows: list[dict]) -> str:
+    from rich.console import Console
+
+    from flows.cli import _cost_table
+
+    console = Console(record=True, width=200)
+    console.print(_cost_table(rows))
+    return console.export_text()
+
+
+def test_the_cost_table_shows_total_and_this_run_and_dollars_only_when_priced():
+    cell = {"benchmark": "iba", "agent": "rag", "backbone": "m", "retriever": "minilm", "judge": "j",
+            "tokens_in": 1200, "tokens_out": 300, "llm_seconds": 12.34, "wall_seconds": 20.0, "cost_usd": None,
+            "new_tokens_in": 0, "new_tokens_out": 0, "new_cost_usd": None}
+    text = _rendered([cell])
+    assert "iba/rag/m/minilm/j" in text and "1200; 0" in text and "300; 0" in text and "12.3" in text
+    assert "USD" not in text
+    priced = _rendered([cell, {**cell, "agent": "b", "cost_usd": 0.0125, "new_cost_usd": 0.0}])
+    assert "USD" in priced and "0.0125; 0.0000" in priced
+    unpriced_line = next(line for line in priced.splitlines() if "iba/rag/" in line)
+    assert unpriced_line.rstrip().endswith("- │")  # a cell whose models have no price: no dollars, not 0
