@@ -202,3 +202,21 @@ def test_the_cost_table_shows_total_and_this_run_and_dollars_only_when_priced():
     assert "USD" in priced and "0.0125; 0.0000" in priced
     unpriced_line = next(line for line in priced.splitlines() if "iba/rag/" in line)
     assert unpriced_line.rstrip().endswith("- │")  # a cell whose models have no price: no dollars, not 0
+
+
+def test_a_gpu_hour_price_is_paid_for_every_gpu_of_a_vllm_deployment_and_changes_no_key(tmp_path):
+    from perseval.cost import devices
+
+    cfg = tmp_path / "configs"
+    shutil.copytree(CONFIGS, cfg)
+    before = make_plan(load_experiment(cfg / "experiments" / "gpu.yaml"))
+    path = cfg / "models" / "qwen3-30b-a3b-instruct.yaml"
+    path.write_text(path.read_text() + "price: {per_gpu_hour: 3.5}\n")
+    exp = load_experiment(cfg / "experiments" / "gpu.yaml")
+    model = exp.models["qwen3-30b-a3b-instruct"]
+    assert model.price.per_gpu_hour == 3.5 and devices(exp.deployments[model.name]) == 2
+    record = unit_record("now", 3600.0, [Usage(requests=1, tokens_in=10, tokens_out=10)])
+    assert Spend.of_records([record], "now", model.price, devices(exp.deployments[model.name])).cost_usd == 7.0
+    after = make_plan(exp)
+    assert [c.key for c in after.cells] == [c.key for c in before.cells]
+    assert [u.key for u in after.data] == [u.key for u in before.data]
