@@ -168,9 +168,16 @@ class PlanCost:
     index: dict[str, Spend]  # index key -> build (wall seconds only: no LLM)
     total: Spend
 
+    def by_benchmark(self, plan: "Plan") -> dict[str, Spend]:
+        """Construction per benchmark name (two entries of one benchmark add up)."""
+        out: dict[str, Spend] = {}
+        for u in plan.data:
+            out[u.entry.name] = out.get(u.entry.name, Spend()) + self.construct[u.key]
+        return out
+
     def summary(self, plan: "Plan") -> dict[str, Any]:
         return {"total": self.total.row(),
-                "construct": {u.entry.name: self.construct[u.key].row() for u in plan.data},
+                "construct": {name: s.row() for name, s in self.by_benchmark(plan).items()},
                 "index": {f"{u.data.entry.name}/{u.retriever.name}": self.index[u.key].row() for u in plan.index},
                 "cells": {c.name: {stage: s.row() for stage, s in self.cells[c.key].items()} for c in plan.cells}}
 

@@ -69,8 +69,8 @@ def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict
 def cost_metrics(plan: Plan, costs: PlanCost) -> dict[str, float]:
     """The parent run's cost metrics: the run's total over distinct units, and each benchmark's construction."""
     out = costs.total.metrics()
-    for u in plan.data:
-        out |= costs.construct[u.key].metrics(f"construct.{u.entry.name}")
+    for name, spend in costs.by_benchmark(plan).items():
+        out |= spend.metrics(f"construct.{name}")
     return out
 
 
