@@ -44,12 +44,16 @@ def _print_headline(rows: list[dict]) -> None:
 
 def _cost_table(rows: list[dict]) -> Table:
     """What each cell cost: in total (cached answers at their original usage) and spent by this run."""
-    priced = any(r.get("cost_usd") is not None for r in rows)
+    def usd(value: Any) -> str | None:  # None or NaN (a frame's None) when no model of the cell has a price
+        return None if value is None or value != value else f"{value:.4f}"
+
+    priced = any(usd(r.get("cost_usd")) for r in rows)
     table = Table(title="Cost per cell (total; this run)")
     for label in ["cell", "tokens in", "tokens out", "LLM s", "wall s", *(["USD"] if priced else [])]:
         table.add_column(label, justify="left" if label == "cell" else "right")
     for r in rows:
-        cost = [] if not priced else ["-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}; {r['new_cost_usd']:.4f}"]
+        total, new = usd(r["cost_usd"]), usd(r["new_cost_usd"])
+        cost = [] if not priced else ["-" if total is None else f"{total}; {new}"]
         table.add_row("/".join(r[k] for k in ("benchmark", "agent", "backbone", "retriever", "judge")),
                       f"{r['tokens_in']}; {r['new_tokens_in']}", f"{r['tokens_out']}; {r['new_tokens_out']}",
                       f"{r['llm_seconds']:.1f}", f"{r['wall_seconds']:.1f}", *cost)

@@ -198,7 +198,9 @@ def test_the_cost_table_shows_total_and_this_run_and_dollars_only_when_priced():
     text = _rendered([cell])
     assert "iba/rag/m/minilm/j" in text and "1200; 0" in text and "300; 0" in text and "12.3" in text
     assert "USD" not in text
-    priced = _rendered([cell, {**cell, "agent": "b", "cost_usd": 0.0125, "new_cost_usd": 0.0}])
+    # as rows come out of a DataFrame: a missing price is NaN there
+    priced = _rendered([{**cell, "cost_usd": float("nan"), "new_cost_usd": float("nan")},
+                        {**cell, "agent": "b", "cost_usd": 0.0125, "new_cost_usd": 0.0}])
     assert "USD" in priced and "0.0125; 0.0000" in priced
     unpriced_line = next(line for line in priced.splitlines() if "iba/rag/" in line)
     assert unpriced_line.rstrip().endswith("- │")  # a cell whose models have no price: no dollars, not 0
