@@ -238,9 +238,12 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
         console.print(f"no finished runs for {runs or ['perseval-quickstart']}")
         raise typer.Exit(1)
     frame = compare_frame(client, parents, cost)
-    console.print(frame.to_markdown(floatfmt=".1f"))
+    # scores to 0.1, tokens whole, dollars to 0.0001 (a small cell costs cents)
+    formats = [".1f"] + [".4f" if c.startswith("cost_usd") else ".0f" if c.startswith("tokens") else ".1f"
+                         for c in frame.columns]
+    console.print(frame.to_markdown(floatfmt=formats))
     if out:
-        out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=".1f") + "\n")
+        out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
         console.print(f"written to {out}")
 
 

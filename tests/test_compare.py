@@ -61,5 +61,7 @@ def test_compare_shows_cost_beside_scores_when_asked(tmp_path):
                                      f"tokens_out {first[:8]}", f"tokens_out {second[:8]}", f"cost_usd {first[:8]}",
                                      f"cost_usd {second[:8]}"]
     assert row == "iba/a (score),40.0,45.0,5.0,1200.0,1100.0,300.0,280.0,0.0042,"
+    shown = runner.invoke(app, ["compare", first, second, "--cost", "--tracking-uri", uri])
+    assert "0.0042" in shown.output and "1200 " in shown.output and "40.0" in shown.output  # cents stay visible
     plain = runner.invoke(app, ["compare", first, second, "--tracking-uri", uri])
     assert "tokens_in" not in plain.output  # without --cost the table is the scores only
