@@ -38,6 +38,26 @@ def _print_headline(rows: list[dict]) -> None:
     for r in rows:
         table.add_row(*[_cell_text(c, r) for c in cols])
     console.print(table)
+    if rows and "tokens_in" in rows[0]:
+        console.print(_cost_table(rows))
+
+
+def _cost_table(rows: list[dict]) -> Table:
+    """What each cell cost: in total (cached answers at their original usage) and spent by this run."""
+    def usd(value: Any) -> str | None:  # None or NaN (a frame's None) when no model of the cell has a price
+        return None if value is None or value != value else f"{value:.4f}"
+
+    priced = any(usd(r.get("cost_usd")) for r in rows)
+    table = Table(title="Cost per cell (total; this run)")
+    for label in ["cell", "tokens in", "tokens out", "LLM s", "wall s", *(["USD"] if priced else [])]:
+        table.add_column(label, justify="left" if label == "cell" else "right")
+    for r in rows:
+        total, new = usd(r["cost_usd"]), usd(r["new_cost_usd"])
+        cost = [] if not priced else ["-" if total is None else f"{total}; {new}"]
+        table.add_row("/".join(r[k] for k in ("benchmark", "agent", "backbone", "retriever", "judge")),
+                      f"{r['tokens_in']}; {r['new_tokens_in']}", f"{r['tokens_out']}; {r['new_tokens_out']}",
+                      f"{r['llm_seconds']:.1f}", f"{r['wall_seconds']:.1f}", *cost)
+    return table
 
 
 def _cell_text(column: str, row: dict) -> str:
@@ -197,8 +217,11 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
                                                                "names; default: perseval-quickstart"),
             latest: int = typer.Option(2, help="how many recent parent runs of each named experiment"),
             out: Optional[Path] = typer.Option(None, help="also write the table here (.md or .csv)"),
+            cost: bool = typer.Option(False, "--cost", help="also each run's tokens in/out and USD (when priced) "
+                                                             "per cell"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
-    """Headline score of every cell, side by side for the runs named, with deltas to the first."""
+    """Headline score of every cell, side by side for the runs named, with deltas to the first (and with
+    --cost what each cell cost in each run)."""
     from mlflow.tracking import MlflowClient
 
     from perseval.config import MLflowSettings
@@ -214,10 +237,13 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
     if not parents:
         console.print(f"no finished runs for {runs or ['perseval-quickstart']}")
         raise typer.Exit(1)
-    frame = compare_frame(client, parents)
-    console.print(frame.to_markdown(floatfmt=".1f"))
+    frame = compare_frame(client, parents, cost)
+    # scores to 0.1, tokens whole, dollars to 0.0001 (a small cell costs cents)
+    formats = [".1f"] + [".4f" if c.startswith("cost_usd") else ".0f" if c.startswith("tokens") else ".1f"
+                         for c in frame.columns]
+    console.print(frame.to_markdown(floatfmt=formats))
     if out:
-        out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=".1f") + "\n")
+        out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
         console.print(f"written to {out}")
 
 

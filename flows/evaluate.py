@@ -18,6 +18,7 @@ from prefect import flow
 from prefect.futures import PrefectFuture, as_completed
 
 from perseval.config import load_experiment
+from perseval.cost import UnitRecords, plan_cost
 from perseval.freshness import data_done, index_done, pending
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
@@ -95,10 +96,12 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
     t0 = time.monotonic()
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
-    parent = track(exp, plan, root, scores, analyses, stats, Path(mlflow_base) if mlflow_base else None)
+    costs = plan_cost(exp, plan, UnitRecords(root, shard_ids), rt.run_id)
+    parent = track(exp, plan, root, scores, analyses, stats, costs, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
-            "headline": headline(plan, scores).to_dict("records"), "timings": timings,
+            "headline": headline(plan, scores, costs).to_dict("records"), "timings": timings,
+            "cost": costs.summary(plan),
             "analyses": {u.data.entry.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},
             "experiment": e.mlflow.experiment, "tracking_uri": e.mlflow.tracking_uri}

@@ -36,6 +36,23 @@ class Sampling(Strict):
     seed: int | None = None  # None: the experiment seed
 
 
+class Price(Strict):
+    """What using a model costs, in US dollars: for cost reports only. No key includes it, so adding or
+    changing a price invalidates no output and no cached request."""
+
+    input_per_mtok: float = Field(0.0, ge=0)  # per million prompt tokens (an API's list price)
+    output_per_mtok: float = Field(0.0, ge=0)  # per million completion tokens
+    # per hour of one GPU while a stage unit runs on it (times a vLLM deployment's tensor_parallel_size;
+    # an embedded server counts as one device): what a rented GPU costs
+    per_gpu_hour: float = Field(0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _some_price(self) -> "Price":
+        if not self.model_fields_set:
+            raise ValueError("give at least one of input_per_mtok, output_per_mtok, per_gpu_hour")
+        return self
+
+
 class ModelConfig(Strict):
     """Which weights: everything that fixes a model's answers, nothing about how it is served."""
 
@@ -49,6 +66,7 @@ class ModelConfig(Strict):
     quantization: str | None = None  # e.g. Q4_1 (gguf), awq / fp8 (vllm)
     deployment: str  # default deployment (configs/deployments/<name>.yaml); an experiment may override it
     sampling: Sampling = Sampling()
+    price: Price | None = None  # reporting only (perseval.cost); never part of a key
 
 
 class VLLMSettings(Strict):
@@ -305,9 +323,13 @@ def _deployment(res: _Resolver, exp: ExperimentConfig, path: Path, model: ModelC
     if DEPLOYMENT_FORMATS[dep.kind] != model.format:
         raise ConfigError(f"{referrer}: key '{key}': a {dep.kind} deployment serves {DEPLOYMENT_FORMATS[dep.kind]} "
                           f"models, but model {model.name!r} has format {model.format!r}")
+    if model.price and model.price.per_gpu_hour and dep.kind == "openai":
+        raise ConfigError(f"{res.files[f'models/{model.name}']}: key 'price.per_gpu_hour': model {model.name!r} is "
+                          f"served by the openai endpoint {dep.name!r}, which bills tokens, not GPU hours; give "
+                          "input_per_mtok / output_per_mtok")
     return dep
 
 
 __all__ = ["AgentConfig", "BenchmarkEntry", "ChunkingConfig", "DaskSettings", "DeploymentConfig", "ExperimentConfig",
-           "JudgeConfig", "MLflowSettings", "ModelConfig", "ResolvedExperiment", "RetrieverConfig", "Sampling",
+           "JudgeConfig", "MLflowSettings", "ModelConfig", "Price", "ResolvedExperiment", "RetrieverConfig", "Sampling",
            "Strict", "VLLMSettings", "load_config", "load_experiment", "read_yaml"]

@@ -8,6 +8,7 @@ import mlflow
 import pandas as pd
 
 from perseval.config import ResolvedExperiment
+from perseval.cost import PlanCost
 from perseval.metrics.aggregate import OVERALL
 from perseval.plan import Plan
 from perseval.store import StageStore
@@ -28,8 +29,9 @@ def is_complete(score: dict[str, Any]) -> bool:
     return not score["outputs"].get("failed", 0) and not score["judgments"].get("failed", 0)
 
 
-def headline(plan: Plan, scores: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """One row per cell: the headline metric over the scored instances, and beside it what was left out."""
+def headline(plan: Plan, scores: dict[str, dict[str, Any]], costs: PlanCost | None = None) -> pd.DataFrame:
+    """One row per cell: the headline metric over the scored instances, beside it what was left out, and
+    (given `costs`) what the cell cost: tokens, seconds and dollars in total and spent by this run."""
     rows = []
     for cell in plan.cells:
         s = scores[cell.key]
@@ -43,7 +45,8 @@ def headline(plan: Plan, scores: dict[str, dict[str, Any]]) -> pd.DataFrame:
                      "unscored_items": _int(overall.get("unscored_items")), "unscored_share": _float(share),
                      "invalid_outputs": s["outputs"].get("invalid", 0), "failed_outputs": s["outputs"].get("failed", 0),
                      "failed_judgments": s["judgments"].get("failed", 0),
-                     "status": "complete" if is_complete(s) else "incomplete"})
+                     "status": "complete" if is_complete(s) else "incomplete",
+                     **(costs.cells[cell.key]["cell"].row() if costs else {})})
     return pd.DataFrame(rows)
 
 
@@ -56,18 +59,27 @@ def _int(value: Any) -> int | None:
 
 
 def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
-          analyses: dict[str, dict[str, Any]], stats: dict[str, float], base: Path | None = None) -> str:
+          analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost,
+          base: Path | None = None) -> str:
     """Log the parent run and one child run per cell; returns the parent run id."""
     with tracking_lock(exp.experiment.mlflow, base):
-        return _track(exp, plan, root, scores, analyses, stats, base)
+        return _track(exp, plan, root, scores, analyses, stats, costs, base)
+
+
+def cost_metrics(plan: Plan, costs: PlanCost) -> dict[str, float]:
+    """The parent run's cost metrics: the run's total over distinct units, and each benchmark's construction."""
+    out = costs.total.metrics()
+    for name, spend in costs.by_benchmark(plan).items():
+        out |= spend.metrics(f"construct.{name}")
+    return out
 
 
 def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
-           analyses: dict[str, dict[str, Any]], stats: dict[str, float], base: Path | None) -> str:
+           analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost, base: Path | None) -> str:
     ensure_experiment(exp.experiment.mlflow, base)
     mlflow.set_experiment(exp.experiment.mlflow.experiment)
     with mlflow.start_run(run_name=exp.experiment.name) as parent:
-        log_parent_summary(exp, headline(plan, scores), stats)
+        log_parent_summary(exp, headline(plan, scores, costs), {**stats, **cost_metrics(plan, costs)})
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
@@ -79,6 +91,9 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
                      "outputs_failed": float(s["outputs"].get("failed", 0)),
                      "judgments_unscored": float(s["judgments"].get("unscored", 0)),
                      "judgments_failed": float(s["judgments"].get("failed", 0))}
+            spend = costs.cells[cell.key]  # the cell's tokens, seconds and dollars, in total and per stage
+            extra |= spend["cell"].metrics() | spend["run"].metrics("run") | spend["judge"].metrics("judge")
+            extra["score.wall_seconds"] = spend["score"].wall_seconds
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
             log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s))

@@ -24,6 +24,7 @@ from perseval.benchmarks.base import ANALYSIS_COLUMNS, AnalysisInputs, Benchmark
 from perseval.components import make_agent, make_benchmark, make_judges, make_retriever
 from perseval.freshness import analysis_done, data_done, index_done, judge_done, part_final, score_done
 from perseval.config import ModelConfig, Sampling
+from perseval.cost import USAGE_INFO, unit_record
 from perseval.errors import InputError
 from perseval.hashing import canonical_json
 from perseval.judges.base import JudgeBinding
@@ -64,6 +65,11 @@ class Runtime:
                          run_id=self.run_id, seed=seed)
 
 
+def _cost_info(rt: Runtime, t0: float, clients: list[LLMClient]) -> dict[str, Any]:
+    """A shard part's record of what computing it cost (perseval.cost), kept in its Parquet metadata."""
+    return {USAGE_INFO: unit_record(rt.run_id, time.monotonic() - t0, [c.usage for c in clients])}
+
+
 def _summary(records: list[AgentOutput] | list[Judgment], key: str) -> dict[str, Any]:
     return {"key": key, "n": len(records), "status": dict(Counter(r.status for r in records))}
 
@@ -87,18 +93,20 @@ def _construct(unit: DataUnit, rt: Runtime) -> None:
     bench: Benchmark = make_benchmark(entry.name, entry.params)
     t0 = time.monotonic()
 
-    async def work() -> tuple[int, int, dict[str, Any]]:
+    async def work(models: dict[str, LLMClient]) -> tuple[int, int, dict[str, Any]]:
         async with AsyncExitStack() as stack:
-            models = {}
             for role, model in unit.construction.items():
                 models[role] = rt.client(model, model.sampling, f"construct.{role}", unit.seed)
                 stack.push_async_callback(models[role].aclose)
             return await _write_batches(bench, unit, data, docs, models)
 
-    n_instances, n_documents, info = asyncio.run(work())
+    clients: dict[str, LLMClient] = {}
+    n_instances, n_documents, info = asyncio.run(work(clients))
+    seconds = time.monotonic() - t0
     docs.mark_complete({"n": n_documents})
     data.mark_complete({"benchmark": entry.name, "n_instances": n_instances, "n_documents": n_documents,
-                        "info": info, "seconds": round(time.monotonic() - t0, 2)})
+                        "info": info, "seconds": round(seconds, 2), "run_id": rt.run_id,
+                        USAGE_INFO: {role: unit_record(rt.run_id, seconds, [c.usage]) for role, c in clients.items()}})
 
 
 async def _write_batches(bench: Benchmark, unit: DataUnit, data: StageStore, docs: StageStore,
@@ -149,7 +157,7 @@ def index(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
             t0 = time.monotonic()
             counts = make_retriever(unit.retriever).build(load_documents(rt.root, unit.data.key), store.dir)
             store.mark_complete({"retriever": unit.retriever.model_dump(), "data_key": unit.data.key, **counts,
-                                 "seconds": round(time.monotonic() - t0, 2)})
+                                 "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
     return {"key": unit.key, **store.manifest()}
 
 
@@ -196,6 +204,7 @@ def run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
 
 
 def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
+    t0 = time.monotonic()
     load_plugins(rt.plugins)
     agent = make_agent(unit.agent)
     instances = load_instances(rt.root, unit.data.key)
@@ -203,9 +212,12 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     items = shard_of(instances, shard, rt.shard_size)
     ctx = _context(unit, agent, rt, {i.user_id for i in items} | {CORPUS_OWNER}, by_id)
 
+    clients: list[LLMClient] = []
+
     async def work() -> list[AgentOutput]:
         if unit.model is not None and "llm" in agent.requires():
             ctx.llm = rt.client(unit.model, unit.model.sampling, "agent", unit.seed)
+            clients.append(ctx.llm)
         try:
             return await run_agent_shard(agent, unit.agent.name, items, ctx, unit.repeats)
         finally:
@@ -213,7 +225,7 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
                 await ctx.llm.aclose()  # type: ignore[attr-defined]
 
     outputs = redact_records(asyncio.run(work()))  # no key reaches a stored text
-    rt.store("run", unit.key).write_records(shard, outputs, AgentOutput)
+    rt.store("run", unit.key).write_records(shard, outputs, AgentOutput, _cost_info(rt, t0, clients))
     return _summary(outputs, unit.key)
 
 
@@ -227,17 +239,21 @@ def judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
 
 
 def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
+    t0 = time.monotonic()
     load_plugins(rt.plugins)
     spec = unit.judge
     judges = make_judges(spec)
     outputs = rt.store("run", unit.run.key).read_part(shard, AgentOutput)
     by_id = {i.instance_id: i for i in load_instances(rt.root, unit.run.data.key)}
 
+    clients: list[LLMClient] = []
+
     async def work() -> list[Judgment]:
         if not spec.uses_llm:
             return await judge_shard(judges, [JudgeBinding(spec.name)], by_id, outputs)
         assert unit.model is not None
         client = rt.client(unit.model, spec.sampling or Sampling(), "judge", unit.seed)
+        clients.append(client)
         try:
             bindings = [JudgeBinding(spec.name, client, r) for r in range(spec.repeats)]
             return await judge_shard(judges, bindings, by_id, outputs)
@@ -245,7 +261,7 @@ def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
             await client.aclose()
 
     judgments = redact_records(asyncio.run(work()))
-    rt.store("judge", unit.key).write_records(shard, judgments, Judgment)
+    rt.store("judge", unit.key).write_records(shard, judgments, Judgment, _cost_info(rt, t0, clients))
     return _summary(judgments, unit.key)
 
 
@@ -260,6 +276,7 @@ def score(cell: Cell, rt: Runtime) -> dict[str, Any]:
 
 
 def _score(cell: Cell, rt: Runtime) -> None:
+    t0 = time.monotonic()
     load_plugins(rt.plugins)
     judges = make_judges(cell.judged.judge)
     by_id = {i.instance_id: i for i in load_instances(rt.root, cell.run.data.key)}
@@ -282,7 +299,8 @@ def _score(cell: Cell, rt: Runtime) -> None:
                          "headline_metric": headline, "group_label": bench.group_label,
                          "outputs": dict(Counter(o.status for o in outputs)),
                          "judgments": dict(Counter(j.status for j in judgments)),
-                         "table": group_table(scores, metrics, failed).reset_index().to_dict("records")})
+                         "table": group_table(scores, metrics, failed).reset_index().to_dict("records"),
+                         "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
 
 
 def score_summary(root: str, cell: Cell) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 from perseval.schema import from_table, to_table
 
 MANIFEST = "_manifest.json"
+PART_INFO = b"perseval.info"  # a part's own record (what computing it cost), in its Parquet metadata
 
 
 class StageStore:
@@ -42,8 +43,17 @@ class StageStore:
         atomic_write_parquet(table, path)
         return path
 
-    def write_records(self, part: int | str, records: list[Any], cls: type) -> Path:
-        return self.write_part(part, to_table(records, cls))
+    def write_records(self, part: int | str, records: list[Any], cls: type, info: dict[str, Any] | None = None) -> Path:
+        """`info` is stored in the part's Parquet metadata: it is written (and renamed into place) with the rows."""
+        table = to_table(records, cls)
+        if info is not None:
+            table = table.replace_schema_metadata({PART_INFO: json.dumps(info, sort_keys=True, default=str)})
+        return self.write_part(part, table)
+
+    def part_info(self, part: int | str) -> dict[str, Any]:
+        """The `info` a part was written with ({} for none)."""
+        raw = (pq.read_schema(self.part_path(part)).metadata or {}).get(PART_INFO)
+        return json.loads(raw) if raw else {}
 
     def read_part(self, part: int | str, cls: type) -> list[Any]:
         return from_table(pq.read_table(self.part_path(part)), cls)

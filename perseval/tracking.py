@@ -182,8 +182,12 @@ def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> li
     return list({r.info.run_id: r for r in out}.values())
 
 
-def compare_frame(client: MlflowClient, parents: list[Any]) -> pd.DataFrame:
-    """Rows: cells; columns: each parent run's headline score of that cell, then its delta to the first run."""
+COST_METRICS = ("tokens_in", "tokens_out", "cost_usd")  # what `perseval compare --cost` shows (totals: perseval.cost)
+
+
+def compare_frame(client: MlflowClient, parents: list[Any], cost: bool = False) -> pd.DataFrame:
+    """Rows: cells; columns: each parent run's headline score of that cell, then its delta to the first run;
+    with `cost`, then each run's total tokens in and out and dollars (when priced) of that cell."""
     columns = {p.info.run_id: f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents}
     rows: dict[str, dict[str, float]] = {}
     for p in parents:
@@ -191,10 +195,20 @@ def compare_frame(client: MlflowClient, parents: list[Any]) -> pd.DataFrame:
                                     max_results=5000):
             metric = r.data.tags.get("perseval.headline_metric", "")
             cell = f"{r.data.tags.get('perseval.cell', r.info.run_name)} ({metric})"
-            rows.setdefault(cell, {})[columns[p.info.run_id]] = r.data.metrics.get(metric, float("nan"))
+            row = rows.setdefault(cell, {})
+            row[columns[p.info.run_id]] = r.data.metrics.get(metric, float("nan"))
+            for m in COST_METRICS if cost else ():
+                row[f"{m} {p.info.run_id[:8]}"] = r.data.metrics.get(m, float("nan"))
     frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns.values())).sort_index()
     first = list(columns.values())[0] if columns else None
     for col in list(columns.values())[1:]:
         frame[f"Δ {col.split()[-1]}"] = frame[col] - frame[first]
+    if cost:
+        every = pd.DataFrame.from_dict(rows, orient="index").reindex(index=frame.index)
+        for m in COST_METRICS:
+            cols = [f"{m} {rid[:8]}" for rid in columns]
+            shown = every.reindex(columns=cols)
+            if shown.notna().any().any():  # no price in any run: no dollar columns at all
+                frame = frame.join(shown)
     frame.index.name = "cell (headline metric)"
     return frame

@@ -37,3 +37,31 @@ def test_compare_by_ids_and_experiments_with_deltas_and_files(tmp_path):
     bad = runner.invoke(app, ["compare", "no-such-thing", "--tracking-uri", uri])
     assert bad.exit_code == 2 and "neither an MLflow experiment" in bad.output
     assert len(MlflowClient(uri).search_runs([mlflow.get_experiment_by_name("cmp").experiment_id])) == 6
+
+
+def test_compare_shows_cost_beside_scores_when_asked(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_experiment("cost")
+    with mlflow.start_run(run_name="priced") as parent:
+        with mlflow.start_run(run_name="iba/a", nested=True):
+            mlflow.set_tags({"perseval.cell": "iba/a", "perseval.headline_metric": "score"})
+            mlflow.log_metrics({"score": 40.0, "tokens_in": 1200, "tokens_out": 300, "cost_usd": 0.0042})
+    with mlflow.start_run(run_name="unpriced") as other:
+        with mlflow.start_run(run_name="iba/a", nested=True):
+            mlflow.set_tags({"perseval.cell": "iba/a", "perseval.headline_metric": "score"})
+            mlflow.log_metrics({"score": 45.0, "tokens_in": 1100, "tokens_out": 280})
+    first, second = parent.info.run_id, other.info.run_id
+    out = tmp_path / "cost.csv"
+    runner = CliRunner()
+    result = runner.invoke(app, ["compare", first, second, "--cost", "--tracking-uri", uri, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    header, row = out.read_text().splitlines()
+    assert header.split(",")[3:] == [f"Δ {second[:8]}", f"tokens_in {first[:8]}", f"tokens_in {second[:8]}",
+                                     f"tokens_out {first[:8]}", f"tokens_out {second[:8]}", f"cost_usd {first[:8]}",
+                                     f"cost_usd {second[:8]}"]
+    assert row == "iba/a (score),40.0,45.0,5.0,1200.0,1100.0,300.0,280.0,0.0042,"
+    shown = runner.invoke(app, ["compare", first, second, "--cost", "--tracking-uri", uri])
+    assert "0.0042" in shown.output and "1200 " in shown.output and "40.0" in shown.output  # cents stay visible
+    plain = runner.invoke(app, ["compare", first, second, "--tracking-uri", uri])
+    assert "tokens_in" not in plain.output  # without --cost the table is the scores only

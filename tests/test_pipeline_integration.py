@@ -100,11 +100,35 @@ def test_first_run_sends_requests_and_tracks_every_cell(workdir, first):
     assert "qa_score" in iba.data.metrics  # QA probes are scored apart from task execution
 
 
+def test_first_run_records_what_each_cell_cost(workdir, first):
+    """Tokens from the server's usage, per cell in the summary and in MLflow; a cell without a model costs none."""
+    llm_cell = _cell(first, "iba", "iba-no-history", "judge-a")
+    assert llm_cell["tokens_in"] > 0 and llm_cell["tokens_out"] > 0 and llm_cell["llm_seconds"] > 0
+    assert llm_cell["new_tokens_in"] == llm_cell["tokens_in"]  # all of it sent by this run
+    assert llm_cell["cost_usd"] is None  # the embedded model has no price
+    oracle = _cell(first, "apeb", "apeb-oracle")
+    assert oracle["tokens_in"] == 0 and oracle["wall_seconds"] > 0
+    assert first["cost"]["total"]["new_tokens_in"] >= llm_cell["tokens_in"]
+    client = MlflowClient(f"sqlite:///{workdir / 'mlruns' / 'mlflow.db'}")
+    parent = client.get_run(first["mlflow_run_id"])
+    child = client.search_runs([parent.info.experiment_id], filter_string=(
+        f"tags.mlflow.parentRunId = '{parent.info.run_id}' and tags.`perseval.cell` = "
+        "'iba/iba-no-history/smollm2-tiny/-/judge-a'"))[0]
+    m = child.data.metrics
+    assert m["tokens_in"] == llm_cell["tokens_in"] and m["run.tokens_in"] + m["judge.tokens_in"] == m["tokens_in"]
+    assert m["judge.tokens_in"] > 0 and m["this_run.tokens_in"] == m["tokens_in"] and "cost_usd" not in m
+    assert parent.data.metrics["tokens_in"] == first["cost"]["total"]["tokens_in"]
+
+
 def test_second_run_sends_no_request(workdir, prefect_api, first):
     second = _run(workdir, prefect_api, "tiny", "second")
     assert second["llm_requests"] == 0
     assert second["mlflow_run_id"] != first["mlflow_run_id"]
     assert [r["score"] for r in second["headline"]] == [r["score"] for r in first["headline"]]
+    # nothing new was spent, and every cell still costs what it cost when its outputs were made
+    assert all(r["new_tokens_in"] == 0 and r["new_tokens_out"] == 0 for r in second["headline"])
+    assert [r["tokens_in"] for r in second["headline"]] == [r["tokens_in"] for r in first["headline"]]
+    assert second["cost"]["total"]["new_tokens_in"] == 0 and second["cost"]["total"]["tokens_in"] > 0
     shown = subprocess.run([sys.executable, "-m", "flows.cli", "compare", "tiny"], cwd=workdir,
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-2000:]

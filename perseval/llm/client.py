@@ -16,6 +16,7 @@ from typing import Any
 import openai
 
 from perseval.config import Sampling
+from perseval.cost import Usage
 from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key
 from perseval.llm.endpoint import Endpoint
@@ -45,7 +46,7 @@ class LLMClient:
         api_key = secret_from_env(endpoint.api_key_env) if endpoint.api_key_env else "not-needed"
         self._client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=api_key or "missing",
                                           timeout=endpoint.timeout_s, max_retries=endpoint.retries)
-        self.stats = {"requests": 0, "cached": 0, "failed": 0}
+        self.usage = Usage()  # what this client sent and what the cache answered (perseval.cost)
 
     def _request(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, max_tokens: int | None,
                  temperature: float | None, repeat: int, tools: list[dict[str, Any]] | None) -> dict[str, Any]:
@@ -71,8 +72,9 @@ class LLMClient:
                           {"response_format": req.get("response_format"), "tools": tools})
         hit = self.cache.get(key)
         if hit is not None:
-            self.stats["cached"] += 1
-            return ChatResult(**hit, cached=True)
+            result = ChatResult(**hit, cached=True)
+            self.usage.record(result)
+            return result
         async with self._sem:
             return await self._send(req, key)
 
@@ -81,15 +83,18 @@ class LLMClient:
         try:
             resp = await self._client.chat.completions.create(**req)
         except openai.OpenAIError as exc:  # retries are exhausted by now
-            self.stats["failed"] += 1
+            failed = ChatResult(text="", status="failed", error=redact(f"{type(exc).__name__}: {exc}")[:2000],
+                                latency_s=time.monotonic() - start)
+            self.usage.record(failed)
             self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "failed", 0, 0,
-                                   time.monotonic() - start)
-            return ChatResult(text="", status="failed", error=redact(f"{type(exc).__name__}: {exc}")[:2000])
+                                   failed.latency_s)
+            return failed
         result = _to_result(resp)
-        self.stats["requests"] += 1
+        result.latency_s = time.monotonic() - start
+        self.usage.record(result)
         self.cache.put(key, self.endpoint.identity, _cacheable(result))
         self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "ok", result.prompt_tokens,
-                               result.completion_tokens, time.monotonic() - start)
+                               result.completion_tokens, result.latency_s)
         return result
 
     async def aclose(self) -> None:
@@ -108,4 +113,4 @@ def _to_result(resp: Any) -> ChatResult:
 def _cacheable(result: ChatResult) -> dict[str, Any]:
     return {"text": result.text, "status": result.status, "error": result.error,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
-            "tool_calls": result.tool_calls}
+            "tool_calls": result.tool_calls, "latency_s": round(result.latency_s, 4)}
