@@ -359,3 +359,19 @@ def test_source_path_must_be_a_log_folder(tmp_path):
         APeB().build(sample=2, seed=0, source=tmp_path)
     with pytest.raises(InputError, match="not a folder"):
         APeB().build(sample=2, seed=0, source=Path(tmp_path / "nope"))
+
+
+def test_the_paper_experiment_validates():
+    """apeb_paper.yaml: every system of the paper on vLLM with tool calling, 5,648 cases in four cells, the
+    rubric judge bound to apeb.rubric."""
+    from perseval.config import load_experiment
+    from perseval.plan import make_plan
+    from tests.conftest import CONFIGS
+
+    exp = load_experiment(CONFIGS / "experiments" / "apeb_paper.yaml")
+    entry = exp.experiment.benchmarks[0]
+    assert (entry.name, entry.sample) == ("apeb", 5648) and {"apeb-react", "apeb-vqra", "apeb-pps"} <= set(entry.agents)
+    assert {exp.deployments[m].kind for m in exp.experiment.backbones} == {"vllm"}
+    assert all(exp.deployments[m].name.endswith("-tools") for m in exp.experiment.backbones)
+    assert {j.kind for j in exp.judges.values()} == {"apeb.rubric"}
+    assert make_plan(exp).cells

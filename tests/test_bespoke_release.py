@@ -184,3 +184,24 @@ def test_tables_2_and_7_of_the_hand_written_release(official: Path) -> None:
     assert t7.loc["user1"].tolist() == [2, 2, 1.0, 1] and t7.loc["user2"].tolist() == [1, 2, 1.0, 1]
     assert t7.loc["Avg.", "search_sessions"] == 1.5
     assert tables["query_types"].to_dict()["queries"] == {"unknown": 3}
+
+
+def test_the_paper_experiment_validates_against_a_release_folder(official: Path, monkeypatch) -> None:
+    """bespoke_paper.yaml names the release by a relative `source:` (read from where perseval runs): with a
+    release there it validates into Tables 3, 4 and 5 on vLLM models; without one it says which path is missing."""
+    from perseval.config import load_experiment
+    from perseval.errors import ConfigError
+    from perseval.plan import make_plan
+    from tests.conftest import CONFIGS
+
+    config = CONFIGS / "experiments" / "bespoke_paper.yaml"
+    monkeypatch.chdir(official.parent)
+    with pytest.raises(ConfigError, match=r"benchmarks\.0\.source.*data/bespoke.*does not exist"):
+        load_experiment(config)
+    shutil.copytree(official, official.parent / "data" / "bespoke")
+    exp = load_experiment(config)
+    plan = make_plan(exp)
+    assert [b.name for b in exp.experiment.benchmarks] == ["bespoke", "bespoke-meta", "bespoke-history"]
+    assert all(b.source == "data/bespoke" for b in exp.experiment.benchmarks)
+    assert {exp.deployments[m].kind for m in exp.experiment.backbones} == {"vllm"}
+    assert len(plan.data) == 3 and plan.cells

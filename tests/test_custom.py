@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -16,7 +17,8 @@ import pytest
 from perseval.agents.base import AgentContext
 from perseval.agents.rag import RagAgent
 from perseval.benchmarks.apeb.answers import ApebTask
-from perseval.benchmarks.custom.answers import API, RANKING, TEXT, CustomTask, action_type
+from perseval.benchmarks.base import AnalysisInputs
+from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomTask, action_type
 from perseval.benchmarks.custom.benchmark import CustomBenchmark, load_custom
 from perseval.benchmarks.custom.judges import CustomCheckpointJudge, CustomRankingJudge, CustomSlotJudge
 from perseval.benchmarks.iba.answers import IbaTask
@@ -403,3 +405,28 @@ def test_a_judge_yaml_without_kind_binds_its_model_to_the_custom_checkpoint_judg
     llm = [s for s in judge_specs(exp, 0) if s.uses_llm]
     assert [(s.name, s.kinds, s.model) for s in llm] == [("smollm2-judge", ("custom.checkpoint",), "smollm2-135m")]
     assert llm[0].params == {"custom.checkpoint": {"max_tokens": None}}
+
+
+def test_the_analysis_splits_each_cell_by_type_and_group_and_logs_the_dataset_tables():
+    data = load_custom(EXAMPLE)
+    bench = CustomBenchmark()
+    rows = []
+    for k, inst in enumerate(data.instances):
+        value = None if k == 0 else float(k % 2)  # the first instance unscored: left out of the mean, counted
+        rows.append({"cell": "c", "agent": "rag", "agent_kind": "rag", "agent_params": "{}", "backbone": "m",
+                     "retriever": "minilm", "judge": "j", "judge_model": "m", "instance_id": inst.instance_id,
+                     "repeat": 0, "judge_repeat": 0, "group": inst.group, "metric": "score", "value": value,
+                     "n_items": 2, "n_unscored": int(value is None)})
+    scores = pd.DataFrame(rows)
+    out = bench.analyze_run(AnalysisInputs(scores, data.instances, pd.DataFrame, pd.DataFrame,
+                                           lambda: data.documents))
+    assert {"scores_by_type_and_group", "instances_by_group", "instances_by_type", "histories"} == set(out)
+    table = out["scores_by_type_and_group"]
+    assert table["instances"].sum() == len(data.instances) and table["unscored_items"].sum() == 1
+    assert table["scored"].sum() == len(data.instances) - 1
+    first = data.instances[0]
+    row = table[(table["group"] == first.group) & (table["type"] == TYPE_NAMES[action_type(first)])].iloc[0]
+    same = [k for k, i in enumerate(data.instances) if (i.group, action_type(i)) == (first.group, action_type(first))]
+    expected = [float(k % 2) for k in same if k != 0]
+    assert row["scored"] == len(expected) and (row["mean"] == sum(expected) / len(expected) if expected
+                                               else pd.isna(row["mean"]))

@@ -6,6 +6,10 @@ rows (perseval.benchmarks.custom.rows), then `sample:` instances are kept as for
 IBA release (seeded, in file order). Free-text instances are judged by
 `custom.checkpoint` (a judge YAML without `kind` binds its model to it), API calls by
 `custom.slots` and rankings by `custom.ranking`, both rule judges applied by default.
+
+The run's analysis logs `scores_by_type_and_group` (each cell's metrics split by instance type and group,
+with n and unscored items) and the dataset tables of `stats`, so a run on one's own data has more than
+the headline.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from perseval.benchmarks.base import Benchmark, BenchmarkData
+from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
 from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomTask, action_type
 from perseval.benchmarks.custom.rows import instance_row, turn_row
 from perseval.benchmarks.iba.release import Layout, load_release, sample_release
@@ -69,6 +73,24 @@ class CustomBenchmark(Benchmark):
         docs = list(documents)
         return {"instances_by_group": by_group(instances, docs), "instances_by_type": by_type(instances),
                 "histories": histories(docs)}
+
+    def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
+        return {"scores_by_type_and_group": scores_by_type_and_group(inputs.scores, inputs.instances),
+                **self.stats(inputs.instances, inputs.documents())}
+
+
+CELL = ["agent", "backbone", "retriever", "judge", "metric"]
+
+
+def scores_by_type_and_group(scores: pd.DataFrame, instances: list[Instance]) -> pd.DataFrame:
+    """Per cell and metric, per (instance type, group): the mean score over the instances that have one,
+    how many instances were scored, and the unscored items (never counted as 0)."""
+    kinds = {i.instance_id: TYPE_NAMES[action_type(i)] for i in instances}
+    frame = scores.assign(type=scores["instance_id"].map(kinds))
+    return (frame.groupby([*CELL, "type", "group"], dropna=False)
+            .agg(mean=("value", "mean"), scored=("value", "count"), instances=("instance_id", "nunique"),
+                 unscored_items=("n_unscored", "sum"))
+            .reset_index())
 
 
 def _frame(instances: list[Instance]) -> pd.DataFrame:

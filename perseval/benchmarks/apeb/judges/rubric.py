@@ -7,19 +7,24 @@ events about its category. One judgment per criterion, its raw answer kept; a cr
 not rate with an integer 1-5 is `unscored` (never a number), a failed request `failed`. Outputs of
 systems that used no model (oracle, random, the non-LLM baseline) have no trajectory to grade and get no
 judgments. Scores stay on the 1-5 scale.
+
+Everything the judge reads that it did not write is untrusted - the agent's trajectory (its thoughts, tool
+observations and answers) and the shopper's own queries and history - so each is quoted as data
+(perseval.judges.quoting), and the ratings are read only from the judge's own answer
+(perseval.parsing.judge_object), never from an object that sits in the quoted material.
 """
 from __future__ import annotations
 
 import json
-import re
-from typing import Any
+from typing import Any, Sequence
 
 from pydantic import Field
 
 from perseval.benchmarks.apeb.prompts import candidate_line
 from perseval.judges.base import Judge, JudgeBinding, scored_values
+from perseval.judges.quoting import data_rule, quote
 from perseval.params import Params
-from perseval.parsing import extract_object
+from perseval.parsing import judge_object
 from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.registry import register_judge
 
@@ -38,8 +43,10 @@ RUBRIC_SCHEMA: dict[str, Any] = {
                    "feedback": {"type": "string", "maxLength": 240}},
     "required": [*CRITERIA, "feedback"],
 }
+QUOTED_TAGS = ("search", "reference", "trajectory")
 SYSTEM = ("You grade how a shopping agent reasoned for one shopper. Judge the trajectory, not only whether "
-          "the final pick was right. Be strict: 5 is flawless, 3 is partly right, 1 is absent or wrong.")
+          "the final pick was right. Be strict: 5 is flawless, 3 is partly right, 1 is absent or wrong. "
+          + data_rule(*QUOTED_TAGS))
 
 
 class RubricParams(Params):
@@ -85,19 +92,27 @@ def render_trajectory(instance: Instance, output: AgentOutput, limit: int) -> st
     return text if len(text) <= limit else text[: limit // 2] + "\n[...]\n" + text[-limit // 2:]
 
 
-def rubric_messages(instance: Instance, output: AgentOutput, limit: int) -> list[dict[str, str]]:
+def rubric_quotes(instance: Instance, output: AgentOutput, limit: int) -> dict[str, str]:
+    """The untrusted material of one judge prompt, by tag: the search the agent was given, the reference
+    the agent never saw (the shopper's later search, the purchase, their history) and the trajectory."""
     gold = instance.gold
     cards = {c["id"]: c for c in instance.payload["candidates"]}
     bought = cards.get(gold.get("purchased", ""))
     evidence = "\n".join(f"- {x}" for x in gold.get("history_evidence", [])) or "- (none recorded)"
     queries = gold.get("session", {}).get("queries") or [instance.query]
+    reference = (f'- the shopper\'s own later, explicit search: "{queries[-1]}"\n'
+                 f"- what they bought: {candidate_line(bought) if bought else gold.get('purchased')}\n"
+                 f"- their history about this kind of product:\n{evidence}")
+    return {"search": instance.query, "reference": reference,
+            "trajectory": render_trajectory(instance, output, limit)}
+
+
+def rubric_messages(instance: Instance, output: AgentOutput, limit: int) -> list[dict[str, str]]:
+    q = rubric_quotes(instance, output, limit)
     user = (
-        f'The agent was given the shopper\'s search: "{instance.query}"\n\n'
-        f"Reference (the agent did not see this):\n"
-        f'- the shopper\'s own later, explicit search: "{queries[-1]}"\n'
-        f"- what they bought: {candidate_line(bought) if bought else gold.get('purchased')}\n"
-        f"- their history about this kind of product:\n{evidence}\n\n"
-        f"The agent's trajectory:\n{render_trajectory(instance, output, limit)}\n\n"
+        f"The shopper's search the agent was given:\n{quote('search', q['search'])}\n\n"
+        f"Reference (the agent did not see this):\n{quote('reference', q['reference'])}\n\n"
+        f"The agent's trajectory:\n{quote('trajectory', q['trajectory'])}\n\n"
         "Criteria (1 to 5 each):\n" + "\n".join(f"{c}: {HELP[c]}" for c in CRITERIA) + "\n\n"
         'Reply with JSON only: {"intent_inference": 1-5, "history_attribution": 1-5, "planning": 1-5, '
         '"feedback": "one sentence"}'
@@ -115,17 +130,14 @@ def _rating(value: Any) -> int | None:
     return value if isinstance(value, int) and 1 <= value <= 5 else None
 
 
-def parse_rubric(text: str) -> tuple[dict[str, int | None], str]:
-    """Each criterion's rating (None when missing or not an integer 1-5) and the feedback. A JSON answer cut
-    short by the token limit still gives the ratings written before the cut."""
-    obj = extract_object(text or "")
-    if obj is not None:
-        return {c: _rating(obj.get(c)) for c in CRITERIA}, str(obj.get("feedback", ""))
-    found = {}
-    for c in CRITERIA:
-        m = re.search(rf'"?{c}"?\s*[:=]\s*"?(\d+)\b', text or "")
-        found[c] = _rating(int(m.group(1))) if m else None
-    return found, ""
+def parse_rubric(text: str, quoted: Sequence[str] = ()) -> tuple[dict[str, int | None], str]:
+    """Each criterion's rating (None when missing or not an integer 1-5) and the feedback, from the judge's
+    own answer: a JSON answer cut short by the token limit still gives the ratings written before the cut,
+    and an object that also appears in the `quoted` material is never read (perseval.parsing.judge_object).
+    No object, no ratings: loose "criterion: n" text is not read, as it may be an echo of the quoted
+    trajectory (an agent that wrote "planning: 5" must not grade itself)."""
+    obj = judge_object(text or "", structured=True, quoted=quoted) or {}
+    return {c: _rating(obj.get(c)) for c in CRITERIA}, str(obj.get("feedback", ""))
 
 
 def used_a_model(output: AgentOutput) -> bool:
@@ -144,12 +156,13 @@ class RubricJudge(Judge):
         if not used_a_model(output):
             return []
         assert binding.model is not None
-        res = await binding.model.chat(rubric_messages(instance, output, self.params.trajectory_chars),
+        limit = self.params.trajectory_chars
+        res = await binding.model.chat(rubric_messages(instance, output, limit),
                                        json_schema=RUBRIC_SCHEMA, max_tokens=self.params.max_tokens,
                                        repeat=binding.repeat)
         if res.status != "ok":
             return [self.judgment(instance, output, binding, c, None, "failed", res.text, res.error) for c in CRITERIA]
-        ratings, feedback = parse_rubric(res.text)
+        ratings, feedback = parse_rubric(res.text, quoted=list(rubric_quotes(instance, output, limit).values()))
         return [self.judgment(instance, output, binding, c, None if ratings[c] is None else float(ratings[c]),
                               "scored" if ratings[c] is not None else "unscored", res.text,
                               feedback if ratings[c] is not None else "no 1-5 rating for this criterion")
