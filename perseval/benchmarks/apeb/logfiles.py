@@ -13,6 +13,7 @@ from typing import Any, Callable, Literal
 
 import pandas as pd
 
+from perseval import files
 from perseval.benchmarks.apeb.catalog import Catalog, Product
 from perseval.benchmarks.apeb.logs import ACTION_TARGETS, ACTIONS, BehaviourLogs, Event
 from perseval.errors import InputError
@@ -27,15 +28,7 @@ SCHEMA_DOC = "see docs/apeb-log-schema.md"
 
 def find_table(folder: Path, stem: str) -> Path:
     """`<stem>.parquet` or `<stem>.csv` in `folder`: exactly one of them."""
-    if not folder.is_dir():
-        raise InputError(folder, f"not a folder; expected a folder holding {stem}.parquet or {stem}.csv "
-                                 f"({SCHEMA_DOC})")
-    found = [folder / f"{stem}{s}" for s in SUFFIXES if (folder / f"{stem}{s}").is_file()]
-    if not found:
-        raise InputError(folder, f"missing file {stem}.parquet (or {stem}.csv); {SCHEMA_DOC}")
-    if len(found) > 1:
-        raise InputError(folder, f"both {found[0].name} and {found[1].name} exist; keep one")
-    return found[0]
+    return files.find_table(folder, stem, SUFFIXES, SCHEMA_DOC)
 
 
 def read_table(path: Path, stem: str) -> pd.DataFrame:

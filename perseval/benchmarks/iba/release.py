@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from perseval import files
 from perseval.benchmarks.base import BenchmarkData
 from perseval.benchmarks.iba.distribution import bucket
 from perseval.benchmarks.iba.release_rows import UNSPECIFIED, HistoryRow, Rows, history_row, instance_from_row
@@ -29,15 +30,7 @@ NOT_PUBLIC = ("the official IBA-Bench release is not public yet; lay a release o
 
 def find_table(folder: Path, stem: str, hint: str = NOT_PUBLIC) -> Path:
     """`<stem>.jsonl` or `<stem>.parquet` in `folder`: exactly one of them; `hint` says where the layout is."""
-    if not folder.is_dir():
-        raise InputError(folder, f"not a folder; expected a release folder holding {stem}.jsonl or "
-                                 f"{stem}.parquet. {hint}")
-    found = [folder / f"{stem}{s}" for s in SUFFIXES if (folder / f"{stem}{s}").is_file()]
-    if not found:
-        raise InputError(folder, f"missing file {stem}.jsonl (or {stem}.parquet). {hint}")
-    if len(found) > 1:
-        raise InputError(folder, f"both {found[0].name} and {found[1].name} exist; keep one")
-    return found[0]
+    return files.find_table(folder, stem, SUFFIXES, hint, holder="a release folder")
 
 
 def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -8,6 +8,7 @@ from typing import Any, Awaitable, Callable
 
 from perseval.benchmarks.iba.agents.iba_agent import alignment, prompts
 from perseval.benchmarks.iba.agents.iba_agent import deep_retrieval as dr
+from perseval.agents.tool_calls import parse_arguments
 from perseval.benchmarks.iba.agents.iba_agent.state import State, usage
 
 FINAL = "final_answer"
@@ -41,16 +42,6 @@ def tool_names(state: State) -> list[str]:
         names += ["extract_preferences", "plan_alignment"]
     return names + [FINAL]
 
-
-def parse_arguments(raw: Any) -> dict[str, Any]:
-    """OpenAI sends arguments as a JSON string; a malformed one is treated as no arguments."""
-    if isinstance(raw, dict):
-        return raw
-    try:
-        value = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 # --- tools: each returns a short summary for the controller's context ------------------------------
