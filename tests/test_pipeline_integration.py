@@ -37,9 +37,11 @@ def workdir(tmp_path_factory) -> Path:
     """A config tree of its own: the shipped agents and retrievers, a small-output model, two judges."""
     root = tmp_path_factory.mktemp("tiny")
     cfg = config_tree(root, "smollm2-tiny", 48)
-    for name, max_tokens in (("judge-a", 40), ("judge-b", 41)):  # judge-b differs only in one setting
+    # judge-b differs only in one setting that reaches its requests (a judge's answer budget is sized from its
+    # schema, so a different max_tokens alone sends the same requests and is answered from the request cache)
+    for name, temperature in (("judge-a", 0.0), ("judge-b", 0.2)):
         (cfg / "judges" / f"{name}.yaml").write_text(yaml.safe_dump(
-            {"name": name, "model": "smollm2-tiny", "sampling": {"temperature": 0.0, "max_tokens": max_tokens}}))
+            {"name": name, "model": "smollm2-tiny", "sampling": {"temperature": temperature, "max_tokens": 40}}))
     (cfg / "experiments" / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     (cfg / "experiments" / "tiny-judge-b.yaml").write_text(yaml.safe_dump({**TINY, "judges": ["judge-b"]}))
     return root

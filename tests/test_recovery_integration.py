@@ -261,21 +261,33 @@ def test_kill_9_of_the_process_group_leaves_no_server_and_the_flow_run_is_marked
         assert state == "CRASHED"
 
 
+def _create(api: str, kind: str, body: dict) -> dict:
+    """POST a new Prefect object; the shared SQLite-backed server can answer 5xx for a moment under load
+    (a CI run once read an error body here), so retry briefly and fail with the server's answer."""
+    for attempt in range(5):
+        resp = httpx.post(f"{api}/{kind}/", json=body, timeout=30)
+        if resp.status_code < 500:
+            break
+        time.sleep(1 + attempt)
+    assert resp.status_code in (200, 201), f"POST {kind}: {resp.status_code} {resp.text[:500]}"
+    return resp.json()
+
+
 def test_stale_runs_of_dead_owners_are_crashed_and_live_ones_kept(prefect_api):
     from flows.runtime import owner_tag
 
     host = socket.gethostname()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    flow = httpx.post(f"{prefect_api}/flows/", json={"name": "perseval-evaluate"}, timeout=30).json()
+    flow = _create(prefect_api, "flows", {"name": "perseval-evaluate"})
     runs = {}
     for label, tag in (("dead", f"perseval-owner:{host}:{dead.pid}:1"), ("live", owner_tag()),
                        ("other-host", f"perseval-owner:elsewhere:{dead.pid}:1")):
-        fr = httpx.post(f"{prefect_api}/flow_runs/", timeout=30, json={
-            "flow_id": flow["id"], "name": f"stale-{label}", "tags": [tag], "state": {"type": "RUNNING"}}).json()
-        tr = httpx.post(f"{prefect_api}/task_runs/", timeout=30, json={
+        fr = _create(prefect_api, "flow_runs", {
+            "flow_id": flow["id"], "name": f"stale-{label}", "tags": [tag], "state": {"type": "RUNNING"}})
+        tr = _create(prefect_api, "task_runs", {
             "flow_run_id": fr["id"], "task_key": "t", "dynamic_key": label, "name": "t",
-            "state": {"type": "RUNNING"}}).json()
+            "state": {"type": "RUNNING"}})
         runs[label] = (fr["id"], tr["id"])
     done = subprocess.run([sys.executable, "-c", "from flows.runtime import mark_stale_runs; print(mark_stale_runs())"],
                           env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True, text=True,
