@@ -86,9 +86,8 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
     from perseval.errors import PersevalError
-    from perseval.report import SMALL_MODEL_WARNING
 
-    exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts
+    exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
     with _prefect_for(exp.experiment.output_root, output_root):
         from flows.runtime import run_experiment
 
@@ -98,6 +97,8 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         except PersevalError as exc:
             _error(exc)
             raise typer.Exit(2)
+    from perseval.report import SMALL_MODEL_WARNING
+
     _print_headline(summary["headline"])
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")

@@ -5,7 +5,10 @@ them: cases tried, clear errors, accepted by design."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -320,3 +323,24 @@ def test_the_table_counts():
     """The suite's size, as the report gives it: a case list that shrinks unnoticed fails here."""
     accepted = [c for c in CASES if c.expect is None]
     assert (len(CASES), len(CASES) - len(accepted), len(accepted)) == (51, 43, 8)
+
+
+HEAVY = ("mlflow", "faiss", "torch", "sentence_transformers", "transformers", "FlagEmbedding", "sklearn",
+         "matplotlib", "prefect", "dask", "distributed")
+
+
+def test_a_bad_source_is_reported_without_heavy_imports(tmp_path, configs):
+    """The real CLI in a fresh process: one line, exit 2, and none of the slow packages imported on the way."""
+    source = _valid_source("iba", tmp_path / "source")
+    _edit_first("instances", lambda r: r.pop("query"))(source)
+    exp = _experiment(configs, tmp_path / "out", "iba", source)
+    probe = ("import runpy, sys\nsys.argv = ['perseval', 'run', sys.argv[1]]\n"
+             "try:\n    runpy.run_module('flows.cli', run_name='__main__')\nexcept SystemExit as exc:\n"
+             "    code = exc.code\n"
+             f"print('heavy:', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})), 'exit:', code)\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(exp)], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("error: ") and "instances.jsonl, row 1, field 'query': missing" in lines[0], done
+    assert lines[-1] == "heavy: [] exit: 2" and "Traceback" not in done.stderr, done
+    assert not (tmp_path / "out").exists()
