@@ -86,9 +86,8 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
     from perseval.errors import PersevalError
-    from perseval.report import SMALL_MODEL_WARNING
 
-    exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts
+    exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
     with _prefect_for(exp.experiment.output_root, output_root):
         from flows.runtime import run_experiment
 
@@ -98,6 +97,8 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         except PersevalError as exc:
             _error(exc)
             raise typer.Exit(2)
+    from perseval.report import SMALL_MODEL_WARNING
+
     _print_headline(summary["headline"])
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
@@ -118,17 +119,27 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
 
 
 def _load_or_exit(config: Path) -> "Any":
-    """The resolved experiment and its plan, or one line per problem and exit code 2 (no server started)."""
+    """The resolved experiment and its plan, or one line per problem and exit code 2 (no server started).
+
+    The benchmark sources are read here too, so a bad release row is reported in seconds, not after the
+    Prefect server and the Dask cluster started and the construct task failed."""
+    from perseval.components import source_problems
     from perseval.config import load_experiment
     from perseval.errors import PersevalError
     from perseval.plan import make_plan
 
     try:
         exp = load_experiment(config)
-        return exp, make_plan(exp)
+        plan = make_plan(exp)
     except PersevalError as exc:
         _error(exc)
         raise typer.Exit(2)
+    problems = source_problems(exp)
+    for problem in problems:
+        _error(problem)
+    if problems:
+        raise typer.Exit(2)
+    return exp, plan
 
 
 @app.command()
@@ -272,10 +283,10 @@ def deploy(config: Path = typer.Argument(..., exists=True, dir_okay=False, help=
     """Register the evaluate flow for CONFIG as a scheduled Prefect deployment (needs PREFECT_API_URL).
 
     A worker on the work pool runs it (`infra/prefect/worker.sh`); with --serve this process does."""
-    from flows import deploy as deploy_mod
-
     apply_offline_env()
     exp, _ = _load_or_exit(config)
+    from flows import deploy as deploy_mod  # Prefect: only once the experiment and its sources are good
+
     dep_name = name or exp.experiment.name
     if serve:
         console.print(f"serving deployment {dep_name!r} on '{cron}' ({timezone}); Ctrl-C stops it")

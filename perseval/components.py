@@ -135,6 +135,19 @@ def validate_experiment(exp: ResolvedExperiment) -> None:
         make_retriever(cfg, exp.file_of("retrievers", name))
 
 
+# --- checking the input folders an experiment names -----------------------------------------------------
+
+def source_problems(exp: ResolvedExperiment) -> list[str]:
+    """One line per problem of every benchmark entry's `source:` (file, row, field, what was expected),
+    found by the benchmarks' own readers before any server starts; empty when every source reads."""
+    problems = []
+    for i, entry in enumerate(exp.experiment.benchmarks):
+        if entry.source:
+            params = benchmark_params(entry, exp.path, i)
+            problems += benchmark_class(entry.name).validate_source(Path(entry.source), params)
+    return problems
+
+
 # --- constructing components ---------------------------------------------------------------------------
 
 def make_benchmark(name: str, params: Mapping[str, Any] | Params) -> Any:

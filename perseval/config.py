@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
-from perseval.params import error_lines
+from perseval.params import error_lines, invalid
 
 
 class Strict(BaseModel):
@@ -239,7 +239,7 @@ def _validate(model: type[Strict], data: dict[str, Any], path: Path) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{path}: invalid {model.__name__}\n" + "\n".join(error_lines(exc, "", model))) from None
+        raise ConfigError(invalid(str(path), model.__name__, error_lines(exc, "", model))) from None
 
 
 def load_config(model: type[Strict], path: str | Path) -> Any:

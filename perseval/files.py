@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 from perseval.errors import InputError
 
@@ -17,3 +18,17 @@ def find_table(folder: Path, stem: str, suffixes: tuple[str, str], hint: str, ho
     if len(found) > 1:
         raise InputError(folder, f"both {found[0].name} and {found[1].name} exist; keep one")
     return found[0]
+
+
+def utf8_lines(path: Path, header_lines: int = 0) -> Iterator[tuple[int, str]]:
+    """(row, text) of each line of a UTF-8 file, rows counted from 1 after `header_lines` header lines.
+
+    A line that is not UTF-8 is an InputError naming its row (a decoder error alone names only a byte
+    offset in the whole file, which no one can find in an editor)."""
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, 1 - header_lines):
+            try:
+                yield n, raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(path, f"not UTF-8 text (byte {exc.start + 1} of the line); save the file as "
+                                       "UTF-8", row=n) from None

@@ -38,13 +38,20 @@ def error_lines(exc: ValidationError, prefix: str = "", model: type[BaseModel] |
     return lines
 
 
+def invalid(where: str, what: str, lines: list[str]) -> str:
+    """The message of a failed validation: one problem on one line (`file: key 'k': msg`), several under a
+    title naming what was invalid, one line each."""
+    if len(lines) == 1:
+        return f"{where}: {lines[0].strip()}"
+    return f"{where}: invalid {what}\n" + "\n".join(lines)
+
+
 def validate_params(model: type[P], raw: Mapping[str, Any] | None, where: str, prefix: str = "params") -> P:
     """`raw` validated as `model`; a ConfigError naming `where` (a file) and each bad key otherwise."""
     try:
         return model.model_validate(dict(raw or {}))
     except ValidationError as exc:
-        raise ConfigError(f"{where}: invalid {prefix} for {model.__qualname__}\n"
-                          + "\n".join(error_lines(exc, prefix, model))) from None
+        raise ConfigError(invalid(where, f"{prefix} for {model.__qualname__}", error_lines(exc, prefix, model))) from None
 
 
 class Configurable:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,14 @@ def config_tree(root: Path, model: str, max_tokens: int) -> Path:
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+@pytest.fixture()
+def configs(tmp_path) -> Path:
+    """A copy of the shipped configs/ that a test may break."""
+    root = tmp_path / "configs"
+    shutil.copytree(CONFIGS, root)
+    return root
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ import asyncio
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import stat
@@ -323,13 +322,6 @@ def test_agreement_with_no_shared_ids_says_so(tmp_path):
 
 
 # --- 12 also: bad input files are one-line errors naming file and key ------------------------------------------
-
-@pytest.fixture()
-def configs(tmp_path) -> Path:
-    root = tmp_path / "configs"
-    shutil.copytree(CONFIGS, root)
-    return root
-
 
 def _bad_inputs(root: Path) -> dict[str, tuple[Path, list[str]]]:
     """Each case: the file to break, and what the error must name."""

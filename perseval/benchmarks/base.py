@@ -17,6 +17,7 @@ from typing import Any, AsyncIterator, Callable, ClassVar, Iterable, Mapping, Se
 
 import pandas as pd
 
+from perseval.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
 from perseval.params import Configurable
 from perseval.records import Document, Instance, InstanceScore, Passage
@@ -109,6 +110,23 @@ class Benchmark(Configurable, ABC):
         `models` holds the construction models by role (see `construction_models`), already served.
         """
         yield self.build(sample=sample, seed=seed, source=source)
+
+    @classmethod
+    def read_source(cls, source: Path, params: Any) -> None:
+        """Read and check the input at `source` with this benchmark's own readers, raising InputError or
+        ConfigError at the first problem. Cheap readers only (no model, no embedding): it runs before any
+        server starts. Default: nothing is read here, the build reads the source."""
+
+    @classmethod
+    def validate_source(cls, source: Path, params: Any) -> list[str]:
+        """The problems of the input at `source`, one line each naming file, row and field (empty: none)."""
+        try:
+            cls.read_source(source, params)
+        except (InputError, ConfigError) as exc:
+            return [str(exc)]
+        except OSError as exc:  # unreadable (permissions, a folder where a file belongs): still one line
+            return [f"{exc.filename or source}: cannot read: {exc.strerror or exc}"]
+        return []
 
     @classmethod
     def construction_models(cls, params: Any, backbones: Sequence[str]) -> dict[str, str]:

@@ -7,9 +7,8 @@ Inner product on normalised vectors is cosine similarity.
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
-
-import faiss
 
 from perseval.params import Params
 from perseval.registry import register_retriever
@@ -28,7 +27,15 @@ class DenseParams(Params):
     index: IndexConfig = IndexConfig()
 
 
+def _faiss() -> ModuleType:
+    # imported on first index use, not when the retriever registers: `perseval validate` never needs it
+    import faiss
+
+    return faiss
+
+
 def use_gpu(cfg: IndexConfig) -> bool:
+    faiss = _faiss()
     gpus = faiss.get_num_gpus() if hasattr(faiss, "get_num_gpus") else 0
     if cfg.device == "gpu" and gpus == 0:
         raise RuntimeError("index.device is 'gpu' but FAISS sees no GPU (is faiss-gpu installed?)")
@@ -36,6 +43,7 @@ def use_gpu(cfg: IndexConfig) -> bool:
 
 
 def new_index(dim: int, cfg: IndexConfig) -> Any:
+    faiss = _faiss()
     if cfg.type == "hnsw":
         return faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
     return faiss.IndexFlatIP(dim)
@@ -43,6 +51,7 @@ def new_index(dim: int, cfg: IndexConfig) -> Any:
 
 def to_device(index: Any, cfg: IndexConfig) -> Any:
     if use_gpu(cfg) and cfg.type == "flat_ip":
+        faiss = _faiss()
         return faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
     return index
 
@@ -69,10 +78,10 @@ class DenseRetriever(Retriever):
         vecs = self.embedder.encode_passages(texts)
         index = new_index(vecs.shape[1], self.params.index)
         index.add(vecs)
-        faiss.write_index(index, str(path))
+        _faiss().write_index(index, str(path))
 
     def load_owner(self, path: Path) -> Any:
-        return to_device(faiss.read_index(str(path)), self.params.index)
+        return to_device(_faiss().read_index(str(path)), self.params.index)
 
     def search_owner(self, index: Any, query: str, k: int) -> list[tuple[int, float]]:
         scores, rows = index.search(self.embedder.encode_queries([query]), k)

@@ -8,8 +8,9 @@ system is the agent, with its backbone (and retriever) named when the experiment
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
-from matplotlib.figure import Figure
 
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA
 from perseval.benchmarks.apeb.stats import OVERALL, dataset_tables
@@ -18,6 +19,10 @@ from perseval.records import Instance
 
 RANK_METRICS = ("hit@1", "hit@5", "mrr")
 LEVEL_ORDER = ("intent", "refined")
+
+if TYPE_CHECKING:  # matplotlib is imported by the plots themselves, not by validation
+    from matplotlib.figure import Figure
+
 Result = dict[str, "pd.DataFrame | Figure"]
 
 

@@ -74,6 +74,10 @@ class APeB(Benchmark):
     rule_judges = ("apeb.ranking",)
     task_format = ApebTask()
 
+    @classmethod
+    def read_source(cls, source: Path, params: ApebParams) -> None:
+        load_logs(source)  # mining is left to the build: a source without sessions is a result, not an error
+
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         s = self.params
         logs: BehaviourLogs = load_logs(source) if source is not None else generate_logs(sample, seed, s.logs)

@@ -38,6 +38,10 @@ def read_table(path: Path, stem: str) -> pd.DataFrame:
             df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
         else:
             df = pd.read_parquet(path)
+    except UnicodeDecodeError:
+        for _ in files.utf8_lines(path, header_lines=1):  # raises naming the first row that is not UTF-8
+            pass
+        raise
     except Exception as exc:  # pandas/pyarrow raise many types for a damaged file
         raise InputError(path, f"cannot read as {path.suffix[1:].upper()}: {exc}") from None
     known = EVENT_COLUMNS if stem == EVENTS else PRODUCT_COLUMNS

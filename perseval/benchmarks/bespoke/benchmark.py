@@ -62,6 +62,12 @@ class BespokeBenchmark(Benchmark):
     task_format = BespokeTask()
     combined_metrics = ("avg",)
 
+    @classmethod
+    def read_source(cls, source: Path, params: BespokeParams) -> None:
+        load_release(source)
+        if params.corpus and params.corpus_path:
+            _corpus_file(Path(params.corpus_path))
+
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         release, origin = read_release(sample, seed, source)
         chosen = select_queries(release.queries, sample, seed)
@@ -165,7 +171,10 @@ def page_summary_documents(release: BespokeRelease) -> list[Document]:
 def _corpus_file(path: Path) -> list[Document]:
     if not path.is_file():
         raise InputError(path, "corpus_path: file missing (expected a Parquet file with columns id, text)")
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:  # pyarrow raises several types for a corrupt or non-Parquet file
+        raise InputError(path, f"corpus_path: cannot be read as Parquet: {exc}") from None
     for col in ("id", "text"):
         if col not in table.column_names:
             raise InputError(path, f"missing column (found {table.column_names})", field=col)

@@ -10,7 +10,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import ndcg_score
 
 
 def cot_messages(query: str) -> list[dict[str, str]]:
@@ -43,6 +42,8 @@ def ndcg_at(ranking: Sequence[str], relevant: set[str], k: int) -> float | None:
     y_score = [float(n - r) for r in range(len(ranked) + fillers)] + [0.0] * len(missed)
     if n < 2:  # scikit-learn needs two documents; a single relevant session ranked first is perfect
         return 1.0 if ranked and ranked[0] in relevant else 0.0
+    from sklearn.metrics import ndcg_score  # here, not at import: scikit-learn takes ~1 s to import
+
     return float(ndcg_score(np.array([y_true]), np.array([y_score]), k=k))
 
 

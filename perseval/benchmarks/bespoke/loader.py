@@ -38,8 +38,9 @@ def load_release(root: str | Path) -> BespokeRelease:
     _attach_rated(root, L.META_TEST, queries, "meta_test")
     _check_complete(root, queries, rows_of)
     _attach_task_types(root, queries)
-    users = {q.user for q in queries.values()}
-    return BespokeRelease(list(queries.values()), _read_sessions(root, users), _read_corpus(root))
+    sessions = _read_sessions(root, {q.user for q in queries.values()})
+    _check_histories(root, queries, rows_of, sessions)
+    return BespokeRelease(list(queries.values()), sessions, _read_corpus(root))
 
 
 # --- files and cells -----------------------------------------------------------------------
@@ -63,6 +64,12 @@ def read_rows(root: Path, spec: L.TableSpec) -> list[Row]:
 
 
 def _text(path: Path, row: int, field: str, value: Any, *, allow_empty: bool = False) -> str:
+    if isinstance(value, bytes):  # a binary column: text if it is UTF-8
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(path, f"not UTF-8 text (byte {exc.start + 1}); write the column as UTF-8 strings",
+                             row=row, field=field) from None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise InputError(path, f"expected text, got {type(value).__name__}", row=row, field=field)
     text = str(value).strip() if isinstance(value, int) else value
@@ -242,6 +249,17 @@ def _read_sessions(root: Path, users: set[str]) -> list[Session]:
                                  row=i, field="history")
             sessions.append(Session(user, sid, source, text, session_meta(source, text)))  # type: ignore[arg-type]
     return sessions
+
+
+def _check_histories(root: Path, queries: dict[QueryKey, BespokeQuery], rows_of: dict[QueryKey, int],
+                     sessions: list[Session]) -> None:
+    """Every user with a query has a history: the user-context settings and the judge's rubric rest on it."""
+    with_history = {s.user for s in sessions}
+    for key, q in queries.items():
+        if q.user not in with_history:
+            tables = " or ".join(spec.relpath for spec in L.HISTORY_TABLES.values())
+            raise InputError(L.QUERIES.path(root), f"user {q.user!r} has no session in {tables}",
+                             row=rows_of[key], field="user")
 
 
 def _attach_task_types(root: Path, queries: dict[QueryKey, BespokeQuery]) -> None:

@@ -11,7 +11,6 @@ import json
 from statistics import mean
 
 import pandas as pd
-from scipy import stats
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
 from perseval.records import Instance
@@ -21,6 +20,8 @@ def correlations(evaluator: list[float], human: list[float]) -> tuple[float | No
     """(Pearson r, Spearman rho), None when undefined (fewer than 3 pairs, or a constant side)."""
     if len(evaluator) < 3 or len(set(evaluator)) < 2 or len(set(human)) < 2:
         return None, None
+    from scipy import stats  # here: every builtin module is imported to register, and scipy.stats is slow
+
     return float(stats.pearsonr(evaluator, human).statistic), float(stats.spearmanr(evaluator, human).statistic)
 
 

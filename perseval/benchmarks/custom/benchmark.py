@@ -64,6 +64,10 @@ class CustomBenchmark(Benchmark):
     rule_judges = ("custom.slots", "custom.ranking")
     task_format = CustomTask()
 
+    @classmethod
+    def read_source(cls, source: Path, params: Any) -> None:
+        load_custom(source)
+
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         if source is None:
             raise InputError("benchmark 'custom'", f"needs `source:`, a folder of your own data; {LAYOUT_DOC}")

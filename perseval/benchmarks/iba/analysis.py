@@ -16,10 +16,9 @@ Optional params (AnalysisParams, `params.analysis` of the benchmark entry):
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
 import pandas as pd
-from matplotlib.figure import Figure
 from pydantic import Field
 
 from perseval.benchmarks.iba.analysis_frame import OVERALL, UNSCORED, Prepared, prepare
@@ -39,6 +38,9 @@ class AnalysisParams(Params):
     preference_window: int = Field(2, ge=1)
     count_cap: int = Field(5, ge=1)
 
+
+if TYPE_CHECKING:  # matplotlib is imported by the plots themselves, not by validation
+    from matplotlib.figure import Figure
 
 Result = dict[str, "pd.DataFrame | Figure"]
 

@@ -72,6 +72,10 @@ class IbaBenchmark(Benchmark):
         chosen = {"user": c.user_model, "assistant": c.assistant_model, "task": c.task_model}
         return {role: chosen[role] or backbones[0] for role in ROLES}
 
+    @classmethod
+    def read_source(cls, source: Path, params: IbaParams) -> None:
+        load_release(source)  # every row of both tables is checked as the build would read it
+
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         return build_all(self, sample=sample, seed=seed, source=source)
 

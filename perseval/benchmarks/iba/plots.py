@@ -5,12 +5,14 @@ pyplot's global registry: a Figure is freed with its last reference and needs no
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib import colormaps
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:  # imported where a figure is drawn: `perseval validate` loads this module, never draws
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 SCORE_LABEL = "Score (0-100)"
 
@@ -20,6 +22,9 @@ def _figure(n_groups: int, n_series: int = 1, bars: bool = False) -> tuple[Figur
     per_group = 0.25 * n_series if bars else 0.9
     width = max(6.0, per_group * n_groups + 2.0)
     height = 3.8 + 0.2 * -(-n_series // 2)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)  # savefig -> PNG without any pyplot backend
     return fig, fig.add_subplot()
@@ -27,6 +32,8 @@ def _figure(n_groups: int, n_series: int = 1, bars: bool = False) -> tuple[Figur
 
 def _color(i: int, n: int) -> tuple[float, ...]:
     """Distinct colours up to 20 series (the default cycle repeats after 10)."""
+    from matplotlib import colormaps
+
     return colormaps["tab10" if n <= 10 else "tab20"].colors[i % (10 if n <= 10 else 20)]
 
 

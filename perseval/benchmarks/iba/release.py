@@ -42,17 +42,16 @@ def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(path, f"not valid JSON: {exc.msg} at column {exc.colno}", row=n) from None
-            if not isinstance(row, dict):
-                raise InputError(path, f"expected a JSON object per line, got {type(row).__name__}", row=n)
-            yield n, row
+    for n, line in files.utf8_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(path, f"not valid JSON: {exc.msg} at column {exc.colno}", row=n) from None
+        if not isinstance(row, dict):
+            raise InputError(path, f"expected a JSON object per line, got {type(row).__name__}", row=n)
+        yield n, row
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -20,8 +20,9 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
+from perseval import files
 from perseval.errors import InputError
 from perseval.records import Instance
 
@@ -129,25 +130,35 @@ def _label(text: str, path: Path, row: int, col: str) -> Label:
 def read_label_csv(path: str | Path, dimensions: Sequence[str] = DIMENSIONS, name: str | None = None) -> LabelSet:
     """A human annotation file: a header with `instance_id` and one column per dimension."""
     path = Path(path)
+    # row by row: a line that is not UTF-8, or a cell over the csv module's size limit, names its row
+    at = [0]
+
+    def lines() -> Iterator[str]:
+        for at[0], line in files.utf8_lines(path):
+            yield line.removeprefix("\ufeff") if at[0] == 1 else line
+
     try:
-        fh = open(path, newline="", encoding="utf-8-sig")
+        return _labels(path, csv.DictReader(lines()), dimensions, name)
     except OSError as exc:
         raise InputError(path, f"cannot read the annotation file: {exc.strerror}") from None
-    with fh:
-        reader = csv.DictReader(fh)
-        header = {_column(h): h for h in reader.fieldnames or []}
-        for col in ("instance_id", *dimensions):
-            if col not in header:
-                raise InputError(path, f"missing column {col!r}; expected columns: instance_id, "
-                                       f"{', '.join(dimensions)}", row=1, field=col)
-        out = LabelSet(name or path.stem)
-        for n, rec in enumerate(reader, start=2):  # row 1 is the header
-            iid = (rec.get(header["instance_id"]) or "").strip()
-            if not iid:
-                raise InputError(path, "empty instance_id", row=n, field="instance_id")
-            if iid in out.labels:
-                raise InputError(path, f"instance {iid!r} is labelled twice", row=n, field="instance_id")
-            out.labels[iid] = {d: _label(rec.get(header[d]) or "", path, n, d) for d in dimensions}
+    except csv.Error as exc:
+        raise InputError(path, f"not a readable CSV: {exc}", row=at[0]) from None
+
+
+def _labels(path: Path, reader: csv.DictReader, dimensions: Sequence[str], name: str | None) -> LabelSet:
+    header = {_column(h): h for h in reader.fieldnames or []}
+    for col in ("instance_id", *dimensions):
+        if col not in header:
+            raise InputError(path, f"missing column {col!r}; expected columns: instance_id, "
+                                   f"{', '.join(dimensions)}", row=1, field=col)
+    out = LabelSet(name or path.stem)
+    for n, rec in enumerate(reader, start=2):  # row 1 is the header
+        iid = (rec.get(header["instance_id"]) or "").strip()
+        if not iid:
+            raise InputError(path, "empty instance_id", row=n, field="instance_id")
+        if iid in out.labels:
+            raise InputError(path, f"instance {iid!r} is labelled twice", row=n, field="instance_id")
+        out.labels[iid] = {d: _label(rec.get(header[d]) or "", path, n, d) for d in dimensions}
     return out
 
 
