@@ -17,7 +17,7 @@ from typing import Any
 from prefect import flow
 from prefect.futures import PrefectFuture, as_completed
 
-from perseval.config import ResolvedExperiment, load_experiment
+from perseval.config import load_experiment
 from perseval.cost import UnitRecords, plan_cost
 from perseval.freshness import data_done, index_done, pending
 from perseval.llm.cache import RequestCache
@@ -48,25 +48,21 @@ def _manifests(root: str, stage: str, keys: list[str]) -> dict[str, dict[str, An
     return {k: {"key": k, **StageStore(root, stage, k).manifest()} for k in keys}
 
 
-def prepare(config_path: str, output_root: str | None, sample: int | None) -> tuple[ResolvedExperiment, str, Plan]:
-    """The experiment with the run's overrides, its absolute output root and its plan."""
-    exp = load_experiment(config_path)
-    if output_root:
-        exp.experiment.output_root = output_root
-    for entry in exp.experiment.benchmarks if sample else []:
-        entry.sample = sample
-    # absolute: Dask workers may run in another folder (or on another host that mounts the same path)
-    return exp, str(Path(exp.experiment.output_root).resolve()), make_plan(exp)
-
-
 @flow(name="perseval-evaluate", log_prints=True)
 def evaluate(config_path: str, output_root: str | None = None, stop_after: str | None = None,
              sample: int | None = None, mlflow_base: str | None = None, show_progress: bool = True) -> dict[str, Any]:
     """Run one experiment file end to end (or up to `stop_after="construct"`); returns the headline table,
     MLflow run id and request counts. `sample` overrides every benchmark's sample size."""
-    entered_at = time.time()  # the runner (a Dask cluster) and the flow run are up: run_experiment times that
-    exp, root, plan = prepare(config_path, output_root, sample)
+    entered_at = time.time()  # the flow run has started: run_experiment times what came before
+    exp = load_experiment(config_path)
+    if output_root:
+        exp.experiment.output_root = output_root
+    for entry in exp.experiment.benchmarks if sample else []:
+        entry.sample = sample
     e = exp.experiment
+    # absolute: Dask workers may run in another folder (or on another host that mounts the same path)
+    root = str(Path(e.output_root).resolve())
+    plan: Plan = make_plan(exp)
     cache = str(Path(e.request_cache).resolve()) if e.request_cache else str(Path(root) / "request-cache.sqlite")
     rt = Runtime(root, uuid.uuid4().hex, cache, e.shard_size, exp.plugins)
     timings: dict[str, float] = {}

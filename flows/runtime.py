@@ -21,12 +21,9 @@ from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterId, Flow
                                             TaskRunFilterStateType)
 from prefect.client.schemas.objects import StateType
 from prefect.states import Crashed
-from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 
-from perseval.config import DaskSettings, ResolvedExperiment
-from perseval.freshness import nothing_pending
+from perseval.config import DaskSettings, load_experiment
 from perseval.llm.deployments import HOST
-from perseval.plan import Plan
 
 log = logging.getLogger("perseval.runtime")
 OWNER_TAG = "perseval-owner"
@@ -86,30 +83,21 @@ def mark_stale_runs() -> list[str]:
     return marked
 
 
-def choose_runner(exp: ResolvedExperiment, root: str, plan: Plan, dask_address: str | None,
-                  stop_after: str | None) -> TaskRunner:
-    """Dask for a run with work to do; for a re-run with every planned output done, Prefect's thread runner:
-    nothing will be submitted, so starting a cluster (seconds, and a process per worker) would be waste."""
-    if stop_after is None and nothing_pending(root, plan, exp.experiment.shard_size):
-        log.info("every planned output is done: no Dask cluster, no model server")
-        return ThreadPoolTaskRunner(max_workers=1)
-    return task_runner(exp.experiment.dask, dask_address)
-
-
 def run_experiment(config_path: str, *, output_root: str | None = None, dask_address: str | None = None,
                    show_progress: bool = True, stop_after: str | None = None,
                    sample: int | None = None) -> dict[str, Any]:
-    """Run the evaluate flow; its summary's timings gain `prepare` (stale-run check, plan, freshness) and
-    `flow_start` (task runner and flow run start: the Dask cluster, when one is started)."""
-    from flows.evaluate import evaluate, prepare
+    """Run the evaluate flow; its summary's timings gain `prepare` (load, stale-run check) and `flow_start`
+    (the flow run's creation). The Dask cluster is not in either: prefect-dask starts it on the first
+    submitted task, inside the first stage that has work, so a re-run with nothing to do starts none."""
+    from flows.evaluate import evaluate
 
     t0 = time.time()
-    exp, root, plan = prepare(config_path, output_root, sample)
+    exp = load_experiment(config_path)
     try:
         mark_stale_runs()
     except Exception as exc:  # housekeeping: never the reason a run does not start
         log.warning("could not check for stale flow runs: %s", exc)
-    runner = choose_runner(exp, root, plan, dask_address, stop_after)
+    runner = task_runner(exp.experiment.dask, dask_address)
     t1 = time.time()
     with tags(owner_tag()):
         summary = evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,

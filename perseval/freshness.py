@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan, shards
+from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan
 from perseval.store import MANIFEST, StageStore
 
 
@@ -105,13 +105,3 @@ def pending(root: str, plan: Plan, shards: dict[str, list[int]]) -> Pending:
         if any(c.key in out.scores for c in unit.cells) or not analysis_done(root, unit):
             out.analyses.add(unit.key)
     return out
-
-
-def nothing_pending(root: str, plan: Plan, shard_size: int) -> bool:
-    """Every planned output is done: a re-run has nothing to submit, so it needs no worker and no server."""
-    if not all(data_done(root, u) for u in plan.data) or not all(index_done(root, u) for u in plan.index):
-        return False
-    shard_ids = {u.key: shards(StageStore(root, "data", u.key).manifest()["n_instances"], shard_size)
-                 for u in plan.data}
-    todo = pending(root, plan, shard_ids)
-    return not (todo.runs or todo.judges or todo.scores or todo.analyses)
