@@ -102,7 +102,8 @@ async def replay(requests: list[dict[str, Any]], endpoints: dict[str, Any]) -> t
 
 def replay_stage(exp: ResolvedExperiment, requests: list[dict[str, Any]], log_dir: Path) -> tuple[float, list[float]]:
     """A fresh server per model of the stage (perseval's own deployment code), the replay, the stop."""
-    deployments = [Deployment(exp.models[m], exp.deployments[m], log_dir) for m in sorted({r["model"] for r in requests})]
+    models = sorted({r["model"] for r in requests})
+    deployments = [Deployment(exp.models[m], exp.deployments[m], log_dir) for m in models]
     try:
         endpoints = {d.model.name: d.start() for d in deployments}
         return asyncio.run(replay(requests, endpoints))
@@ -179,7 +180,7 @@ def main() -> None:
     ap.add_argument("--p1", action="store_true", help="stage seconds vs a straight replay of their requests")
     ap.add_argument("--p2", action="store_true", help="cold vs re-run wall time and the re-run's fixed cost")
     ap.add_argument("--json", type=Path, help="write the figures here")
-    ap.add_argument("--workdir", type=Path, help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--workdir", type=Path, help="an empty folder to keep the runs in (default: a temporary one)")
     args = ap.parse_args()
     if not (args.p1 or args.p2):
         ap.error("ask for --p1, --p2 or both")
@@ -188,6 +189,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         work = (args.workdir or Path(tmp)).resolve()
         work.mkdir(parents=True, exist_ok=True)
+        if any(work.iterdir()):  # an earlier run's outputs, cache or capture would make the cold run warm
+            sys.exit(f"--workdir {work} is not empty")
         capture = work / "requests.jsonl"
         cold = perseval_run(config, work, "cold", capture)
         figures: dict[str, Any] = {"config": str(args.config), "cpu_count": os.cpu_count()}
