@@ -3,7 +3,8 @@
 Its judges (perseval/benchmarks/bespoke/judges/) give the metrics per instance (section 3.4 and 4 of the
 paper): `recall`, the share of gold claims a response states (0..100), from bespoke.recall; the four
 personalization criteria rated 1..5 by E_p and reported x20 on 0..100, and `personalization`, their mean,
-from bespoke.criteria. The headline `avg` is Table 4's "Avg.": the mean of the four criteria and recall.
+from bespoke.criteria. The headline `avg` is Table 4's "Avg.": the mean of the four criteria and recall,
+per response with all five scored (Table 4 averages column means; docs/bespoke-protocol.md says when they differ).
 
 Two more registered benchmarks read the same release for the paper's other experiments:
 `bespoke-meta` (Table 3, meta_benchmark.py) and `bespoke-history` (Table 5, history_benchmark.py).
