@@ -4,6 +4,7 @@ started. Its fixtures are module-scoped: a module that imports them gets its own
 from __future__ import annotations
 
 import json
+import math
 import os
 import socket
 import subprocess
@@ -73,12 +74,14 @@ def server_of(logs: Path, name: str) -> tuple[int, int]:
 
 
 def headline_scores(summary: dict) -> dict[str, float | None]:
-    return {f"{r['agent']}/{r['judge']}": r["score"] for r in summary["headline"]}
+    """agent/judge -> score; a cell with nothing to score (NaN, which equals nothing) as None."""
+    return {f"{r['agent']}/{r['judge']}": None if r["score"] is None or math.isnan(r["score"]) else r["score"]
+            for r in summary["headline"]}
 
 
-def plan_keys(workdir: Path):
-    """(plan, its one run unit, its LLM-judged unit) of the `recovery` experiment."""
-    plan = make_plan(load_experiment(workdir / "configs" / "experiments" / "recovery.yaml"))
+def plan_keys(workdir: Path, experiment: str = "recovery"):
+    """(plan, its one run unit, its LLM-judged unit) of an experiment with one agent and one LLM judge."""
+    plan = make_plan(load_experiment(workdir / "configs" / "experiments" / f"{experiment}.yaml"))
     [run] = plan.runs()
     judged = next(j for j in plan.judgings() if j.judge.uses_llm)
     return plan, run, judged
@@ -91,10 +94,16 @@ def listening(port: int) -> bool:
 
 
 @pytest.fixture(scope="module")
-def reference(workdir, prefect_api) -> dict:
-    """An uninterrupted run of the experiment under `workdir/reference`: the scores every resumed run must end with."""
-    rc, summary, out = finish(cli_run(workdir, prefect_api, workdir / "reference", "reference"), workdir,
-                              "reference")
+def experiment(workdir) -> str:
+    """The experiment (under workdir/configs/experiments) that `reference` runs; a module may override it."""
+    return "recovery"
+
+
+@pytest.fixture(scope="module")
+def reference(workdir, prefect_api, experiment) -> dict:
+    """An uninterrupted run of `experiment` under `workdir/reference`: the scores every resumed run must end with."""
+    rc, summary, out = finish(cli_run(workdir, prefect_api, workdir / "reference", "reference", experiment),
+                              workdir, "reference")
     assert rc == 0, out[-3000:]
     assert all(r["status"] == "complete" and r["score"] is not None for r in summary["headline"]), summary["headline"]
     return summary

@@ -23,8 +23,8 @@ from mlflow.tracking import MlflowClient
 from perseval.records import AgentOutput
 from perseval.store import StageStore
 
-from .cli_runs import (EXP, MODEL, cli_run, finish, headline_scores, listening, plan_keys,  # noqa: F401 (fixtures)
-                       reference, server_of, workdir)
+from .cli_runs import (EXP, MODEL, cli_run, experiment, finish, headline_scores, listening,  # noqa: F401 (fixtures)
+                       plan_keys, reference, server_of, workdir)
 from .http_stub import JsonHandler, serve
 
 pytestmark = pytest.mark.integration
