@@ -6,7 +6,6 @@ damaged request cache are repaired by a re-run; a key echoed by an endpoint reac
 kill -9 of perseval's process group leaves no server listening, and its flow run is marked Crashed."""
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -21,90 +20,27 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from perseval.config import load_experiment
-from perseval.plan import make_plan
 from perseval.records import AgentOutput
 from perseval.store import StageStore
 
-from .conftest import config_tree
+from .cli_runs import (EXP, MODEL, cli_run, experiment, finish, headline_scores, listening,  # noqa: F401 (fixtures)
+                       plan_keys, reference, server_of, workdir)
 from .http_stub import JsonHandler, serve
 
 pytestmark = pytest.mark.integration
 
-MODEL = "smollm2-small"
-EXP = {
-    "name": "recovery", "seed": 11, "repeats": 1, "shard_size": 1, "output_root": "runs",
-    "backbones": [MODEL], "retrievers": ["minilm"], "judges": ["judge-small"],
-    "benchmarks": [{"name": "iba", "sample": 2, "agents": ["iba-no-history"],
-                    "params": {"noise_per_evidence": 2, "scenarios": ["Academic paper writing", "Weekly plan"]}}],
-    "dask": {"n_workers": 1, "threads_per_worker": 1},  # one shard at a time: a kill falls between parts
-    "mlflow": {"experiment": "recovery", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},
-}
 CANARY = "sk-canary-Zx81Qw77Lp09Rt55"
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("recovery")
-    cfg = config_tree(root, MODEL, 48)
-    (cfg / "judges" / "judge-small.yaml").write_text(yaml.safe_dump({"name": "judge-small", "model": MODEL}))
-    (cfg / "experiments" / "recovery.yaml").write_text(yaml.safe_dump(EXP))
-    return root
-
-
-def _cli_run(workdir: Path, api: str | None, root: Path, tag: str, experiment: str = "recovery",
-             env_extra: dict | None = None, new_session: bool = False) -> subprocess.Popen:
-    env = dict(os.environ, **(env_extra or {}))
-    env.pop("PREFECT_API_URL", None)
-    if api:  # else perseval starts its own local Prefect server
-        env["PREFECT_API_URL"] = api
-    out = open(workdir / f"out-{tag}.log", "w")
-    return subprocess.Popen([sys.executable, "-m", "flows.cli", "run", f"configs/experiments/{experiment}.yaml",
-                             "--output-root", str(root), "--summary-json", str(workdir / f"summary-{tag}.json"),
-                             "--quiet"], cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
-                            start_new_session=new_session)
-
-
-def _finish(proc: subprocess.Popen, workdir: Path, tag: str, timeout: float = 1500) -> tuple[int, dict, str]:
-    rc = proc.wait(timeout)
-    out = (workdir / f"out-{tag}.log").read_text()
-    summary = workdir / f"summary-{tag}.json"
-    return rc, json.loads(summary.read_text()) if summary.exists() else {}, out
-
-
-def _server(logs: Path, name: str) -> tuple[int, int]:
-    """(pid, port) of the server a run started: the port from its log name, the PID from the process table
-    (the server itself, not the guard that watches it)."""
-    log = next(logs.glob(f"{name}-*.log"))
-    port = log.stem.rsplit("-", 1)[1]
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        cmd = p.info["cmdline"] or []
-        if "--port" in cmd and port in cmd and "guard.py" not in " ".join(cmd) and \
-                ("llama_cpp.server" in cmd or "prefect" in " ".join(cmd)):
-            return p.info["pid"], int(port)
-    raise AssertionError(f"no server process on port {port}")
 
 
 def _kill_when_a_part_appears(proc: subprocess.Popen, parts: Path, logs: Path) -> int:
     """Kill the model server (SIGKILL, by PID) as soon as the first part of `parts` is written."""
     while proc.poll() is None:
         if list(parts.glob("part-*.parquet")):
-            pid, _ = _server(logs, MODEL)
+            pid, _ = server_of(logs, MODEL)
             os.kill(pid, signal.SIGKILL)
             return pid
         time.sleep(0.1)
     raise AssertionError("the run ended before the stage to interrupt wrote a part")
-
-
-def _scores(summary: dict) -> dict[str, float | None]:
-    return {f"{r['agent']}/{r['judge']}": r["score"] for r in summary["headline"]}
-
-
-def _keys(workdir: Path):
-    plan = make_plan(load_experiment(workdir / "configs" / "experiments" / "recovery.yaml"))
-    [run] = plan.runs()
-    judged = next(j for j in plan.judgings() if j.judge.uses_llm)
-    return plan, run, judged
 
 
 def _status_of_parts(root: Path, stage: str, key: str) -> dict[int, bool]:
@@ -116,22 +52,13 @@ def _status_of_parts(root: Path, stage: str, key: str) -> dict[int, bool]:
             for p in store.parts()}
 
 
-@pytest.fixture(scope="module")
-def reference(workdir, prefect_api) -> dict:
-    rc, summary, out = _finish(_cli_run(workdir, prefect_api, workdir / "reference", "reference"), workdir,
-                               "reference")
-    assert rc == 0, out[-3000:]
-    assert all(r["status"] == "complete" and r["score"] is not None for r in summary["headline"]), summary["headline"]
-    return summary
-
-
 def _outage_then_resume(workdir: Path, api: str, reference: dict, stage: str, tag: str) -> tuple[dict, dict, Path]:
-    plan, run, judged = _keys(workdir)
+    plan, run, judged = plan_keys(workdir)
     root = workdir / tag
     key = run.key if stage == "run" else judged.key
-    proc = _cli_run(workdir, api, root, f"{tag}-1")
+    proc = cli_run(workdir, api, root, f"{tag}-1")
     _kill_when_a_part_appears(proc, root / stage / key, root / "logs")
-    rc, broken, out = _finish(proc, workdir, f"{tag}-1")
+    rc, broken, out = finish(proc, workdir, f"{tag}-1")
     assert rc == 3 and "incomplete:" in out and "Traceback" not in out, out[-3000:]
     parts = _status_of_parts(root, stage, key)
     assert any(parts.values()), parts  # the outage left failed rows
@@ -139,12 +66,12 @@ def _outage_then_resume(workdir: Path, api: str, reference: dict, stage: str, ta
     cell = next(r for r in broken["headline"] if r["judge"] == "judge-small")
     assert cell["status"] == "incomplete" and cell["failed_" + ("outputs" if stage == "run" else "judgments")] > 0
 
-    rc, resumed, out = _finish(_cli_run(workdir, api, root, f"{tag}-2"), workdir, f"{tag}-2")
+    rc, resumed, out = finish(cli_run(workdir, api, root, f"{tag}-2"), workdir, f"{tag}-2")
     assert rc == 0, out[-3000:]
     assert _status_of_parts(root, stage, key) == {p: False for p in parts}
     for p, mtime in final.items():  # parts that were whole are not redone
         assert StageStore(root, stage, key).part_path(p).stat().st_mtime_ns == mtime
-    assert _scores(resumed) == _scores(reference)
+    assert headline_scores(resumed) == headline_scores(reference)
     assert all(r["status"] == "complete" for r in resumed["headline"])
     return broken, resumed, root
 
@@ -166,7 +93,7 @@ def test_a_backbone_outage_resumes_to_the_uninterrupted_scores(workdir, prefect_
 
 
 def test_a_deleted_data_part_and_a_damaged_cache_are_repaired_by_a_rerun(workdir, prefect_api, reference):
-    plan, _, _ = _keys(workdir)
+    plan, _, _ = plan_keys(workdir)
     root = workdir / "reference"
     data = StageStore(root, "data", plan.data[0].key)
     data.part_path(0).unlink()
@@ -174,11 +101,12 @@ def test_a_deleted_data_part_and_a_damaged_cache_are_repaired_by_a_rerun(workdir
     for extra in (Path(f"{cache}-wal"), Path(f"{cache}-shm")):
         extra.unlink(missing_ok=True)
     cache.write_bytes(b"garbage, not a database" * 100)
-    rc, again, out = _finish(_cli_run(workdir, prefect_api, root, "repair"), workdir, "repair")
+    rc, again, out = finish(cli_run(workdir, prefect_api, root, "repair"), workdir, "repair")
     assert rc == 0, out[-3000:]
     assert sum(1 for line in out.splitlines() if "request cache" in line and "damaged" in line) == 1, out[-3000:]
     assert list(root.glob("request-cache.sqlite.damaged-*")) and data.is_complete()
-    assert again["llm_requests"] == 0 and _scores(again) == _scores(reference)  # the stage outputs held the rest
+    # the stage outputs held the rest
+    assert again["llm_requests"] == 0 and headline_scores(again) == headline_scores(reference)
 
 
 class _Echo(JsonHandler):
@@ -202,8 +130,8 @@ def test_an_outage_run_exits_3_logs_no_score_and_leaks_no_key(workdir, prefect_a
         (cfg / "deployments" / "echo.yaml").write_text(yaml.safe_dump(
             {"name": "echo", "kind": "openai", "base_url": f"{url}/v1", "api_key_env": "PERSEVAL_CANARY_KEY",
              "retries": 1}))
-        rc, summary, out = _finish(_cli_run(workdir, prefect_api, workdir / "canary", "canary", "canary",
-                                            {"PERSEVAL_CANARY_KEY": CANARY}), workdir, "canary")
+        rc, summary, out = finish(cli_run(workdir, prefect_api, workdir / "canary", "canary", "canary",
+                                          {"PERSEVAL_CANARY_KEY": CANARY}), workdir, "canary")
     assert rc == 3 and "incomplete:" in out, out[-3000:]
     assert all(r["score"] is None and r["failed_outputs"] > 0 and r["status"] == "incomplete"
                for r in summary["headline"]), summary["headline"]
@@ -220,24 +148,18 @@ def test_an_outage_run_exits_3_logs_no_score_and_leaks_no_key(workdir, prefect_a
     assert errors and all("401" in e and "[REDACTED]" in e for e in errors), errors[:2]  # the echo, masked
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
 def test_kill_9_of_the_process_group_leaves_no_server_and_the_flow_run_is_marked_crashed(workdir, tmp_path,
                                                                                          monkeypatch):
     home = tmp_path / "prefect-home"
     root = workdir / "killed"
-    proc = _cli_run(workdir, None, root, "killed", env_extra={"PREFECT_HOME": str(home)}, new_session=True)
-    plan, run, _ = _keys(workdir)
+    proc = cli_run(workdir, None, root, "killed", env_extra={"PREFECT_HOME": str(home)}, new_session=True)
+    plan, run, _ = plan_keys(workdir)
     deadline = time.monotonic() + 900
     while not (root / "logs").exists() or not list((root / "logs").glob(f"{MODEL}-*.log")):
         assert proc.poll() is None and time.monotonic() < deadline, (workdir / "out-killed.log").read_text()[-3000:]
         time.sleep(0.2)
-    servers = [_server(root / "logs", MODEL), _server(root / "logs", "prefect-server")]
-    while not _listening(servers[0][1]):
+    servers = [server_of(root / "logs", MODEL), server_of(root / "logs", "prefect-server")]
+    while not listening(servers[0][1]):
         time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)  # perseval run and everything in its process group, no cleanup
     proc.wait(30)
@@ -245,7 +167,7 @@ def test_kill_9_of_the_process_group_leaves_no_server_and_the_flow_run_is_marked
     while time.monotonic() < gone and any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie"
                                           for pid, _ in servers):
         time.sleep(0.3)
-    assert not any(_listening(port) for _, port in servers), servers
+    assert not any(listening(port) for _, port in servers), servers
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid, _ in servers)
 
     from flows.prefect_server import local_prefect_server
