@@ -262,14 +262,22 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
 def ui(port: int = typer.Option(5000), tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Start the MLflow UI on 127.0.0.1."""
     from perseval.config import MLflowSettings
+    from perseval.llm.deployments import HOST
     from perseval.tracking import resolve_tracking
 
     uri, artifacts = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
-    console.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C stops it)")
+    console.print(f"MLflow UI on http://{HOST}:{port} (Ctrl-C stops it)")
     # exec, not a child process: Ctrl-C or a kill of this PID stops the server itself
-    os.execve(sys.executable, [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
-                               "--default-artifact-root", artifacts, "--host", "127.0.0.1", "--port", str(port)], env)
+    os.execve(sys.executable, ui_command(uri, artifacts, port), env)
+
+
+def ui_command(uri: str, artifacts: str, port: int) -> list[str]:
+    """The launch command of the MLflow UI: loopback only."""
+    from perseval.llm.deployments import HOST
+
+    return [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--default-artifact-root",
+            artifacts, "--host", HOST, "--port", str(port)]
 
 
 @app.command()

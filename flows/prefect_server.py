@@ -14,6 +14,11 @@ from typing import Iterator
 from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
 
 
+def prefect_server_command(port: int) -> list[str]:
+    """The launch command of the local Prefect server: loopback only."""
+    return [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
+
+
 @contextmanager
 def local_prefect_server(log_dir: str | Path = "runs/logs", timeout_s: float = 180.0) -> Iterator[str]:
     """Start `prefect server start` on a free loopback port; yield its API URL; stop it after."""
@@ -21,8 +26,7 @@ def local_prefect_server(log_dir: str | Path = "runs/logs", timeout_s: float = 1
     log_path = Path(log_dir) / f"prefect-server-{port}.log"
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
     env.pop("PREFECT_API_URL", None)
-    cmd = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
-    proc = start_server(cmd, env, log_path)
+    proc = start_server(prefect_server_command(port), env, log_path)
     api = f"http://{HOST}:{port}/api"
     try:
         wait_healthy(api, proc, timeout_s, log_path, health_path="/health")

@@ -32,12 +32,13 @@ UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
 def task_runner(settings: DaskSettings, address: str | None = None) -> DaskTaskRunner:
     """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes.
 
-    The LocalCluster has no dashboard. A Dask scheduler always opens an HTTP port (health and metrics), by
-    default 8787 whatever the dashboard setting; it gets a free loopback port instead."""
+    The LocalCluster listens on the loopback interface only and has no dashboard. A Dask scheduler always
+    opens an HTTP port (health and metrics), by default 8787 whatever the dashboard setting; it gets a free
+    loopback port instead."""
     addr = address or settings.address
     if addr:
         return DaskTaskRunner(address=addr)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.n_workers,
+    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.n_workers, "host": HOST,
                                           "threads_per_worker": settings.threads_per_worker,
                                           "processes": True, "dashboard_address": f"{HOST}:0",
                                           "scheduler_kwargs": {"dashboard": False}})
