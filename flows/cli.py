@@ -5,7 +5,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, ContextManager, Optional
+from typing import Any, ContextManager, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -85,18 +85,21 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         quiet: bool = typer.Option(False, help="no progress bars")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
-    from perseval.errors import PersevalError
+    from perseval.errors import ConfigError, InputError
 
     exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
-    with _prefect_for(exp.experiment.output_root, output_root):
-        from flows.runtime import run_experiment
+    _quiet_prefect_console()
+    try:
+        with _prefect_for(exp.experiment.output_root, output_root):
+            from flows.runtime import run_experiment
 
-        try:
             summary = run_experiment(str(config), output_root=output_root, dask_address=dask_address,
                                      show_progress=not quiet)
-        except PersevalError as exc:
-            _error(exc)
-            raise typer.Exit(2)
+    except (InputError, ConfigError) as exc:  # a bad input found late is still a bad input
+        _error(exc)
+        raise typer.Exit(2)
+    except Exception as exc:  # a server, the disk, Prefect or Dask: say what, what is kept, how to resume
+        _late_failure(exc, Path(output_root or exp.experiment.output_root).resolve())
     from perseval.report import SMALL_MODEL_WARNING
 
     _print_headline(summary["headline"])
@@ -116,6 +119,27 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
                       f"{failed_judg} failed judgment(s), left out of their scores; run the same command again "
                       "to redo only those", soft_wrap=True)
         raise typer.Exit(INCOMPLETE_EXIT)
+
+
+def _quiet_prefect_console() -> None:
+    """Prefect prints a failed flow run's traceback on the console, in this process and in each Dask
+    worker; `run` prints its own few lines instead (the traceback goes to a log file, and every log line
+    stays in the Prefect API). Set before Prefect is imported, so the workers inherit it."""
+    from flows.failure import TRACEBACK_ENV
+
+    if not os.environ.get(TRACEBACK_ENV):
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+
+
+def _late_failure(exc: Exception, root: Path) -> NoReturn:
+    """A run that stopped after start-up: a few lines, no traceback (it is in a log), exit code 4."""
+    from flows.failure import LATE_FAILURE_EXIT, failure_report
+
+    head, *rest = failure_report(exc, root, sys.argv[1:])
+    _error(head)
+    for line in rest:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(LATE_FAILURE_EXIT)
 
 
 def _load_or_exit(config: Path) -> "Any":

@@ -15,6 +15,7 @@ import psutil
 from prefect_dask import DaskTaskRunner  # first: imported after other prefect modules, Dask's log config is lost
 from prefect import tags
 from prefect.client.orchestration import get_client
+from prefect.logging.handlers import APILogWorker
 from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterId, FlowRunFilterState,
                                             FlowRunFilterStateType, TaskRunFilter, TaskRunFilterState,
                                             TaskRunFilterStateType)
@@ -94,7 +95,12 @@ def run_experiment(config_path: str, *, output_root: str | None = None, dask_add
     except Exception as exc:  # housekeeping: never the reason a run does not start
         log.warning("could not check for stale flow runs: %s", exc)
     runner = task_runner(exp.experiment.dask, dask_address)
-    with tags(owner_tag()):
-        return evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
-                                                          stop_after=stop_after, sample=sample,
-                                                          show_progress=show_progress)
+    try:
+        with tags(owner_tag()):
+            return evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
+                                                              stop_after=stop_after, sample=sample,
+                                                              show_progress=show_progress)
+    finally:
+        # send the flow run's last log lines (a failure's among them) while the API is still up: a local
+        # Prefect server stops right after, and a flush at exit would print a connection error instead
+        APILogWorker.drain_all(timeout=5)
