@@ -3,8 +3,6 @@ the local Prefect server and of the MLflow UI, and the Dask LocalCluster's addre
 deployment starts nothing."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from flows.cli import ui_command
