@@ -53,6 +53,7 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
              sample: int | None = None, mlflow_base: str | None = None, show_progress: bool = True) -> dict[str, Any]:
     """Run one experiment file end to end (or up to `stop_after="construct"`); returns the headline table,
     MLflow run id and request counts. `sample` overrides every benchmark's sample size."""
+    entered_at = time.time()  # the flow run has started: run_experiment times what came before
     exp = load_experiment(config_path)
     if output_root:
         exp.experiment.output_root = output_root
@@ -72,7 +73,7 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
         _wait("construct", {u.key: construct_task.submit(u, crt) for u in building}, show_progress, timings)
         data = _manifests(root, "data", [u.key for u in plan.data])
         if stop_after == "construct":
-            return {"run_id": rt.run_id, "data": data, "timings": timings}
+            return {"run_id": rt.run_id, "data": data, "timings": timings, "entered_at": entered_at}
         _wait("index", {u.key: index_task.submit(u, rt) for u in plan.index if not index_done(root, u)},
               show_progress, timings)
         shard_ids = {k: shards(d["n_instances"], e.shard_size) for k, d in data.items()}
@@ -104,4 +105,4 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
             "cost": costs.summary(plan),
             "analyses": {u.data.entry.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},
-            "experiment": e.mlflow.experiment, "tracking_uri": e.mlflow.tracking_uri}
+            "experiment": e.mlflow.experiment, "tracking_uri": e.mlflow.tracking_uri, "entered_at": entered_at}

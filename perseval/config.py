@@ -86,7 +86,7 @@ class DeploymentConfig(Strict):
     name: str
     kind: Literal["embedded", "vllm", "openai"]
     context_length: int = Field(4096, ge=256)  # n_ctx (embedded) / --max-model-len (vllm)
-    n_threads: int | None = None  # embedded: llama.cpp threads
+    n_threads: int | None = None  # embedded: llama.cpp threads (None: all cores)
     vllm: VLLMSettings = VLLMSettings()
     base_url: str | None = None  # openai: the endpoint (…/v1)
     api_key_env: str | None = None  # openai: the variable holding the key (never logged)

@@ -4,14 +4,17 @@ raised, never cached), a timeout, and the request cache (a hit sends nothing).""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Iterator
 
 import pytest
 
 from perseval.config import Sampling
 from perseval.llm.cache import RequestCache
-from perseval.llm.client import LLMClient
+from perseval.llm.client import CAPTURE_ENV, CAPTURED_BODY, LLMClient, append_jsonl
 from perseval.llm.endpoint import Endpoint
 from tests.http_stub import JsonHandler, completion, serve
 
@@ -109,3 +112,44 @@ def test_a_cache_hit_sends_nothing_and_counts_no_request(server, tmp_path):
     assert cache.request_counts("again") == {} and cache.request_counts("r") == {"judge": {"ok": 1}}
     ask(client(url, tmp_path), text="another question")  # another request is another key
     assert len(script.requests) == 2
+
+
+def test_capture_appends_each_request_sent_as_the_server_got_it_without_the_key(server, tmp_path, monkeypatch):
+    script, url = server
+    capture = tmp_path / "sent.jsonl"
+    monkeypatch.setenv(CAPTURE_ENV, str(capture))
+    monkeypatch.setenv("STUB_KEY", "sk-capture-123456")
+    endpoint = Endpoint("m", "embedded", url, "served-m", "gguf:abc", "STUB_KEY", 4, 10.0, 0)
+    c = LLMClient(endpoint, Sampling(max_tokens=9), RequestCache(tmp_path / "c.sqlite"), role="judge", run_id="r",
+                  seed=1)
+    ask(c, text="my key is sk-capture-123456")
+    ask(client(url, tmp_path, run_id="again"), text="my key is sk-capture-123456", schema=None)  # another key
+    script.answers = [500]
+    ask(client(url, tmp_path, retries=0), text="fails")
+    ask(client(url, tmp_path), text="fails")  # failed requests are not cached: this one is sent again
+    lines = [json.loads(line) for line in capture.read_text().splitlines()]
+    assert [(r["stage"], r["status"]) for r in lines] == [("judge", "ok"), ("judge", "ok"), ("judge", "failed"),
+                                                          ("judge", "failed")]
+    first, sent = lines[0], script.requests[0]
+    assert {k: first[k] for k in CAPTURED_BODY} == {k: sent.get(k) for k in CAPTURED_BODY} | {
+        "messages": [{"role": "user", "content": "my key is [REDACTED]"}]}
+    assert first["served_model"] == "served-m" and first["model"] == "m" and first["kind"] == "embedded"
+    assert first["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert first["prompt_tokens"] == 3 and first["completion_tokens"] == 2 and first["latency_s"] > 0
+    assert "sk-capture-123456" not in capture.read_text()
+    ask(client(url, tmp_path, run_id="cached"), text="my key is sk-capture-123456", schema=None)
+    assert len(capture.read_text().splitlines()) == 4  # a cache hit sends nothing, so nothing is captured
+
+
+def test_capture_lines_of_concurrent_writers_never_mix(tmp_path):
+    path = str(tmp_path / "sent.jsonl")
+    big = "x" * 20_000  # far above PIPE_BUF: one write(2) per line still keeps it whole on a regular file
+
+    def write(worker: int) -> None:
+        for i in range(50):
+            append_jsonl(path, {"worker": worker, "i": i, "text": big})
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(8)))
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    assert len(rows) == 400 and {(r["worker"], r["i"]) for r in rows} == {(w, i) for w in range(8) for i in range(50)}

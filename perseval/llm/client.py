@@ -10,6 +10,8 @@ tokens are masked in every text it returns (perseval.redact).
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import time
 from typing import Any
 
@@ -21,6 +23,10 @@ from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key
 from perseval.llm.endpoint import Endpoint
 from perseval.redact import redact, redact_value, secret_from_env
+
+CAPTURE_ENV = "PERSEVAL_CAPTURE_REQUESTS"  # a .jsonl path: every request sent is appended there (opt-in)
+# the body fields a captured line keeps (with the served model, enough to send the same request again)
+CAPTURED_BODY = ("messages", "temperature", "top_p", "max_tokens", "seed", "response_format", "tools")
 
 
 def response_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -88,6 +94,7 @@ class LLMClient:
             self.usage.record(failed)
             self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "failed", 0, 0,
                                    failed.latency_s)
+            self._capture(req, failed)
             return failed
         result = _to_result(resp)
         result.latency_s = time.monotonic() - start
@@ -95,7 +102,14 @@ class LLMClient:
         self.cache.put(key, self.endpoint.identity, _cacheable(result))
         self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "ok", result.prompt_tokens,
                                result.completion_tokens, result.latency_s)
+        self._capture(req, result)
         return result
+
+    def _capture(self, req: dict[str, Any], result: ChatResult) -> None:
+        """With PERSEVAL_CAPTURE_REQUESTS set: the request as sent, for replaying it without the pipeline."""
+        path = os.environ.get(CAPTURE_ENV)
+        if path:
+            append_jsonl(path, capture_record(self.role, self.endpoint, req, result))
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -114,3 +128,22 @@ def _cacheable(result: ChatResult) -> dict[str, Any]:
     return {"text": result.text, "status": result.status, "error": result.error,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "tool_calls": result.tool_calls, "latency_s": round(result.latency_s, 4)}
+
+
+def capture_record(stage: str, endpoint: Endpoint, req: dict[str, Any], result: ChatResult) -> dict[str, Any]:
+    """One sent request: the body as the server got it (no headers, so no key) and what it cost.
+    Texts are redacted like every stored text: a prompt may quote an error that echoed a key."""
+    body = {k: req.get(k) for k in CAPTURED_BODY}
+    return {"stage": stage, "model": endpoint.name, "kind": endpoint.kind, "served_model": req["model"],
+            **redact_value(body), "status": result.status, "latency_s": round(result.latency_s, 4),
+            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
+
+
+def append_jsonl(path: str, record: dict[str, Any]) -> None:
+    """One line per write(2) on an O_APPEND descriptor: lines of concurrent threads and processes never mix."""
+    line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)

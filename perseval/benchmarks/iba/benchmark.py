@@ -33,9 +33,10 @@ from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, Sur
 from perseval.benchmarks.iba.qa import QA_ACTION, make_qa_probes
 from perseval.benchmarks.iba.release import load_release, sample_release
 from perseval.benchmarks.iba.stats import ConstructionStats
+from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
-from perseval.records import Instance
+from perseval.records import Document, Instance
 from perseval.registry import register_benchmark
 
 QA_METRIC = "qa_score"
@@ -78,6 +79,11 @@ class IbaBenchmark(Benchmark):
 
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         return build_all(self, sample=sample, seed=seed, source=source)
+
+    def stats(self, instances: list[Instance], documents: Iterable[Document]) -> dict[str, pd.DataFrame]:
+        """Tables 2 (per domain) and 13 (per scenario) counted from the data, beside the generic counts."""
+        return {"table2_domains": domain_table(instances), "table13_scenarios": scenario_table(instances),
+                **super().stats(instances, documents)}
 
     async def batches(self, *, sample: int, seed: int, source: Path | None,
                       models: Mapping[str, ChatModel] | None = None) -> AsyncIterator[BenchmarkData]:
