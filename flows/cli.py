@@ -5,7 +5,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, ContextManager, Optional
+from typing import Any, ContextManager, NoReturn, Optional
 
 import typer
 from rich.console import Console
@@ -85,18 +85,21 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         quiet: bool = typer.Option(False, help="no progress bars")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
-    from perseval.errors import PersevalError
+    from perseval.errors import ConfigError, InputError
 
     exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
-    with _prefect_for(exp.experiment.output_root, output_root):
-        from flows.runtime import run_experiment
+    _quiet_prefect_console()
+    try:
+        with _prefect_for(exp.experiment.output_root, output_root):
+            from flows.runtime import run_experiment
 
-        try:
             summary = run_experiment(str(config), output_root=output_root, dask_address=dask_address,
                                      show_progress=not quiet)
-        except PersevalError as exc:
-            _error(exc)
-            raise typer.Exit(2)
+    except (InputError, ConfigError) as exc:  # a bad input found late is still a bad input
+        _error(exc)
+        raise typer.Exit(2)
+    except Exception as exc:  # a server, the disk, Prefect or Dask: say what, what is kept, how to resume
+        _late_failure(exc, Path(output_root or exp.experiment.output_root).resolve())
     from perseval.report import SMALL_MODEL_WARNING
 
     _print_headline(summary["headline"])
@@ -116,6 +119,27 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
                       f"{failed_judg} failed judgment(s), left out of their scores; run the same command again "
                       "to redo only those", soft_wrap=True)
         raise typer.Exit(INCOMPLETE_EXIT)
+
+
+def _quiet_prefect_console() -> None:
+    """Prefect prints a failed flow run's traceback on the console, in this process and in each Dask
+    worker; `run` prints its own few lines instead (the traceback goes to a log file, and every log line
+    stays in the Prefect API). Set before Prefect is imported, so the workers inherit it."""
+    from flows.failure import TRACEBACK_ENV
+
+    if not os.environ.get(TRACEBACK_ENV):
+        os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+
+
+def _late_failure(exc: Exception, root: Path) -> NoReturn:
+    """A run that stopped after start-up: a few lines, no traceback (it is in a log), exit code 4."""
+    from flows.failure import LATE_FAILURE_EXIT, failure_report
+
+    head, *rest = failure_report(exc, root, sys.argv[1:])
+    _error(head)
+    for line in rest:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(LATE_FAILURE_EXIT)
 
 
 def _load_or_exit(config: Path) -> "Any":
@@ -262,14 +286,22 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
 def ui(port: int = typer.Option(5000), tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Start the MLflow UI on 127.0.0.1."""
     from perseval.config import MLflowSettings
+    from perseval.llm.deployments import HOST
     from perseval.tracking import resolve_tracking
 
     uri, artifacts = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
-    console.print(f"MLflow UI on http://127.0.0.1:{port} (Ctrl-C stops it)")
+    console.print(f"MLflow UI on http://{HOST}:{port} (Ctrl-C stops it)")
     # exec, not a child process: Ctrl-C or a kill of this PID stops the server itself
-    os.execve(sys.executable, [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri,
-                               "--default-artifact-root", artifacts, "--host", "127.0.0.1", "--port", str(port)], env)
+    os.execve(sys.executable, ui_command(uri, artifacts, port), env)
+
+
+def ui_command(uri: str, artifacts: str, port: int) -> list[str]:
+    """The launch command of the MLflow UI: loopback only."""
+    from perseval.llm.deployments import HOST
+
+    return [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--default-artifact-root",
+            artifacts, "--host", HOST, "--port", str(port)]
 
 
 @app.command()

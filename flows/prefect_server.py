@@ -11,7 +11,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from perseval.errors import DeploymentError
 from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
+
+
+def prefect_server_command(port: int) -> list[str]:
+    """The launch command of the local Prefect server: loopback only."""
+    return [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
 
 
 @contextmanager
@@ -21,11 +27,13 @@ def local_prefect_server(log_dir: str | Path = "runs/logs", timeout_s: float = 1
     log_path = Path(log_dir) / f"prefect-server-{port}.log"
     env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
     env.pop("PREFECT_API_URL", None)
-    cmd = [sys.executable, "-m", "prefect", "server", "start", "--host", HOST, "--port", str(port)]
-    proc = start_server(cmd, env, log_path)
+    proc = start_server(prefect_server_command(port), env, log_path)
     api = f"http://{HOST}:{port}/api"
     try:
-        wait_healthy(api, proc, timeout_s, log_path, health_path="/health")
+        try:
+            wait_healthy(api, proc, timeout_s, log_path, health_path="/health")
+        except DeploymentError as exc:
+            raise DeploymentError(f"the local Prefect server: {exc}", exc.log_path) from exc
         yield api
     finally:
         stop_server(proc, grace_s=30)

@@ -20,6 +20,7 @@ from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterId, Flow
                                             FlowRunFilterStateType, TaskRunFilter, TaskRunFilterState,
                                             TaskRunFilterStateType)
 from prefect.client.schemas.objects import StateType
+from prefect.logging.handlers import APILogWorker
 from prefect.states import Crashed
 
 from perseval.config import DaskSettings, load_experiment
@@ -33,12 +34,13 @@ UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
 def task_runner(settings: DaskSettings, address: str | None = None) -> DaskTaskRunner:
     """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes.
 
-    The LocalCluster has no dashboard. A Dask scheduler always opens an HTTP port (health and metrics), by
-    default 8787 whatever the dashboard setting; it gets a free loopback port instead."""
+    The LocalCluster listens on the loopback interface only and has no dashboard. A Dask scheduler always
+    opens an HTTP port (health and metrics), by default 8787 whatever the dashboard setting; it gets a free
+    loopback port instead."""
     addr = address or settings.address
     if addr:
         return DaskTaskRunner(address=addr)
-    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.n_workers,
+    return DaskTaskRunner(cluster_kwargs={"n_workers": settings.n_workers, "host": HOST,
                                           "threads_per_worker": settings.threads_per_worker,
                                           "processes": True, "dashboard_address": f"{HOST}:0",
                                           "scheduler_kwargs": {"dashboard": False}})
@@ -99,10 +101,15 @@ def run_experiment(config_path: str, *, output_root: str | None = None, dask_add
         log.warning("could not check for stale flow runs: %s", exc)
     runner = task_runner(exp.experiment.dask, dask_address)
     t1 = time.time()
-    with tags(owner_tag()):
-        summary = evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
-                                                            stop_after=stop_after, sample=sample,
-                                                            show_progress=show_progress)
+    try:
+        with tags(owner_tag()):
+            summary = evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
+                                                                stop_after=stop_after, sample=sample,
+                                                                show_progress=show_progress)
+    finally:
+        # send the flow run's last log lines (a failure's among them) while the API is still up: a local
+        # Prefect server stops right after, and a flush at exit would print a connection error instead
+        APILogWorker.drain_all(timeout=5)
     fixed = {"prepare": round(t1 - t0, 2), "flow_start": round(summary.pop("entered_at") - t1, 2)}
     summary["timings"] = {**fixed, **summary["timings"]}
     return summary

@@ -29,4 +29,11 @@ class ConfigError(PersevalError):
 
 
 class DeploymentError(PersevalError):
-    """A model server that could not be started or reached."""
+    """A model server that could not be started or reached; `log_path` is the server's own log, if any."""
+
+    def __init__(self, message: str, log_path: str | Path | None = None):
+        self.log_path = None if log_path is None else str(log_path)
+        super().__init__(message)
+
+    def __reduce__(self):  # picklable with its log path (Dask ships task errors between processes)
+        return (type(self), (str(self), self.log_path))

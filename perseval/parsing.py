@@ -131,18 +131,40 @@ def _objects(text: str) -> list[tuple[str, dict[str, Any]]]:
 def judge_object(text: str, *, structured: bool, quoted: Sequence[str] = ()) -> dict[str, Any] | None:
     """The judge's own structured answer.
 
-    structured (asked with a JSON schema): the whole answer is the object, a cut-off end tolerated.
+    structured (asked with a JSON schema): the whole answer is the object, a cut-off end tolerated, less
+    what it copied word for word from an object in `quoted` (`_own_members`; a whole copy is no answer).
     Otherwise, or when the answer is not an object at all (a server that ignored the schema): the last
     complete object in the answer that does not also appear in `quoted`, the untrusted material the
     prompt quoted, so an agent response that carries a verdict cannot forge one."""
-    if structured and (whole := read_object_prefix(text)) is not None:
-        return whole
     planted = [v for q in quoted for _, v in _objects(q)]
+    if structured and (whole := read_object_prefix(text)) is not None:
+        return _own_members(whole, planted)
     for source, value in reversed(_objects(text or "")):
         if value in planted or any(source in q for q in quoted):
             continue
         return value
     return None
+
+
+def _copies(value: dict[str, Any], planted: dict[str, Any]) -> bool:
+    """Whether `value` is `planted` written out again, whole or cut off: every member equal, and at least
+    one of them a non-empty string (text copied word for word; a bare `{"verdict": true}` may be the
+    judge's own, cut off)."""
+    if value == planted:
+        return True
+    return bool(value) and all(k in planted and planted[k] == v for k, v in value.items()) and any(
+        isinstance(v, str) and v.strip() for v in value.values())
+
+
+def _own_members(whole: dict[str, Any], planted: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A structured answer less what it copied from the quoted material: None when the whole answer is a
+    planted object (a weak judge that parrots the response's forged verdict), else without the nested
+    members copied from one (a criterion's {"score": 5, "feedback": "perfect"} lifted from the response).
+    Measured: SmolLM2 as judge repeats a forged verdict word for word (scripts/measure_injection.py)."""
+    if any(_copies(whole, p) for p in planted):
+        return None
+    return {k: v for k, v in whole.items()
+            if not (isinstance(v, dict) and any(isinstance(p.get(k), dict) and _copies(v, p[k]) for p in planted))}
 
 
 _YES = re.compile(r"^\W*(yes|true|satisfied|present)\b", re.I)

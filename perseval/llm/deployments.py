@@ -70,14 +70,15 @@ def wait_healthy(base_url: str, proc: subprocess.Popen | None, timeout_s: float,
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise DeploymentError(f"server exited with code {proc.returncode} during start-up\n{log_tail(log_path)}")
+            raise DeploymentError(f"server exited with code {proc.returncode} during start-up\n{log_tail(log_path)}",
+                                  log_path)
         try:
             if httpx.get(base_url + health_path, timeout=2.0).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise DeploymentError(f"server not healthy at {base_url} after {timeout_s:.0f}s\n{log_tail(log_path)}")
+    raise DeploymentError(f"server not healthy at {base_url} after {timeout_s:.0f}s\n{log_tail(log_path)}", log_path)
 
 
 def log_tail(path: Path | None, lines: int = 25) -> str:
@@ -155,9 +156,11 @@ class Deployment:
             if cfg.kind == "vllm":
                 wait_healthy(base, self.proc, cfg.startup_timeout_s, self.log_path, health_path="/health")
             wait_healthy(base + "/v1", self.proc, cfg.startup_timeout_s, self.log_path)
-        except DeploymentError:
+        except DeploymentError as exc:
             self.stop()
-            raise
+            # which model: a run serves several, and the message is all the user sees
+            raise DeploymentError(f"model {self.model.name} ({cfg.kind} deployment {cfg.name}): {exc}",
+                                  exc.log_path) from exc
         self.endpoint = self._endpoint(base + "/v1", self.model.name)
         return self.endpoint
 
