@@ -247,8 +247,9 @@ def test_the_dask_cluster_has_no_dashboard_and_leaves_8787_alone():
     from flows.runtime import task_runner
     from perseval.config import DaskSettings
 
-    kwargs = dict(task_runner(DaskSettings()).cluster_kwargs, n_workers=0, processes=False)
+    kwargs = dict(task_runner(DaskSettings()).cluster_kwargs, n_workers=0)  # the runner's own kwargs, no worker
     with LocalCluster(**kwargs) as cluster:
+        assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
         [(host, port)] = [s.getsockname()[:2] for s in cluster.scheduler.http_server._sockets.values()]
         assert host == "127.0.0.1" and port != 8787
         assert httpx.get(f"http://127.0.0.1:{port}/status", timeout=10).status_code == 404  # no dashboard page
