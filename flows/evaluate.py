@@ -24,7 +24,7 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
 from perseval.plan import Plan, make_plan, shards
 from perseval.progress import stage_bar
-from perseval.report import headline, track
+from perseval.report import headline_rows, track
 from perseval.stages import Runtime, score_summary
 from perseval.store import StageStore
 from tasks.stages import analyze_task, construct_task, index_task, judge_task, run_shard_task, score_task
@@ -101,7 +101,7 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
     parent = track(exp, plan, root, scores, analyses, stats, costs, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
-            "headline": headline(plan, scores, costs).to_dict("records"), "timings": timings,
+            "headline": headline_rows(plan, scores, costs), "timings": timings,
             "cost": costs.summary(plan),
             "analyses": {u.data.entry.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},

@@ -30,8 +30,17 @@ def is_complete(score: dict[str, Any]) -> bool:
 
 
 def headline(plan: Plan, scores: dict[str, dict[str, Any]], costs: PlanCost | None = None) -> pd.DataFrame:
+    """The headline rows as a frame (for CSV and Markdown artifacts)."""
+    return pd.DataFrame(headline_rows(plan, scores, costs))
+
+
+def headline_rows(plan: Plan, scores: dict[str, dict[str, Any]],
+                  costs: PlanCost | None = None) -> list[dict[str, Any]]:
     """One row per cell: the headline metric over the scored instances, beside it what was left out, and
-    (given `costs`) what the cell cost: tokens, seconds and dollars in total and spent by this run."""
+    (given `costs`) what the cell cost: tokens, seconds and dollars in total and spent by this run.
+
+    A cell with nothing scored (e.g. a rubric judge bound to an agent that leaves no trajectory) has score
+    None and n 0; as plain records, not a frame, so the summary never turns them into NaN and 0.0."""
     rows = []
     for cell in plan.cells:
         s = scores[cell.key]
@@ -41,13 +50,13 @@ def headline(plan: Plan, scores: dict[str, dict[str, Any]], costs: PlanCost | No
         share = overall.get("unscored_share")
         rows.append({"benchmark": cell.benchmark, "agent": cell.agent, "backbone": cell.backbone or "-",
                      "retriever": cell.retriever, "judge": cell.judge, "metric": metric,
-                     "score": _float(overall.get(metric)), "n": _int(overall.get("n")),
-                     "unscored_items": _int(overall.get("unscored_items")), "unscored_share": _float(share),
+                     "score": _float(overall.get(metric)), "n": _int(overall.get("n")) or 0,
+                     "unscored_items": _int(overall.get("unscored_items")) or 0, "unscored_share": _float(share),
                      "invalid_outputs": s["outputs"].get("invalid", 0), "failed_outputs": s["outputs"].get("failed", 0),
                      "failed_judgments": s["judgments"].get("failed", 0),
                      "status": "complete" if is_complete(s) else "incomplete",
                      **(costs.cells[cell.key]["cell"].row() if costs else {})})
-    return pd.DataFrame(rows)
+    return rows
 
 
 def _float(value: Any) -> float | None:

@@ -34,7 +34,7 @@ from perseval.metrics.aggregate import OVERALL, group_table
 from perseval.plan import make_plan
 from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.redact import MASK, redact, redact_records, register_secret
-from perseval.report import headline
+from perseval.report import headline, headline_rows
 from perseval.retrieval.chunking import chunk_text
 from perseval.runner import judge_shard, score_outputs
 from perseval.search import SearchError, http_search
@@ -101,6 +101,19 @@ def test_the_headline_marks_a_cell_with_failures_incomplete():
     rows = headline(plan, scores)
     assert list(rows["status"]) == ["incomplete"] + ["complete"] * (len(plan.cells) - 1)
     assert rows.loc[0, "score"] == 80.0 and rows.loc[0, "failed_outputs"] == 1
+
+
+def test_a_cell_with_nothing_scored_reads_none_and_zero_not_nan():
+    """A rubric judge bound to an agent that leaves no trajectory scores nothing: the summary says so plainly."""
+    plan = make_plan(load_experiment(CONFIGS / "experiments" / "quickstart.yaml"))
+    scored = group_table([InstanceScore("i1", "a", 0, "j", 0, "g", "score", 80.0, 1, 0)], ["score"], {"g": 1})
+    scores = {c.key: {"table": (scored.reset_index().to_dict("records") if i else []), "headline_metric": "score",
+                      "metrics": ["score"], "outputs": {"ok": 1}, "judgments": {}}
+              for i, c in enumerate(plan.cells)}
+    rows = headline_rows(plan, scores)
+    assert (rows[0]["score"], rows[0]["n"], rows[0]["unscored_items"]) == (None, 0, 0)
+    assert rows[1]["n"] == 1 and isinstance(rows[1]["n"], int)
+    assert "NaN" not in json.dumps(rows)
 
 
 # --- 12.2: a damaged request cache --------------------------------------------------------------------------
