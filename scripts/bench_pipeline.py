@@ -6,8 +6,17 @@ httpx.AsyncClient at the deployment's max_concurrency. A ratio near 1 (target <=
 costs what its requests cost.
 P2: the wall time of the fresh (cold) run vs an identical re-run (which should send no request), and the
 re-run's fixed cost: imports, Prefect server start, preparation, flow start (task runner), MLflow logging.
+P3, index build: passages/s of the index stage (perseval.stages.index: documents read, chunked, encoded per
+owner, FAISS-indexed, saved) vs one bare encode of the very same passages with the same embedder in the same
+process (target >= 0.9x), and what a run shard pays to open the index and load one user's FAISS index.
+P4, scale: construct + index of IBA-Bench (Table 2 distribution, 100 noise turns per evidence turn) at
+fractions of the full 6,962 instances, each size in its own process (peak RSS is ru_maxrss): wall time, peak
+RSS, growth per instance and a linear extrapolation to full size. Only a fixed slice of the documents is
+encoded (`--encode-docs`); the encode time of the rest is extrapolated from that slice's documents/s.
+P3 and P4 use the experiment's first dense retriever and IBA-Bench data built for the measurement.
 
     python scripts/bench_pipeline.py --config configs/experiments/quickstart.yaml --p1 --p2 --json bench.json
+    python scripts/bench_pipeline.py --config configs/experiments/iba_cpu.yaml --p3 --p4 --json scale.json
 
 Each `perseval run` is a child process in a temporary working folder (its own output_root, MLflow SQLite
 and, when no PREFECT_API_URL is set, PREFECT_HOME), so the figures include what a user waits for.
@@ -18,6 +27,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -27,14 +37,21 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from perseval.config import ResolvedExperiment, load_experiment  # noqa: E402
+from perseval.benchmarks.iba.distribution import FULL_SIZE  # noqa: E402
+from perseval.components import benchmark_params, make_retriever  # noqa: E402
+from perseval.config import BenchmarkEntry, ResolvedExperiment, RetrieverConfig, load_experiment  # noqa: E402
 from perseval.llm.client import CAPTURE_ENV, CAPTURED_BODY  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
+from perseval.plan import DataUnit, IndexUnit, data_key, index_key  # noqa: E402
 from perseval.redact import secret_from_env  # noqa: E402
+from perseval.retrieval.base import CHUNKS_FILE, OWNERS_DIR, owner_slug  # noqa: E402
+from perseval.retrieval.embedder import Embedder  # noqa: E402
+from perseval import stages  # noqa: E402
 
 # the client's role -> the flow's stage timing that holds its requests
 STAGE_OF_ROLE = {"agent": "run", "judge": "judge"}
@@ -173,34 +190,220 @@ def p2(config: Path, cold: dict[str, Any], rerun: dict[str, Any], work: Path) ->
             "rerun_other_s": round(rerun["wall_s"] - known, 2), "cold_timings": cold["timings"],
             "cold_dask_cluster_s": dask_cluster_seconds(config, work)}
 
+# ---- P3 / P4: index build and scale ----------------------------------------------------------------
+
+def dense_retriever(exp: ResolvedExperiment) -> RetrieverConfig:
+    for name in exp.experiment.retrievers:
+        if exp.retrievers[name].kind == "dense":
+            return exp.retrievers[name]
+    sys.exit(f"{exp.path}: P3 and P4 need a dense retriever among the experiment's retrievers")
+
+
+def iba_units(n: int, retriever: RetrieverConfig, seed: int) -> tuple[DataUnit, IndexUnit]:
+    """IBA-Bench at `n` instances shaped as the paper's (Table 2 distributions, 100 noise turns per evidence)."""
+    entry = BenchmarkEntry(name="iba", sample=n, agents=["iba-rag"],
+                           params={"distribution": "table2", "noise_per_evidence": 100})
+    data = DataUnit(data_key(entry, benchmark_params(entry, "bench", 0), seed, {}), entry, seed)
+    return data, IndexUnit(index_key(data.key, retriever), data, retriever)
+
+
+def bench_runtime(root: Path, shard_size: int) -> stages.Runtime:
+    return stages.Runtime(str(root), "bench", str(root / "request-cache.sqlite"), shard_size)
+
+
+def clocked(fn: Any, *args: Any) -> tuple[Any, float]:
+    t0 = time.monotonic()
+    out = fn(*args)
+    return out, time.monotonic() - t0
+
+
+def peak_rss_mib() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)  # Linux reports KiB
+
+
+def p3(exp: ResolvedExperiment, work: Path, n_instances: int) -> dict[str, Any]:
+    retriever = dense_retriever(exp)
+    data, unit = iba_units(n_instances, retriever, exp.experiment.seed)
+    rt = bench_runtime(work / "p3", exp.experiment.shard_size)
+    stages.construct(data, rt)
+    # load the model once first (the stage's retriever finds it in perseval's model cache): both sides
+    # then time encoding with a loaded model, and the load is reported on its own
+    embedder, load_s = clocked(Embedder, make_retriever(retriever).params.embedder)
+    manifest, stage_s = clocked(stages.index, unit, rt)
+    chunks = pq.read_table(Path(rt.store("index", unit.key).dir) / CHUNKS_FILE, columns=["owner", "text"])
+    texts = chunks["text"].to_pylist()
+    _, bare_s = clocked(embedder.encode_passages, texts)
+    # the same encode user by user, as the stage calls it: what its smaller batches cost, apart from the rest
+    by_owner: dict[str, list[str]] = defaultdict(list)
+    for owner, text in zip(chunks["owner"].to_pylist(), texts):
+        by_owner[owner].append(text)
+    _, per_user_s = clocked(lambda: [embedder.encode_passages(t) for t in by_owner.values()])
+    return {"retriever": retriever.name, "instances": n_instances, "documents": manifest["documents"],
+            "passages": len(texts), "users": len(by_owner), "embedder_load_s": round(load_s, 3),
+            "stage_s": round(stage_s, 3), "bare_encode_s": round(bare_s, 3),
+            "bare_per_user_encode_s": round(per_user_s, 3), "stage_passages_per_s": round(len(texts) / stage_s, 1),
+            "bare_passages_per_s": round(len(texts) / bare_s, 1), "ratio": round(bare_s / stage_s, 3),
+            "per_user_ratio": round(bare_s / per_user_s, 3), "shard_index_load": shard_index_load(rt, data, unit)}
+
+
+def shard_index_load(rt: stages.Runtime, data: DataUnit, unit: IndexUnit) -> dict[str, Any]:
+    """What the first run shard pays before it searches: opening the index (the chunk table of its users),
+    then loading one user's FAISS index (its first search does that), then a search (query encode + search)."""
+    owners = {i.user_id for i in stages.shard_of(stages.load_instances(rt.root, data.key), 0, rt.shard_size)}
+    index_dir, retriever = Path(rt.store("index", unit.key).dir), make_retriever(unit.retriever)
+    searcher, open_s = clocked(retriever.open, index_dir, owners)
+    owner = sorted(owners)[0]
+    _, load_s = clocked(retriever.load_owner, index_dir / OWNERS_DIR / owner_slug(owner))
+    searcher.search(owner, "what do I usually order for dinner?", 3)  # loads the index and the embedder
+    _, search_s = clocked(searcher.search, owner, "which days do I keep free?", 3)
+    return {"shard_users": len(owners), "open_ms": round(open_s * 1000, 2),
+            "user_index_load_ms": round(load_s * 1000, 2), "search_ms": round(search_s * 1000, 2)}
+
+
+def whole_users(docs: list[Any], n: int) -> list[Any]:
+    """The documents of the first users (by id) until there are at least `n`: whole users, since the index
+    stage encodes user by user."""
+    by_owner: dict[str, list[Any]] = defaultdict(list)
+    for d in docs:
+        by_owner[d.owner].append(d)
+    out: list[Any] = []
+    for owner in sorted(by_owner):
+        if len(out) >= n:
+            break
+        out += by_owner[owner]
+    return out
+
+
+def p4_size(exp: ResolvedExperiment, work: Path, n: int, encode_docs: int) -> dict[str, Any]:
+    """One size, in this process: construct, read every document as the index stage does, index a slice of
+    whole users (about `encode_docs` documents) with the stage's retriever code, extrapolate the rest, and
+    build the model-free index over every document for the memory of a whole build."""
+    retriever = dense_retriever(exp)
+    indexer = make_retriever(retriever)
+    _, load_s = clocked(lambda: indexer.embedder)  # the model load: a fixed cost, kept apart from rates and growth
+    rss_before = peak_rss_mib()
+    data, _ = iba_units(n, retriever, exp.experiment.seed)
+    rt = bench_runtime(work, exp.experiment.shard_size)
+    _, construct_s = clocked(stages.construct, data, rt)
+    docs, read_s = clocked(stages.load_documents, rt.root, data.key)
+    part = whole_users(docs, encode_docs)
+    counts, part_s = clocked(indexer.build, part, work / "index-slice")
+    index_s = read_s + load_s + part_s * len(docs) / len(part)
+    dense_peak = peak_rss_mib()
+    whole = whole_build(exp, docs, work / "index-whole")
+    return {"instances": n, "documents": len(docs), "construct_s": round(construct_s, 2),
+            "documents_read_s": round(read_s, 2), "embedder_load_s": round(load_s, 2), "encoded_documents": len(part),
+            "encoded_chunks": counts["chunks"], "encode_slice_s": round(part_s, 2),
+            "documents_per_s": round(len(part) / part_s, 1),
+            "index_s": round(index_s, 1), "index_extrapolated": len(part) < len(docs),
+            "wall_s": round(construct_s + index_s, 1), "rss_before_mib": rss_before,
+            "peak_rss_dense_slice_mib": dense_peak, **whole, "peak_rss_mib": peak_rss_mib()}
+
+
+def whole_build(exp: ResolvedExperiment, docs: list[Any], out: Path) -> dict[str, Any]:
+    """The memory of building an index over every document (the chunk table of all users beside the documents),
+    with the experiment's model-free retriever (bm25) if it has one: the same shared build, no encode time."""
+    sparse = [exp.retrievers[n] for n in exp.experiment.retrievers if exp.retrievers[n].kind == "bm25"]
+    if not sparse:
+        return {}
+    counts, build_s = clocked(make_retriever(sparse[0]).build, docs, out)
+    return {"whole_build_retriever": sparse[0].name, "whole_build_chunks": counts["chunks"],
+            "whole_build_s": round(build_s, 2)}
+
+
+def p4(config: Path, work: Path, fractions: list[float], encode_docs: int, budget_s: float) -> dict[str, Any]:
+    """Each size in a fresh process (its own peak RSS); a larger size only while the last took < budget_s."""
+    sizes: list[dict[str, Any]] = []
+    for f in fractions:
+        if sizes and sizes[-1]["process_s"] >= budget_s:
+            break
+        n, folder = round(FULL_SIZE * f), work / f"p4-{f}"
+        cmd = [sys.executable, __file__, "--config", str(config), "--p4-child", str(n), "--encode-docs",
+               str(encode_docs), "--workdir", str(folder)]
+        proc, process_s = clocked(lambda: subprocess.run(cmd, env=child_env(folder, None), capture_output=True,
+                                                         text=True))
+        if proc.returncode != 0:
+            sys.exit(f"P4 at {n} instances failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+        figures = json.loads(proc.stdout.strip().splitlines()[-1])
+        sizes.append({"fraction": f, "process_s": round(process_s, 1), **figures})
+    return {"sizes": sizes, "full_size": extrapolate(sizes)}
+
+
+def linear_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """Least-squares slope and intercept."""
+    n = len(points)
+    mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    slope = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return slope, my - slope * mx
+
+
+def extrapolate(sizes: list[dict[str, Any]], full: int = FULL_SIZE) -> dict[str, Any]:
+    """A linear extrapolation to `full` instances, not a measurement: a least-squares line through the
+    measured sizes (through one size and an origin when only one was measured: 0 s, or the RSS with imports
+    and the model loaded). The growth per instance between consecutive points shows whether growth is
+    linear (equal values) or not."""
+    rss0 = min(s["rss_before_mib"] for s in sizes)
+    out: dict[str, Any] = {"instances": full, "extrapolated": True}
+    for key, origin in (("wall_s", 0.0), ("construct_s", 0.0), ("index_s", 0.0), ("peak_rss_mib", rss0)):
+        points = [(0, origin)] + [(s["instances"], s[key]) for s in sizes]
+        slope, icpt = linear_fit(points if len(points) == 2 else points[1:])
+        out[key] = round(icpt + slope * full, 1)
+        out[f"{key}_per_instance"] = [round((y - py) / (x - px), 4) for (px, py), (x, y) in zip(points, points[1:])]
+    return out
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, type=Path)
     ap.add_argument("--p1", action="store_true", help="stage seconds vs a straight replay of their requests")
     ap.add_argument("--p2", action="store_true", help="cold vs re-run wall time and the re-run's fixed cost")
+    ap.add_argument("--p3", action="store_true", help="index stage passages/s vs a bare encode; shard index load")
+    ap.add_argument("--p4", action="store_true", help="construct + index time and peak RSS at fractions of full size")
+    ap.add_argument("--p3-instances", type=int, default=20, help="P3: IBA-Bench instances to index (default 20)")
+    ap.add_argument("--p4-fractions", default="0.25,0.5", help="P4: fractions of the full size (default 0.25,0.5)")
+    ap.add_argument("--p4-budget-s", type=float, default=240.0,
+                    help="P4: measure the next size only if the last one took less (default 240)")
+    ap.add_argument("--encode-docs", type=int, default=5000,
+                    help="P4: documents encoded per size (whole users); the rest is extrapolated (default 5000)")
+    ap.add_argument("--p4-child", type=int, help=argparse.SUPPRESS)  # one P4 size, in this process
     ap.add_argument("--json", type=Path, help="write the figures here")
     ap.add_argument("--workdir", type=Path, help="an empty folder to keep the runs in (default: a temporary one)")
     args = ap.parse_args()
-    if not (args.p1 or args.p2):
-        ap.error("ask for --p1, --p2 or both")
     config = args.config.resolve()
     exp = load_experiment(config)
+    if args.p4_child:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+        print(json.dumps(p4_size(exp, args.workdir.resolve(), args.p4_child, args.encode_docs)))
+        return
+    if not (args.p1 or args.p2 or args.p3 or args.p4):
+        ap.error("ask for one or more of --p1, --p2, --p3, --p4")
+    figures: dict[str, Any] = {"config": str(args.config), "cpu_count": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         work = (args.workdir or Path(tmp)).resolve()
         work.mkdir(parents=True, exist_ok=True)
         if any(work.iterdir()):  # an earlier run's outputs, cache or capture would make the cold run warm
             sys.exit(f"--workdir {work} is not empty")
-        capture = work / "requests.jsonl"
-        cold = perseval_run(config, work, "cold", capture)
-        figures: dict[str, Any] = {"config": str(args.config), "cpu_count": os.cpu_count()}
-        if args.p2:  # the re-run first: the replay's servers would only add load to the box later
-            figures["p2"] = p2(config, cold, perseval_run(config, work, "rerun"), work)
-        if args.p1:
-            figures["p1"] = p1(exp, cold, capture, work)
+        if args.p1 or args.p2:
+            llm_stages(args, config, exp, work, figures)
+        if args.p4:  # before P3: a child's ru_maxrss starts at its parent's RSS, which P3's model would raise
+            fractions = [float(f) for f in args.p4_fractions.split(",")]
+            figures["p4"] = p4(config, work, fractions, args.encode_docs, args.p4_budget_s)
+        if args.p3:
+            figures["p3"] = p3(exp, work, args.p3_instances)
     report(figures)
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
+
+
+def llm_stages(args: argparse.Namespace, config: Path, exp: ResolvedExperiment, work: Path,
+               figures: dict[str, Any]) -> None:
+    """P1 and P2, which share one cold run of the experiment."""
+    capture = work / "requests.jsonl"
+    cold = perseval_run(config, work, "cold", capture)
+    if args.p2:  # the re-run first: the replay's servers would only add load to the box later
+        figures["p2"] = p2(config, cold, perseval_run(config, work, "rerun"), work)
+    if args.p1:
+        figures["p1"] = p1(exp, cold, capture, work)
 
 
 def report(figures: dict[str, Any]) -> None:
@@ -216,6 +419,19 @@ def report(figures: dict[str, Any]) -> None:
               f"other {f['rerun_other_s']} s")
         print(f"P2 cold run: stage seconds {f['cold_timings']}; its Dask cluster start ({f['cold_dask_cluster_s']} s, "
               "timed apart) is inside its first stage with work")
+    if "p3" in figures:
+        f = figures["p3"]
+        print(f"P3 index stage {f['stage_passages_per_s']} passages/s ({f['passages']} passages, {f['stage_s']} s) vs "
+              f"bare encode {f['bare_passages_per_s']} passages/s ({f['bare_encode_s']} s): ratio {f['ratio']} "
+              f"(embedder load {f['embedder_load_s']} s, apart); the bare encode user by user "
+              f"{f['bare_per_user_encode_s']} s (ratio {f['per_user_ratio']})")
+        print(f"P3 run shard: {f['shard_index_load']}")
+    for f in figures.get("p4", {}).get("sizes", []):
+        part = f" (extrapolated from {f['encoded_documents']} encoded)" if f["index_extrapolated"] else ""
+        print(f"P4 {f['instances']} instances, {f['documents']} documents: construct {f['construct_s']} s, index "
+              f"{f['index_s']} s{part}, peak RSS {f['peak_rss_mib']} MiB (process {f['process_s']} s)")
+    if "p4" in figures:
+        print(f"P4 full size, extrapolated linearly: {figures['p4']['full_size']}")
 
 
 if __name__ == "__main__":
