@@ -44,3 +44,26 @@ def test_bm25_chunks_in_words_with_overlap(tmp_path):
 def test_retriever_kinds_are_registered_with_params_models():
     assert retriever_class("bm25").Params.model_fields.keys() >= {"k1", "b"}
     assert "embedder" in retriever_class("dense").Params.model_fields
+
+
+def test_dense_owners_indexed_in_groups_search_as_if_indexed_one_by_one(tmp_path, monkeypatch):
+    """The index stage encodes groups of owners in one call; each owner's index holds exactly its own rows."""
+    import numpy as np
+
+    import perseval.retrieval.base as base
+    from perseval.retrieval.dense import _faiss
+
+    retriever = make_retriever(load_config(RetrieverConfig, CONFIGS / "retrievers" / "minilm.yaml"))
+    docs = DOCS + [Document("u3", "f", "trains are late on sundays"), Document("u3", "g", "a window seat")]
+    monkeypatch.setattr(base, "INDEX_BATCH_CHUNKS", 4)  # u1 (3 chunks) alone would not flush: groups of 2 owners
+    calls: list[int] = []
+    encode = retriever.embedder.encode_passages
+    monkeypatch.setattr(retriever.embedder, "encode_passages", lambda texts: calls.append(len(texts)) or encode(texts))
+    retriever.build(docs, tmp_path / "grouped")
+    assert len(calls) < 3  # fewer encode calls than owners
+    for owner, texts in (("u1", [d.text for d in DOCS[:3]]), ("u3", ["trains are late on sundays", "a window seat"])):
+        index = _faiss().read_index(str(tmp_path / "grouped" / base.OWNERS_DIR / base.owner_slug(owner)))
+        stored = index.reconstruct_n(0, index.ntotal)
+        assert index.ntotal == len(texts) and np.allclose(stored, encode(texts), atol=1e-5)
+    hits = retriever.open(tmp_path / "grouped").search("u3", "which seat?", 1)
+    assert hits[0].doc_id == "g"
