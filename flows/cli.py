@@ -126,9 +126,12 @@ def _quiet_prefect_console() -> None:
     worker; `run` prints its own few lines instead (the traceback goes to a log file, and every log line
     stays in the Prefect API). Set before Prefect is imported, so the workers inherit it."""
     from flows.failure import TRACEBACK_ENV
+    from tasks import OWN_WARNINGS_ENV, show_perseval_warnings
 
     if not os.environ.get(TRACEBACK_ENV):
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
+        os.environ[OWN_WARNINGS_ENV] = "1"
+        show_perseval_warnings()
 
 
 def _late_failure(exc: Exception, root: Path) -> NoReturn:

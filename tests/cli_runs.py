@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -64,11 +65,14 @@ def server_of(logs: Path, name: str) -> tuple[int, int]:
     (the server itself, not the guard that watches it)."""
     log = next(logs.glob(f"{name}-*.log"))
     port = log.stem.rsplit("-", 1)[1]
-    for p in psutil.process_iter(["pid", "cmdline"]):
-        cmd = p.info["cmdline"] or []
-        if "--port" in cmd and port in cmd and "guard.py" not in " ".join(cmd) and \
-                ("llama_cpp.server" in cmd or "prefect" in " ".join(cmd)):
-            return p.info["pid"], int(port)
+    deadline = time.monotonic() + 30  # the log is opened before the guard has started the server itself
+    while time.monotonic() < deadline:
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            cmd = p.info["cmdline"] or []
+            if "--port" in cmd and port in cmd and "guard.py" not in " ".join(cmd) and \
+                    ("llama_cpp.server" in cmd or "prefect" in " ".join(cmd)):
+                return p.info["pid"], int(port)
+        time.sleep(0.2)
     raise AssertionError(f"no server process on port {port}")
 
 
