@@ -185,3 +185,17 @@ def test_sample_writer_uses_the_official_names(tmp_path: Path) -> None:
     for criterion in CRITERIA_KEYS:
         assert set(entry[criterion]) == {"score", "feedback"}, criterion
         assert type(entry[criterion]["score"]) is int and 1 <= entry[criterion]["score"] <= 5, criterion
+
+
+def test_the_checked_in_sample_is_the_writers_output_and_loads(tmp_path: Path) -> None:
+    """tests/data/bespoke_sample is the project's own sample as files; it must not drift from the writer."""
+    from perseval.benchmarks.bespoke.sample import CHECKED_IN
+
+    checked_in = Path(__file__).parent / "data" / "bespoke_sample"
+    fresh = write_sample(tmp_path, **CHECKED_IN)
+    files = sorted(p.relative_to(fresh) for p in fresh.rglob("*.parquet"))
+    assert files == sorted(p.relative_to(checked_in) for p in checked_in.rglob("*.parquet"))
+    for rel in files:
+        assert pq.read_table(checked_in / rel).equals(pq.read_table(fresh / rel)), rel
+    release = load_release(checked_in)
+    assert len({q.user for q in release.queries}) == CHECKED_IN["users"] and release.sessions

@@ -208,3 +208,13 @@ def _corpus_rows() -> list[dict[str, str]]:
     rows = [{"id": f"fact-{t.key}-{j}", "text": claim} for t in C.TOPICS for j, (_, claim) in enumerate(t.facets)]
     rows += [{"id": f"noise-{k}", "text": f"{title}. {summary}"} for k, (_, title, summary) in enumerate(C.NOISE_SEARCHES)]
     return rows
+
+
+# The copy checked in as files (tests/data/bespoke_sample): this writer's output for these arguments, so
+# a test can prove the files and the code have not drifted apart.
+CHECKED_IN = {"users": 3, "seed": 42}
+
+if __name__ == "__main__":  # python -m perseval.benchmarks.bespoke.sample OUT_FOLDER
+    import sys
+
+    print(write_sample(sys.argv[1], **CHECKED_IN))
