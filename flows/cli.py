@@ -85,21 +85,8 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         quiet: bool = typer.Option(False, help="no progress bars")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
-    from perseval.errors import ConfigError, InputError
-
     exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
-    _quiet_prefect_console()
-    try:
-        with _prefect_for(exp.experiment.output_root, output_root):
-            from flows.runtime import run_experiment
-
-            summary = run_experiment(str(config), output_root=output_root, dask_address=dask_address,
-                                     show_progress=not quiet)
-    except (InputError, ConfigError) as exc:  # a bad input found late is still a bad input
-        _error(exc)
-        raise typer.Exit(2)
-    except Exception as exc:  # a server, the disk, Prefect or Dask: say what, what is kept, how to resume
-        _late_failure(exc, Path(output_root or exp.experiment.output_root).resolve())
+    summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet)
     from perseval.report import SMALL_MODEL_WARNING
 
     _print_headline(summary["headline"])
@@ -119,6 +106,24 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
                       f"{failed_judg} failed judgment(s), left out of their scores; run the same command again "
                       "to redo only those", soft_wrap=True)
         raise typer.Exit(INCOMPLETE_EXIT)
+
+
+def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any) -> dict:
+    """The evaluate flow (whole, or stopped early by `kwargs`), with run's failure handling: a bad input found
+    late is exit 2; a server, the disk, Prefect or Dask failing says what, what is kept and how to resume."""
+    from perseval.errors import ConfigError, InputError
+
+    _quiet_prefect_console()
+    try:
+        with _prefect_for(exp.experiment.output_root, output_root):
+            from flows.runtime import run_experiment
+
+            return run_experiment(str(config), output_root=output_root, **kwargs)
+    except (InputError, ConfigError) as exc:
+        _error(exc)
+        raise typer.Exit(2)
+    except Exception as exc:
+        _late_failure(exc, Path(output_root or exp.experiment.output_root).resolve())
 
 
 def _quiet_prefect_console() -> None:
@@ -187,11 +192,7 @@ def construct(config: Path = typer.Argument(..., exists=True, dir_okay=False, he
     `params.construction` in the YAML."""
     apply_offline_env()
     exp, _ = _load_or_exit(config)
-    with _prefect_for(exp.experiment.output_root, output_root):
-        from flows.runtime import run_experiment
-
-        summary = run_experiment(str(config), output_root=output_root, dask_address=dask_address,
-                                 stop_after="construct")
+    summary = _run_flow(config, exp, output_root, dask_address=dask_address, stop_after="construct")
     for key, manifest in summary["data"].items():
         console.print(f"{manifest['benchmark']}: data key {key}, {manifest['n_instances']} instances, "
                       f"{manifest['n_documents']} documents")
@@ -204,10 +205,7 @@ def stats(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="
     """Dataset statistics of every benchmark in CONFIG (built or loaded first, as `perseval construct`)."""
     apply_offline_env()
     exp, plan = _load_or_exit(config)
-    with _prefect_for(exp.experiment.output_root, output_root):
-        from flows.runtime import run_experiment
-
-        run_experiment(str(config), output_root=output_root, stop_after="construct", show_progress=False)
+    _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
     from perseval.components import make_benchmark
     from perseval.stages import load_documents, load_instances, write_artifact
 

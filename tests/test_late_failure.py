@@ -62,9 +62,11 @@ def test_the_report_lists_what_was_kept_and_the_resume_command(tmp_path, monkeyp
     assert log.parent == root / "logs" and "Traceback" in log.read_text() and len(lines) == 4
 
 
-def test_a_prefect_server_that_cannot_start_ends_the_run_in_a_few_lines(tmp_path):
-    """`perseval run` end to end, failing at its first start-up step (the local Prefect server: its home is a
-    file, so it cannot create its database). An output folder an earlier run finished stays."""
+@pytest.mark.parametrize("command", ["run", "construct"])
+def test_a_prefect_server_that_cannot_start_ends_the_run_in_a_few_lines(tmp_path, command):
+    """`perseval run` (and `construct`, the same flow stopped early) end to end, failing at its first start-up
+    step (the local Prefect server: its home is a file, so it cannot create its database). An output folder
+    an earlier run finished stays."""
     work = tmp_path / "work"
     cfg = config_tree(work, "smollm2-tiny", 32)
     exp = {"name": "late", "backbones": ["smollm2-tiny"], "retrievers": ["minilm"], "output_root": "runs",
@@ -76,7 +78,7 @@ def test_a_prefect_server_that_cannot_start_ends_the_run_in_a_few_lines(tmp_path
     (tmp_path / "home-is-a-file").write_text("")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_") and k != TRACEBACK_ENV}
     env.update(PYTHONPATH=str(REPO), PREFECT_HOME=str(tmp_path / "home-is-a-file"))
-    argv = ["run", "configs/experiments/late.yaml", "--quiet"]
+    argv = [command, "configs/experiments/late.yaml", *(["--quiet"] if command == "run" else [])]
     proc = subprocess.run([sys.executable, "-m", "flows.cli", *argv], cwd=work, env=env, capture_output=True,
                           text=True, timeout=300)
     out = proc.stdout + proc.stderr
@@ -106,7 +108,7 @@ def test_a_model_server_that_cannot_start_after_construct_and_index_keeps_them(t
     (cfg / "experiments" / "late.yaml").write_text(yaml.safe_dump(exp))
     env = dict(os.environ, PYTHONPATH=str(REPO), PREFECT_API_URL=prefect_api)
     env.pop(TRACEBACK_ENV, None)
-    argv = ["run", "configs/experiments/late.yaml", "--quiet"]
+    argv = [command, "configs/experiments/late.yaml", *(["--quiet"] if command == "run" else [])]
     proc = subprocess.run([sys.executable, "-m", "flows.cli", *argv], cwd=work, env=env, capture_output=True,
                           text=True, timeout=300)
     out = proc.stdout + proc.stderr
