@@ -8,11 +8,9 @@ unfinished task runs, so the Prefect UI does not show abandoned runs as live.
 from __future__ import annotations
 
 import logging
-import socket
 import time
 from typing import Any
 
-import psutil
 from prefect_dask import DaskTaskRunner  # first: imported after other prefect modules, Dask's log config is lost
 from prefect import tags
 from prefect.client.orchestration import get_client
@@ -25,9 +23,9 @@ from prefect.states import Crashed
 
 from perseval.config import DaskSettings, load_experiment
 from perseval.llm.deployments import HOST
+from perseval.owner import OWNER_TAG, owner_gone, owner_tag
 
 log = logging.getLogger("perseval.runtime")
-OWNER_TAG = "perseval-owner"
 UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
 
 
@@ -44,23 +42,6 @@ def task_runner(settings: DaskSettings, address: str | None = None) -> DaskTaskR
                                           "threads_per_worker": settings.threads_per_worker,
                                           "processes": True, "dashboard_address": f"{HOST}:0",
                                           "scheduler_kwargs": {"dashboard": False}})
-
-
-def owner_tag(pid: int | None = None) -> str:
-    """`perseval-owner:<host>:<pid>:<process start time>`: a PID alone could be reused by another process."""
-    proc = psutil.Process(pid)
-    return f"{OWNER_TAG}:{socket.gethostname()}:{proc.pid}:{int(proc.create_time())}"
-
-
-def owner_gone(tag: str) -> bool:
-    """Whether the process an owner tag names is gone; False for another host's run (it cannot be checked)."""
-    _, host, pid, started = tag.rsplit(":", 3)
-    if host != socket.gethostname():
-        return False
-    try:
-        return int(psutil.Process(int(pid)).create_time()) != int(started)
-    except psutil.NoSuchProcess:
-        return True
 
 
 def mark_stale_runs() -> list[str]:

@@ -6,13 +6,16 @@ from typing import Any
 
 import mlflow
 import pandas as pd
+from mlflow.tracking import MlflowClient
 
 from perseval.config import ResolvedExperiment
 from perseval.cost import PlanCost
 from perseval.metrics.aggregate import OVERALL
+from perseval.owner import owner_tag
 from perseval.plan import Plan
 from perseval.store import StageStore
-from perseval.tracking import ensure_experiment, log_cell, log_parent_summary, tracking_lock
+from perseval.tracking import (OWNER_KEY, ensure_experiment, log_cell, log_parent_summary, mark_abandoned_runs,
+                                tracking_lock)
 
 SMALL_MODEL_WARNING = (
     "Note: the embedded default serves a 135M-parameter model. Its answers and judgments are weak: this run "
@@ -86,8 +89,9 @@ def cost_metrics(plan: Plan, costs: PlanCost) -> dict[str, float]:
 def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
            analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost, base: Path | None) -> str:
     ensure_experiment(exp.experiment.mlflow, base)
-    mlflow.set_experiment(exp.experiment.mlflow.experiment)
-    with mlflow.start_run(run_name=exp.experiment.name) as parent:
+    experiment = mlflow.set_experiment(exp.experiment.mlflow.experiment)
+    mark_abandoned_runs(MlflowClient(), experiment.experiment_id)  # runs a killed perseval left RUNNING
+    with mlflow.start_run(run_name=exp.experiment.name, tags={OWNER_KEY: owner_tag()}) as parent:
         log_parent_summary(exp, headline(plan, scores, costs), {**stats, **cost_metrics(plan, costs)})
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:

@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from perseval.config import MLflowSettings, ResolvedExperiment
 from perseval.metrics.aggregate import OVERALL
+from perseval.owner import owner_gone
 from perseval.plan import Cell
 
 MAX_PARAM = 6000
@@ -148,6 +149,20 @@ def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: 
             for part in sorted(Path(folder).glob("part-*.parquet")):
                 mlflow.log_artifact(str(part), f"parquet/{label}")
         return run.info.run_id
+
+
+OWNER_KEY = "perseval.owner"
+
+
+def mark_abandoned_runs(client: MlflowClient, experiment_id: str) -> list[str]:
+    """End as KILLED the RUNNING runs of `experiment_id` whose owner process is gone (a run killed while it
+    logged stays RUNNING in the store forever otherwise), with their child runs. Returns the ids ended."""
+    running = client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'", max_results=5000)
+    gone = {r.info.run_id for r in running if OWNER_KEY in r.data.tags and owner_gone(r.data.tags[OWNER_KEY])}
+    ended = [r.info.run_id for r in running if r.info.run_id in gone or r.data.tags.get("mlflow.parentRunId") in gone]
+    for run_id in ended:
+        client.set_terminated(run_id, status="KILLED")
+    return ended
 
 
 def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: dict[str, float]) -> None:

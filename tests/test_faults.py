@@ -371,3 +371,26 @@ def test_bad_input_files_are_one_line_errors(configs, case, command, monkeypatch
     first = result.output.splitlines()[0]
     assert first.startswith("error: ") and all(n in first for n in names[:1]), result.output
     assert all(n in result.output for n in names) and "Traceback" not in result.output, result.output
+
+
+def test_mlflow_runs_a_killed_perseval_left_running_are_ended_as_killed(tmp_path):
+    """A kill while tracking leaves the parent run RUNNING; the next track ends it (and its children) as
+    KILLED, and leaves a run whose owner is alive, or on another host, alone."""
+    from mlflow.tracking import MlflowClient
+
+    from perseval.owner import owner_tag
+    from perseval.tracking import OWNER_KEY, mark_abandoned_runs
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    exp_id = client.create_experiment("abandoned", artifact_location=str(tmp_path / "art"))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = socket.gethostname()
+    owners = {"dead": f"perseval-owner:{host}:{dead.pid}:1", "live": owner_tag(),
+              "elsewhere": f"perseval-owner:another-host:{dead.pid}:1"}
+    runs = {label: client.create_run(exp_id, tags={OWNER_KEY: tag}).info.run_id for label, tag in owners.items()}
+    child = client.create_run(exp_id, tags={"mlflow.parentRunId": runs["dead"]}).info.run_id
+    assert sorted(mark_abandoned_runs(client, exp_id)) == sorted([runs["dead"], child])
+    status = {label: client.get_run(rid).info.status for label, rid in runs.items()}
+    assert status == {"dead": "KILLED", "live": "RUNNING", "elsewhere": "RUNNING"}
+    assert client.get_run(child).info.status == "KILLED"
