@@ -108,7 +108,7 @@ def test_a_model_server_that_cannot_start_after_construct_and_index_keeps_them(t
     (cfg / "experiments" / "late.yaml").write_text(yaml.safe_dump(exp))
     env = dict(os.environ, PYTHONPATH=str(REPO), PREFECT_API_URL=prefect_api)
     env.pop(TRACEBACK_ENV, None)
-    argv = [command, "configs/experiments/late.yaml", *(["--quiet"] if command == "run" else [])]
+    argv = ["run", "configs/experiments/late.yaml", "--quiet"]
     proc = subprocess.run([sys.executable, "-m", "flows.cli", *argv], cwd=work, env=env, capture_output=True,
                           text=True, timeout=300)
     out = proc.stdout + proc.stderr
