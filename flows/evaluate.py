@@ -98,10 +98,12 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
     costs = plan_cost(exp, plan, UnitRecords(root, shard_ids), rt.run_id)
-    parent = track(exp, plan, root, scores, analyses, stats, costs, Path(mlflow_base) if mlflow_base else None)
+    rows = headline_rows(plan, scores, costs)
+    parent = track(exp, plan, root, scores, analyses, stats, costs, Path(mlflow_base) if mlflow_base else None,
+                   rows)
     timings["track"] = round(time.monotonic() - t0, 2)
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
-            "headline": headline_rows(plan, scores, costs), "timings": timings,
+            "headline": rows, "timings": timings,
             "cost": costs.summary(plan),
             "analyses": {u.data.entry.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},

@@ -72,10 +72,12 @@ def _int(value: Any) -> int | None:
 
 def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
           analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost,
-          base: Path | None = None) -> str:
-    """Log the parent run and one child run per cell; returns the parent run id."""
+          base: Path | None = None, rows: list[dict[str, Any]] | None = None) -> str:
+    """Log the parent run and one child run per cell; returns the parent run id. `rows`: the headline
+    rows when the caller has them already (else they are made here)."""
+    rows = rows if rows is not None else headline_rows(plan, scores, costs)
     with tracking_lock(exp.experiment.mlflow, base):
-        return _track(exp, plan, root, scores, analyses, stats, costs, base)
+        return _track(exp, plan, root, scores, analyses, stats, costs, base, rows)
 
 
 def cost_metrics(plan: Plan, costs: PlanCost) -> dict[str, float]:
@@ -87,12 +89,13 @@ def cost_metrics(plan: Plan, costs: PlanCost) -> dict[str, float]:
 
 
 def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
-           analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost, base: Path | None) -> str:
+           analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost, base: Path | None,
+           rows: list[dict[str, Any]]) -> str:
     ensure_experiment(exp.experiment.mlflow, base)
     experiment = mlflow.set_experiment(exp.experiment.mlflow.experiment)
     mark_abandoned_runs(MlflowClient(), experiment.experiment_id)  # runs a killed perseval left RUNNING
     with mlflow.start_run(run_name=exp.experiment.name, tags={OWNER_KEY: owner_tag()}) as parent:
-        log_parent_summary(exp, headline(plan, scores, costs), {**stats, **cost_metrics(plan, costs)})
+        log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs)})
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),

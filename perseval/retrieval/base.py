@@ -86,6 +86,7 @@ class Retriever(Configurable, ABC):
         tok = self.tokenizer()
         rows: list[dict[str, Any]] = []
         batch: list[tuple[list[str], Path]] = []
+        pending = 0  # chunks in `batch`
         for owner, docs in sorted(by_owner.items()):
             chunks = [(d.doc_id, i, text) for d in docs
                       for i, text in enumerate(chunk_text(d.text, tok, self.chunking.size, self.chunking.overlap))]
@@ -94,9 +95,10 @@ class Retriever(Configurable, ABC):
             batch.append(([t for _, _, t in chunks], out / OWNERS_DIR / owner_slug(owner)))
             rows += [{"owner": owner, "doc_id": d, "chunk_id": c, "text": t, "row": r}
                      for r, (d, c, t) in enumerate(chunks)]
-            if sum(len(texts) for texts, _ in batch) >= INDEX_BATCH_CHUNKS:
+            pending += len(chunks)
+            if pending >= INDEX_BATCH_CHUNKS:
                 self.index_owners(batch)
-                batch = []
+                batch, pending = [], 0
         if batch:
             self.index_owners(batch)
         atomic_write_parquet(pa.Table.from_pylist(rows, schema=CHUNKS), out / CHUNKS_FILE)
