@@ -248,10 +248,23 @@ def load_config(model: type[Strict], path: str | Path) -> Any:
     return _validate(model, read_yaml(path), path)
 
 
+# The configs perseval ships (models, agents, judges, ...), for experiment files kept elsewhere.
+SHIPPED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
 def config_root_for(experiment_path: Path) -> Path:
     """configs/experiments/x.yaml -> configs/ (the folder holding models/, retrievers/, ...)."""
     parent = experiment_path.resolve().parent
     return parent.parent if parent.name == "experiments" else parent
+
+
+def config_roots(experiment_path: Path, config_root: str | Path | None = None) -> list[Path]:
+    """Where named configs are looked up, first hit wins: the experiment's own root (a user's file of
+    the same name overrides a shipped one), then perseval's shipped configs, so an experiment file
+    written in the user's own folder can name `smollm2-135m` or `iba-agent` without copying them."""
+    own = Path(config_root) if config_root else config_root_for(experiment_path)
+    shipped = [SHIPPED_CONFIGS] if SHIPPED_CONFIGS.is_dir() and SHIPPED_CONFIGS != own.resolve() else []
+    return [own, *shipped]
 
 
 # --- resolving an experiment -----------------------------------------------------------------------
@@ -259,16 +272,17 @@ def config_root_for(experiment_path: Path) -> Path:
 class _Resolver:
     """Loads each named config once, remembering which file it came from."""
 
-    def __init__(self, root: Path):
-        self.root = root
+    def __init__(self, roots: list[Path]):
+        self.roots = roots
         self.files: dict[str, str] = {}
 
     def named(self, kind: str, model: type[Strict], name: str, referrer: Path | str, key: str) -> Any:
-        folder = self.root / kind
-        path = folder / f"{name}.yaml"
-        if not path.exists():
-            known = sorted(p.stem for p in folder.glob("*.yaml"))
-            raise ConfigError(f"{referrer}: key '{key}' names {name!r}, but {path} does not exist (known: {known})")
+        tried = [root / kind / f"{name}.yaml" for root in self.roots]
+        path = next((p for p in tried if p.exists()), None)
+        if path is None:
+            known = sorted({p.stem for root in self.roots for p in (root / kind).glob("*.yaml")})
+            missing = " or ".join(str(p) for p in tried)
+            raise ConfigError(f"{referrer}: key '{key}' names {name!r}, but there is no {missing} (known: {known})")
         cfg = load_config(model, path)
         if cfg.name != name:
             raise ConfigError(f"{path}: key 'name' is {cfg.name!r} but the file is named {name!r}")
@@ -282,7 +296,7 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
 
     path = Path(path)
     exp: ExperimentConfig = load_config(ExperimentConfig, path)
-    res = _Resolver(Path(config_root) if config_root else config_root_for(path))
+    res = _Resolver(config_roots(path, config_root))
     plugins = components.load_experiment_plugins(exp.plugins, path)
     models: dict[str, ModelConfig] = {}
 

@@ -75,6 +75,30 @@ def test_unknown_reference_names_missing_file(tmp_path):
     assert "backbones" in str(err.value) and "no-such-model.yaml" in str(err.value)
 
 
+def test_an_experiment_in_the_users_own_folder_finds_the_shipped_configs(tmp_path):
+    """issue 14's user wrote their experiment outside the checkout: every name it used was 'unknown'."""
+    path = tmp_path / "mine.yaml"
+    mine_base = {**BASE, "judges": ["smollm2-apeb-rubric"]}
+    path.write_text(yaml.safe_dump(mine_base))
+    exp = load_experiment(path)
+    assert exp.files["models/smollm2-135m"] == str(CONFIGS / "models" / "smollm2-135m.yaml")
+    # a file of the same name beside the experiment overrides the shipped one
+    (tmp_path / "judges").mkdir()
+    mine = yaml.safe_load((CONFIGS / "judges" / "smollm2-apeb-rubric.yaml").read_text())
+    mine["sampling"] = {**(mine.get("sampling") or {}), "temperature": 0.3}
+    (tmp_path / "judges" / "smollm2-apeb-rubric.yaml").write_text(yaml.safe_dump(mine))
+    exp = load_experiment(path)
+    assert exp.files["judges/smollm2-apeb-rubric"] == str(tmp_path / "judges" / "smollm2-apeb-rubric.yaml")
+    assert exp.judges["smollm2-apeb-rubric"].sampling.temperature == 0.3
+    # a name found in neither place names both paths and what is known
+    path.write_text(yaml.safe_dump({**mine_base, "retrievers": ["no-such-retriever"]}))
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    msg = str(err.value)
+    assert str(tmp_path / "retrievers" / "no-such-retriever.yaml") in msg
+    assert str(CONFIGS / "retrievers" / "no-such-retriever.yaml") in msg and "'minilm'" in msg
+
+
 def test_a_deployment_must_fit_its_models_format(tmp_path):
     path = _write_experiment(tmp_path, {**BASE, "deployments": {"smollm2-135m": "qwen3-4b-vllm-1gpu"}})
     with pytest.raises(ConfigError) as err:
