@@ -263,3 +263,35 @@ def test_a_weak_rater_cannot_crowd_the_statement_out(indexed):
     assert k["selection"] == "topped_up" and k["note"].startswith("2 passage(s) reached salience 5; added the 1")
     assert [p["doc_id"] for p in k["passages"]] == loud + [statement]
     assert [p["salience"] for p in k["passages"]] == [10, 10, TASK_RELEVANCE] and k["below_threshold"] == [statement]
+
+
+# --- the oracle at scale, on a release whose scenarios no taxonomy knows ---------------------------------------
+
+
+def test_the_oracle_is_the_upper_reference_on_every_instance_of_a_renamed_release(tmp_path):
+    """30 constructed instances (Table 2 mix, dynamic preferences) written as a release with every scenario
+    renamed: before issue 14 each one failed with 'unknown IBA scenario' and was scored 0."""
+    from perseval.benchmarks.iba.release import write_release
+
+    built = IbaBenchmark({"noise_per_evidence": 3, "distribution": "table2", "dynamic_rate": 0.6}).build(
+        sample=30, seed=5, source=None)
+    folder = write_release(built, tmp_path / "release")
+    for name in ("instances.jsonl", "histories.jsonl"):
+        rows = [json.loads(line) for line in (folder / name).read_text().splitlines()]
+        for row in rows:
+            if row.get("scenario"):
+                row["scenario"] = f"{row['scenario']} (our own)"
+        (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = load_release(folder)
+    assert len(data.instances) == 30 and all(known_scenario(i.payload["scenario"]) is None for i in data.instances)
+    kinds = {i.payload["action_type"] for i in data.instances}
+    assert kinds == {"call_api", "generate"} and any(i.gold["n_dynamic"] for i in data.instances)
+    for inst in data.instances:
+        out = run_oracle(data, inst)
+        assert out.status == "ok", inst.instance_id
+        if inst.payload["action_type"] == "call_api":
+            judgments = asyncio.run(SlotJudge().judge(inst, out, JudgeBinding("iba.slots")))
+            assert SlotJudge().score(inst, out, judgments)[0].value == 100.0, inst.instance_id
+        else:  # every hidden preference, at its latest value, named in the answer
+            for p in inst.gold["preferences"]:
+                assert f"- {dimension_name(None, p['dimension'])}: {p['value']}" in out.text, inst.instance_id
