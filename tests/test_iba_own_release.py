@@ -295,3 +295,58 @@ def test_the_oracle_is_the_upper_reference_on_every_instance_of_a_renamed_releas
         else:  # every hidden preference, at its latest value, named in the answer
             for p in inst.gold["preferences"]:
                 assert f"- {dimension_name(None, p['dimension'])}: {p['value']}" in out.text, inst.instance_id
+
+
+# --- a preference stated late in a long turn (third-party logs have long messages) ------------------------------
+
+CHATTER = ("Thanks for the help with the trip last week, the museum list was great and we went to four of them, "
+           "though the queue at the second one took forever and the kids got bored, so next time I'd plan "
+           "fewer stops per day. Anyway the train back was late again and I ended up answering emails on the "
+           "platform for an hour, which was not how I wanted to spend a Sunday evening, but the view from "
+           "the bridge made up for it and we had a lovely dinner at the small place near the station. ")
+LATE = "Oh, and for coffee orders: I only ever drink oat milk, never dairy."
+
+
+def long_turn_release(folder: Path) -> Path:
+    folder.mkdir()
+    noise = [json.loads(line) for line in (RELEASE / "histories.jsonl").read_text().splitlines()
+             if json.loads(line)["user_id"] == "u-ana" and not json.loads(line).get("evidence")]
+    long = {"user_id": "u-ana", "timestamp": "2025-03-25T09:00:00", "user": CHATTER + LATE,
+            "assistant": "Noted, oat milk it is.", "evidence": [{"dimension": "milk", "value": "oat",
+                                                                     "kind": "statement"}]}
+    (folder / "histories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in noise + [long]))
+    (folder / "instances.jsonl").write_text((RELEASE / "instances.jsonl").read_text().splitlines()[0] + "\n")
+    return folder
+
+
+def test_a_preference_stated_late_in_a_long_turn_is_seen_by_the_rater_and_the_extraction(tmp_path):
+    """The rater saw the first 300 characters of a passage, and the extraction 300 of the user's side:
+    a statement after a paragraph of chatter reached neither. Now the rater sees the whole chunk and
+    the extraction shares 3000 characters among the kept passages."""
+    from perseval.components import make_retriever
+    from perseval.config import RetrieverConfig, load_config
+
+    data = load_release(long_turn_release(tmp_path / "release"))
+    long_id = next(d.doc_id for d in data.documents if d.meta.get("supports"))
+    assert len(CHATTER) > 400 and len(next(d.text for d in data.documents if d.doc_id == long_id)) < 1200
+    retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))
+    retriever.build(data.documents, tmp_path / "index")
+    index = (data, retriever.open(tmp_path / "index"))
+
+    def by_content(messages: list[dict[str, Any]]) -> str:  # a rater that labels what it is shown
+        if "past messages as evidence" in messages[0]["content"]:
+            seen = "oat milk" in messages[-1]["content"]
+            return json.dumps({"relevant": seen, "signals": ["statement"] if seen else []})
+        return '{"preferences": []}' if "infer" in messages[0]["content"] else "nothing usable"
+
+    def extraction_prompt(llm: ScriptedChat) -> str:
+        return next(c["messages"][-1]["content"] for c in llm.calls if "infer" in c["messages"][0]["content"])
+
+    llm = ScriptedChat(by_content)
+    k = kept(run_agent(index, data.instances[0], llm))
+    assert [p["doc_id"] for p in k["passages"]] == [long_id]  # the noise is unrelated: nothing tops up
+    assert k["passages"][0]["salience"] >= RETENTION_THRESHOLD and LATE in extraction_prompt(llm)
+    # the old sizes: the rater cannot see it (only the top-up keeps it) and the extraction reads it cut off
+    old = ScriptedChat(by_content)
+    k = kept(run_agent(index, data.instances[0], old, salience_chars=300, evidence_total_chars=0))
+    assert all(p["salience"] < RETENTION_THRESHOLD for p in k["passages"]) and LATE not in extraction_prompt(old)

@@ -18,6 +18,9 @@ params (all optional; see settings.py for the full list):
   rerank          false: skip LLM salience re-ranking (keep retrieval order)
   top_k, max_queries, max_passages, salience_threshold   retrieval sizes (3, 5, 10, 5)
   min_passages    at least this many kept: the best below the threshold fill up (3; 0: none)
+  salience_chars  characters of a passage the salience rater sees (1200: a whole chunk)
+  evidence_chars, evidence_total_chars   compact evidence per passage: the total shared, at least the
+                  per-passage floor (300, 3000)
   *_max_tokens    completion budget per stage (expand, salience, extract, plan, controller, api, max_tokens)
 """
 from __future__ import annotations

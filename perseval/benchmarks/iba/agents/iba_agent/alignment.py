@@ -36,9 +36,11 @@ def compact_evidence(state: State) -> str:
     stamps = {d.doc_id: d.timestamp for d in state.ctx.documents(state.instance.user_id)}
     ordered = sorted(kept, key=lambda k: (instant(stamps.get(k.passage.doc_id, "")), k.passage.doc_id,
                                           k.passage.chunk_id))
+    s = state.settings
+    share = max(s.evidence_chars, s.evidence_total_chars // max(len(kept), 1))
     lines: list[str] = []
     for k in ordered:
-        text = " ".join(_user_lines(k.passage.text).split())[:state.settings.evidence_chars]
+        text = " ".join(_user_lines(k.passage.text).split())[:share]
         date = stamps.get(k.passage.doc_id, "")[:10]
         line = f"[{date}] {text}" if date else text
         if text and line not in lines:

@@ -137,7 +137,7 @@ async def score_salience(state: State, passages: list[Passage]) -> list[int | No
     s = state.settings
 
     async def one(p: Passage) -> tuple[Rating | None, str]:
-        messages = prompts.salience_messages(state.instance.query, p.text[:s.evidence_chars])
+        messages = prompts.salience_messages(state.instance.query, p.text[:s.salience_chars])
         result = await state.ask("salience", messages, json_schema=prompts.SALIENCE_SCHEMA,
                                  max_tokens=s.salience_max_tokens)
         return parse_rating(result.text), result.text

@@ -27,7 +27,14 @@ class Settings(Params):
     max_steps: int = Field(8, ge=1)  # controller turns of the FC loop
     # --- prompt sizes: the embedded model has a 4096-token context ---
     passage_chars: int = Field(600, ge=0)  # per passage in the RAG-style prompt (as the rag agent)
-    evidence_chars: int = Field(300, ge=0)  # per passage in the compact evidence and the salience prompt
+    # the compact evidence shares evidence_total_chars among the kept passages, at least evidence_chars each:
+    # ten passages get 300 characters of the user's side, three get 1000, so a preference stated late in
+    # a long turn still reaches the extraction when few passages were kept
+    evidence_chars: int = Field(300, ge=0)
+    evidence_total_chars: int = Field(3000, ge=0)
+    # per passage in the salience prompt: a whole retriever chunk (256 tokens), so the rater sees a
+    # statement anywhere in the passage it is asked to label
+    salience_chars: int = Field(1200, ge=0)
     max_preferences: int = Field(8, ge=0)
     # --- completion budgets per stage, small: the embedded CPU model writes ~40 tokens/s ---
     expand_max_tokens: int = Field(120, ge=0)
