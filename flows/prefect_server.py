@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from perseval.errors import DeploymentError
 from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
 
 
@@ -30,10 +29,7 @@ def local_prefect_server(log_dir: str | Path = "runs/logs", timeout_s: float = 1
     proc = start_server(prefect_server_command(port), env, log_path)
     api = f"http://{HOST}:{port}/api"
     try:
-        try:
-            wait_healthy(api, proc, timeout_s, log_path, health_path="/health")
-        except DeploymentError as exc:
-            raise DeploymentError(f"the local Prefect server: {exc}", exc.log_path) from exc
+        wait_healthy(api, proc, timeout_s, log_path, health_path="/health", name="the local Prefect server")
         yield api
     finally:
         stop_server(proc, grace_s=30)

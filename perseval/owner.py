@@ -12,6 +12,7 @@ OWNER_TAG = "perseval-owner"
 
 
 def owner_tag(pid: int | None = None) -> str:
+    """The owner tag of process `pid` (default: this process)."""
     proc = psutil.Process(pid)
     return f"{OWNER_TAG}:{socket.gethostname()}:{proc.pid}:{int(proc.create_time())}"
 

@@ -72,10 +72,9 @@ def _int(value: Any) -> int | None:
 
 def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
           analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost,
-          base: Path | None = None, rows: list[dict[str, Any]] | None = None) -> str:
-    """Log the parent run and one child run per cell; returns the parent run id. `rows`: the headline
-    rows when the caller has them already (else they are made here)."""
-    rows = rows if rows is not None else headline_rows(plan, scores, costs)
+          rows: list[dict[str, Any]], base: Path | None = None) -> str:
+    """Log the parent run and one child run per cell (`rows`: the run's headline rows, made once by the
+    caller for its summary too); returns the parent run id."""
     with tracking_lock(exp.experiment.mlflow, base):
         return _track(exp, plan, root, scores, analyses, stats, costs, base, rows)
 

@@ -65,20 +65,23 @@ def embedded_command(model: ModelConfig, dep: DeploymentConfig, gguf: Path, port
 
 
 def wait_healthy(base_url: str, proc: subprocess.Popen | None, timeout_s: float, log_path: Path | None,
-                 health_path: str = "/models") -> None:
-    """Poll `<base_url><health_path>` until it answers 200; fail fast if the process exits."""
+                 health_path: str = "/models", name: str | None = None) -> None:
+    """Poll `<base_url><health_path>` until it answers 200; fail fast if the process exits. `name` says which
+    server in the error (a run starts several, and the message is all the user sees)."""
+    prefix = f"{name}: " if name else ""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise DeploymentError(f"server exited with code {proc.returncode} during start-up\n{log_tail(log_path)}",
-                                  log_path)
+            raise DeploymentError(f"{prefix}server exited with code {proc.returncode} during start-up\n"
+                                  f"{log_tail(log_path)}", log_path)
         try:
             if httpx.get(base_url + health_path, timeout=2.0).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise DeploymentError(f"server not healthy at {base_url} after {timeout_s:.0f}s\n{log_tail(log_path)}", log_path)
+    raise DeploymentError(f"{prefix}server not healthy at {base_url} after {timeout_s:.0f}s\n{log_tail(log_path)}",
+                          log_path)
 
 
 def log_tail(path: Path | None, lines: int = 25) -> str:
@@ -152,15 +155,14 @@ class Deployment:
         self.log_path = self.log_dir / f"{self.model.name}-{port}.log"
         self.proc = start_server(self.command(port), self.launch_env(), self.log_path)
         base = f"http://{HOST}:{port}"
+        name = f"model {self.model.name} ({cfg.kind} deployment {cfg.name})"
         try:
             if cfg.kind == "vllm":
-                wait_healthy(base, self.proc, cfg.startup_timeout_s, self.log_path, health_path="/health")
-            wait_healthy(base + "/v1", self.proc, cfg.startup_timeout_s, self.log_path)
-        except DeploymentError as exc:
+                wait_healthy(base, self.proc, cfg.startup_timeout_s, self.log_path, health_path="/health", name=name)
+            wait_healthy(base + "/v1", self.proc, cfg.startup_timeout_s, self.log_path, name=name)
+        except DeploymentError:
             self.stop()
-            # which model: a run serves several, and the message is all the user sees
-            raise DeploymentError(f"model {self.model.name} ({cfg.kind} deployment {cfg.name}): {exc}",
-                                  exc.log_path) from exc
+            raise
         self.endpoint = self._endpoint(base + "/v1", self.model.name)
         return self.endpoint
 

@@ -75,20 +75,17 @@ class DenseRetriever(Retriever):
         return self.embedder.tokenizer
 
     def index_owner(self, texts: list[str], path: Path) -> None:
-        self._write(self.embedder.encode_passages(texts), path)
+        self.index_owners([(texts, path)])
 
     def index_owners(self, batch: list[tuple[list[str], Path]]) -> None:
         """One encode call for the whole group, then each owner's rows into its own index."""
         vecs = self.embedder.encode_passages([t for texts, _ in batch for t in texts])
         start = 0
         for texts, path in batch:
-            self._write(vecs[start:start + len(texts)], path)
+            index = new_index(vecs.shape[1], self.params.index)
+            index.add(vecs[start:start + len(texts)])
+            _faiss().write_index(index, str(path))
             start += len(texts)
-
-    def _write(self, vecs: Any, path: Path) -> None:
-        index = new_index(vecs.shape[1], self.params.index)
-        index.add(vecs)
-        _faiss().write_index(index, str(path))
 
     def load_owner(self, path: Path) -> Any:
         return to_device(_faiss().read_index(str(path)), self.params.index)
