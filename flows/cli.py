@@ -155,9 +155,8 @@ def _load_or_exit(config: Path) -> "Any":
 
     The benchmark sources are read here too, so a bad release row is reported in seconds, not after the
     Prefect server and the Dask cluster started and the construct task failed."""
-    from perseval.components import source_problems
-    from perseval.config import load_experiment
     from perseval.errors import PersevalError
+    from perseval.experiment import load_experiment, source_problems
     from perseval.plan import make_plan
 
     try:
@@ -211,7 +210,7 @@ def stats(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="
 
     root = output_root or exp.experiment.output_root
     for unit in plan.data:
-        bench = make_benchmark(unit.entry.name, unit.entry.params)
+        bench = make_benchmark(unit.entry.name, unit.params)
         tables = bench.stats(load_instances(root, unit.key), load_documents(root, unit.key))
         for name, table in tables.items():
             console.print(f"\n[bold]{unit.entry.name}: {name}[/bold]")

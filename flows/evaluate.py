@@ -10,22 +10,22 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from prefect import flow
 from prefect.futures import PrefectFuture, as_completed
 
-from perseval.config import load_experiment
+from perseval.experiment import load_experiment
 from perseval.cost import UnitRecords, plan_cost
 from perseval.freshness import data_done, index_done, pending
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
-from perseval.plan import Plan, make_plan, shards
+from perseval.plan import Plan, make_plan
 from perseval.progress import stage_bar
 from perseval.report import headline_rows, track
-from perseval.stages import Runtime, score_summary
+from perseval.stages import Runtime, data_manifest, score_summary
 from perseval.store import StageStore
 from tasks.stages import analyze_task, construct_task, index_task, judge_task, run_shard_task, score_task
 
@@ -71,12 +71,13 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
         building = [u for u in plan.data if not data_done(root, u)]
         crt = replace(rt, endpoints=servers.ensure({m.name for u in building for m in u.construction.values()}))
         _wait("construct", {u.key: construct_task.submit(u, crt) for u in building}, show_progress, timings)
-        data = _manifests(root, "data", [u.key for u in plan.data])
+        data = {u.key: data_manifest(root, u.key, e.shard_size) for u in plan.data}
         if stop_after == "construct":
-            return {"run_id": rt.run_id, "data": data, "timings": timings, "entered_at": entered_at}
+            return {"run_id": rt.run_id, "data": {k: asdict(m) for k, m in data.items()}, "timings": timings,
+                    "entered_at": entered_at}
         _wait("index", {u.key: index_task.submit(u, rt) for u in plan.index if not index_done(root, u)},
               show_progress, timings)
-        shard_ids = {k: shards(d["n_instances"], e.shard_size) for k, d in data.items()}
+        shard_ids = {k: list(m.shard_ids) for k, m in data.items()}
         todo = pending(root, plan, shard_ids)
         t0 = time.monotonic()
         rt = replace(rt, endpoints=servers.ensure(todo.models(plan)))

@@ -21,7 +21,8 @@ from prefect.client.schemas.objects import StateType
 from prefect.logging.handlers import APILogWorker
 from prefect.states import Crashed
 
-from perseval.config import DaskSettings, load_experiment
+from perseval.config import DaskSettings
+from perseval.experiment import load_experiment
 from perseval.llm.deployments import HOST
 from perseval.owner import OWNER_TAG, owner_gone, owner_tag
 

@@ -9,8 +9,9 @@ by name; each lives in its own file under `configs/<kind>/<name>.yaml`:
   judges/       a registered judge kind (or the benchmark's own LLM judges) bound to a model
   agents/       a registered agent kind and its params
 
-`load_experiment` resolves them all and validates every component's `params`
-against the component's own model, failing early with the file and the key.
+This module holds the schemas and reads YAML only; perseval.experiment resolves
+an experiment file (every name it references, plugins, every component's
+params, judge bindings) once, failing early with the file and the key.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
@@ -192,6 +193,9 @@ class ResolvedExperiment(Strict):
     agents: dict[str, AgentConfig]
     plugins: tuple[str, ...] = ()  # resolved: .py files made absolute
     files: dict[str, str] = {}  # "agents/<name>" -> the YAML it came from, for error messages
+    # perseval.experiment.Bound: every component's params validated once, set by load_experiment; not part
+    # of the record (nor of its key): it is derived from the fields above
+    _bound: Any = PrivateAttr(None)
 
     def key(self) -> str:
         return content_key(self.model_dump(exclude={"path", "files"}))
@@ -248,102 +252,6 @@ def load_config(model: type[Strict], path: str | Path) -> Any:
     return _validate(model, read_yaml(path), path)
 
 
-# The configs perseval ships (models, agents, judges, ...), for experiment files kept elsewhere.
-SHIPPED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
-
-
-def config_root_for(experiment_path: Path) -> Path:
-    """configs/experiments/x.yaml -> configs/ (the folder holding models/, retrievers/, ...)."""
-    parent = experiment_path.resolve().parent
-    return parent.parent if parent.name == "experiments" else parent
-
-
-def config_roots(experiment_path: Path, config_root: str | Path | None = None) -> list[Path]:
-    """Where named configs are looked up, first hit wins: the experiment's own root (a user's file of
-    the same name overrides a shipped one), then perseval's shipped configs, so an experiment file
-    written in the user's own folder can name `smollm2-135m` or `iba-agent` without copying them."""
-    own = Path(config_root) if config_root else config_root_for(experiment_path)
-    shipped = [SHIPPED_CONFIGS] if SHIPPED_CONFIGS.is_dir() and SHIPPED_CONFIGS != own.resolve() else []
-    return [own, *shipped]
-
-
-# --- resolving an experiment -----------------------------------------------------------------------
-
-class _Resolver:
-    """Loads each named config once, remembering which file it came from."""
-
-    def __init__(self, roots: list[Path]):
-        self.roots = roots
-        self.files: dict[str, str] = {}
-
-    def named(self, kind: str, model: type[Strict], name: str, referrer: Path | str, key: str) -> Any:
-        tried = [root / kind / f"{name}.yaml" for root in self.roots]
-        path = next((p for p in tried if p.exists()), None)
-        if path is None:
-            known = sorted({p.stem for root in self.roots for p in (root / kind).glob("*.yaml")})
-            missing = " or ".join(str(p) for p in tried)
-            raise ConfigError(f"{referrer}: key '{key}' names {name!r}, but there is no {missing} (known: {known})")
-        cfg = load_config(model, path)
-        if cfg.name != name:
-            raise ConfigError(f"{path}: key 'name' is {cfg.name!r} but the file is named {name!r}")
-        self.files[f"{kind}/{name}"] = str(path)
-        return cfg
-
-
-def load_experiment(path: str | Path, config_root: str | Path | None = None) -> ResolvedExperiment:
-    """Load an experiment file, every config it references by name, and validate every component's params."""
-    from perseval import components  # the registry and the component classes; imported late (no cycle)
-
-    path = Path(path)
-    exp: ExperimentConfig = load_config(ExperimentConfig, path)
-    res = _Resolver(config_roots(path, config_root))
-    plugins = components.load_experiment_plugins(exp.plugins, path)
-    models: dict[str, ModelConfig] = {}
-
-    def need_model(name: str, referrer: Path | str, key: str) -> None:
-        if name not in models:
-            models[name] = res.named("models", ModelConfig, name, referrer, key)
-
-    for name in exp.backbones:
-        need_model(name, path, "backbones")
-    judge_names = list(dict.fromkeys(exp.judges + [j for b in exp.benchmarks for j in (b.judges or [])]))
-    judges = {n: res.named("judges", JudgeConfig, n, path, "judges") for n in judge_names}
-    for j in judges.values():
-        if j.model:
-            need_model(j.model, res.files[f"judges/{j.name}"], "model")
-    retrievers = {n: res.named("retrievers", RetrieverConfig, n, path, "retrievers") for n in exp.retrievers}
-    agents: dict[str, AgentConfig] = {}
-    for i, bench in enumerate(exp.benchmarks):
-        if bench.source and not Path(bench.source).exists():
-            raise ConfigError(f"{path}: key 'benchmarks.{i}.source': {bench.source!r} does not exist (a relative "
-                              "path is read from the folder perseval runs in)")
-        for name in bench.agents:
-            agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
-        for role, name in components.construction_models(bench, exp.backbones, str(path), i).items():
-            need_model(name, path, f"benchmarks.{i}.params.construction.{role}_model")
-    deployments = {m: _deployment(res, exp, path, cfg) for m, cfg in models.items()}
-    resolved = ResolvedExperiment(path=str(path), experiment=exp, models=models, deployments=deployments,
-                                  retrievers=retrievers, judges=judges, agents=agents, plugins=plugins,
-                                  files=res.files)
-    components.validate_experiment(resolved)
-    return resolved
-
-
-def _deployment(res: _Resolver, exp: ExperimentConfig, path: Path, model: ModelConfig) -> DeploymentConfig:
-    override = exp.deployments.get(model.name)
-    referrer, key = (path, f"deployments.{model.name}") if override else \
-        (res.files[f"models/{model.name}"], "deployment")
-    dep: DeploymentConfig = res.named("deployments", DeploymentConfig, override or model.deployment, referrer, key)
-    if DEPLOYMENT_FORMATS[dep.kind] != model.format:
-        raise ConfigError(f"{referrer}: key '{key}': a {dep.kind} deployment serves {DEPLOYMENT_FORMATS[dep.kind]} "
-                          f"models, but model {model.name!r} has format {model.format!r}")
-    if model.price and model.price.per_gpu_hour and dep.kind == "openai":
-        raise ConfigError(f"{res.files[f'models/{model.name}']}: key 'price.per_gpu_hour': model {model.name!r} is "
-                          f"served by the openai endpoint {dep.name!r}, which bills tokens, not GPU hours; give "
-                          "input_per_mtok / output_per_mtok")
-    return dep
-
-
 __all__ = ["AgentConfig", "BenchmarkEntry", "ChunkingConfig", "DaskSettings", "DeploymentConfig", "ExperimentConfig",
            "JudgeConfig", "MLflowSettings", "ModelConfig", "Price", "ResolvedExperiment", "RetrieverConfig", "Sampling",
-           "Strict", "VLLMSettings", "load_config", "load_experiment", "read_yaml"]
+           "Strict", "VLLMSettings", "load_config", "read_yaml"]

@@ -23,7 +23,7 @@ from perseval.store import StageStore
 
 if TYPE_CHECKING:
     from perseval.config import ModelConfig, ResolvedExperiment
-    from perseval.plan import Cell, Plan
+    from perseval.units import Cell, Plan
 
 USAGE_INFO = "usage"  # the key of a part's tally in its Parquet metadata (perseval.store part_info)
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan
+from perseval.capabilities import needs_model
+from perseval.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan
 from perseval.store import MANIFEST, StageStore
 
 
@@ -66,8 +67,8 @@ class Pending:
     def models(self, plan: Plan) -> set[str]:
         """Models that some pending run or judge shard needs: only these are served."""
         run_keys, judge_keys = {k for k, _ in self.runs}, {k for k, _ in self.judges}
-        needed = {r.backbone for r in plan.runs() if r.key in run_keys}
-        needed |= {j.judge.model for j in plan.judgings() if j.judge.uses_llm and j.key in judge_keys}
+        needed = {r.backbone for r in plan.runs() if needs_model(r.agent.needs) and r.key in run_keys}
+        needed |= {j.model.name for j in plan.judgings() if j.judge.uses_llm and j.model and j.key in judge_keys}
         return {m for m in needed if m}
 
 

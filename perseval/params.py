@@ -6,11 +6,16 @@ a typo or a wrong type is an error naming the file and the key, never ignored.
 """
 from __future__ import annotations
 
+import importlib
+import pickle
+import sys
+from pathlib import Path
 from typing import Any, ClassVar, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from perseval.errors import ConfigError
+from perseval.plugin_files import PLUGIN_MODULE_PREFIX, import_plugin_file
 
 P = TypeVar("P", bound="Params")
 
@@ -19,6 +24,25 @@ class Params(BaseModel):
     """Base of every component's parameters: unknown keys are errors, values are read-only."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with the plugin file that defines the class, if any: a unit carries validated params to
+        a Dask worker, which imports that file (under the same module name) before it restores them."""
+        cls = type(self)
+        module = sys.modules.get(cls.__module__)
+        source = getattr(module, "__file__", None) if cls.__module__.startswith(PLUGIN_MODULE_PREFIX) else None
+        return _restore, (cls.__module__, cls.__qualname__, source, pickle.dumps(self.__getstate__()))
+
+
+def _restore(module: str, qualname: str, source: str | None, state: bytes) -> Params:
+    if module not in sys.modules and source:
+        import_plugin_file(Path(source))  # a worker that has not loaded the plugin file yet
+    cls: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    obj = cls.__new__(cls)
+    obj.__setstate__(pickle.loads(state))  # noqa: S301 (our own state, pickled just above)
+    return obj
 
 
 class NoParams(Params):

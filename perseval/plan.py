@@ -1,28 +1,31 @@
 """The experiment as a DAG of typed, content-addressed units, with every key known before anything runs.
 
-A key hashes the keys of a unit's inputs and the configuration that can change
-its output, so a re-run recomputes exactly what a change reaches: a new judge
-gets new judge keys but the same run keys, and its agents are not re-run. Model
-configuration enters a key only through the model's identity (weights content,
-revision, dtype, quantization) and the role's sampling, never through how it is
-served. Tasks take and return these units; the flow decides once per unit
-whether it must run (perseval.freshness).
+A key hashes the keys of a unit's inputs, the version of the stage that computes
+it (perseval.stages) and the configuration that can change its output, so a re-run
+recomputes exactly what a change reaches: a new judge gets new judge keys but the
+same run keys, and its agents are not re-run. Model configuration enters a key only
+through the model's identity (weights content, revision, dtype, quantization) and
+the role's sampling, never through how it is served. Tasks take and return these
+units (perseval.units); the flow decides once per unit whether it must run
+(perseval.freshness).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perseval.components import JudgeSpec, benchmark_params, judge_specs, make_agent
-from perseval.config import (AgentConfig, BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig,
-                             Sampling)
+from perseval import stages
+from perseval.capabilities import needs_index, needs_model
+from perseval.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, Sampling
+from perseval.experiment import bound
 from perseval.hashing import content_key
 from perseval.llm.identity import model_identity
+from perseval.params import Params
 from perseval.registry import benchmark_class
+from perseval.specs import AgentSpec, JudgeSpec
+from perseval.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan, RunUnit, shards
 
-# Bump when a stage's code changes what it writes, to invalidate old outputs.
-STAGE_VERSIONS = {"data": 4, "index": 2, "run": 4, "judge": 3, "score": 3, "analysis": 4}
+__all__ = ["AnalysisUnit", "Cell", "DataUnit", "IndexUnit", "JudgeUnit", "Plan", "RunUnit", "make_plan", "shards"]
 
 
 def source_fingerprint(source: str | None) -> list[Any]:
@@ -39,203 +42,79 @@ def model_fingerprint(model: ModelConfig, sampling: Sampling) -> dict[str, Any]:
     return {"identity": model_identity(model), "sampling": sampling.model_dump()}
 
 
-# --- units ---------------------------------------------------------------------------------------------
-
-@dataclass
-class DataUnit:
-    """A benchmark entry's instances and histories (constructed, or ingested from `entry.source`)."""
-
-    key: str
-    entry: BenchmarkEntry
-    seed: int
-    construction: dict[str, ModelConfig] = field(default_factory=dict)  # role -> model (LLM-mode builds)
-
-
-@dataclass
-class IndexUnit:
-    """Every owner's history chunked and indexed by one retriever."""
-
-    key: str
-    data: DataUnit
-    retriever: RetrieverConfig
-
-
-@dataclass
-class RunUnit:
-    """One agent on one backbone over a benchmark's instances (mapped per shard)."""
-
-    key: str
-    data: DataUnit
-    index: IndexUnit | None  # None: the agent uses neither retrieval nor search, so no retriever reaches it
-    agent: AgentConfig
-    backbone: str | None  # None: an agent that uses no model (oracles)
-    model: ModelConfig | None
-    repeats: int
-    seed: int
-
-    @property
-    def label(self) -> str:
-        return f"{self.data.entry.name}/{self.agent.name}/{self.backbone or '-'}"
-
-
-@dataclass
-class JudgeUnit:
-    """One judge binding over one run's outputs (mapped per shard)."""
-
-    key: str
-    run: RunUnit
-    judge: JudgeSpec
-    model: ModelConfig | None  # the judge model (None for rule judges)
-    seed: int
-
-
-@dataclass
-class Cell:
-    """benchmark x agent x backbone x retriever x judge: one score table, one MLflow child run."""
-
-    key: str  # the score key
-    bench_index: int
-    judged: JudgeUnit
-
-    @property
-    def run(self) -> RunUnit:
-        return self.judged.run
-
-    @property
-    def benchmark(self) -> str:
-        return self.run.data.entry.name
-
-    @property
-    def agent(self) -> str:
-        return self.run.agent.name
-
-    @property
-    def backbone(self) -> str | None:
-        return self.run.backbone
-
-    @property
-    def retriever(self) -> str:
-        return self.run.index.retriever.name if self.run.index else "-"
-
-    @property
-    def judge(self) -> str:
-        return self.judged.judge.name
-
-    @property
-    def judge_model(self) -> str | None:
-        return self.judged.judge.model
-
-    @property
-    def name(self) -> str:
-        return "/".join([self.benchmark, self.agent, self.backbone or "-", self.retriever, self.judge])
-
-
-@dataclass
-class AnalysisUnit:
-    """The cross-cell tables and figures of one benchmark entry."""
-
-    key: str
-    bench_index: int
-    data: DataUnit
-    cells: list[Cell]
-
-
-@dataclass
-class Plan:
-    exp: ResolvedExperiment
-    data: list[DataUnit] = field(default_factory=list)
-    index: list[IndexUnit] = field(default_factory=list)
-    cells: list[Cell] = field(default_factory=list)
-    analyses: list[AnalysisUnit] = field(default_factory=list)
-
-    def runs(self) -> list[RunUnit]:
-        """Each distinct run once (judges, and retrievers an agent does not use, share runs)."""
-        return list({c.run.key: c.run for c in self.cells}.values())
-
-    def judgings(self) -> list[JudgeUnit]:
-        return list({c.judged.key: c.judged for c in self.cells}.values())
-
-
 # --- keys ----------------------------------------------------------------------------------------------
 
-def data_key(entry: BenchmarkEntry, params: Any, seed: int, construction: dict[str, ModelConfig]) -> str:
+def data_key(entry: BenchmarkEntry, params: Params, seed: int, construction: dict[str, ModelConfig]) -> str:
     models = {role: model_fingerprint(m, m.sampling) for role, m in sorted(construction.items())}
-    return content_key("data", STAGE_VERSIONS["data"], entry.name, entry.sample, seed, params.model_dump(mode="json"),
+    return content_key(*stages.DATA.key_head, entry.name, entry.sample, seed, params.model_dump(mode="json"),
                        entry.source, source_fingerprint(entry.source), models)
 
 
 def index_key(dkey: str, retriever: RetrieverConfig) -> str:
-    return content_key("index", STAGE_VERSIONS["index"], dkey, retriever.model_dump(exclude={"name"}))
+    return content_key(*stages.INDEX.key_head, dkey, retriever.model_dump(exclude={"name"}))
 
 
-def run_key(dkey: str, ikey: str | None, agent: AgentConfig, params: Any, model: ModelConfig | None, repeats: int,
+def run_key(dkey: str, ikey: str | None, agent: AgentSpec, model: ModelConfig | None, repeats: int,
             seed: int) -> str:
-    return content_key("run", STAGE_VERSIONS["run"], dkey, ikey, agent.name, agent.kind,
-                       params.model_dump(mode="json"), model_fingerprint(model, model.sampling) if model else None,
+    return content_key(*stages.RUN.key_head, dkey, ikey, agent.name, agent.kind,
+                       agent.params.model_dump(mode="json"), model_fingerprint(model, model.sampling) if model else None,
                        repeats, seed)
 
 
-def judge_key(rkey: str, spec: JudgeSpec, model: ModelConfig | None) -> str:
-    fingerprint = model_fingerprint(model, spec.sampling or Sampling()) if model else None
-    return content_key("judge", STAGE_VERSIONS["judge"], rkey, spec.name, list(spec.kinds), spec.params,
+def judge_key(rkey: str, spec: JudgeSpec) -> str:
+    fingerprint = model_fingerprint(spec.model, spec.sampling) if spec.model and spec.sampling else None
+    return content_key(*stages.JUDGE.key_head, rkey, spec.name, list(spec.kinds), spec.params_json(),
                        spec.repeats if spec.uses_llm else 1, fingerprint)
 
 
 def score_key(jkey: str) -> str:
-    return content_key("score", STAGE_VERSIONS["score"], jkey)
+    return content_key(*stages.SCORE.key_head, jkey)
 
 
 def entry_seed(exp: ResolvedExperiment, entry: BenchmarkEntry) -> int:
+    """The one seed of a benchmark entry: its own, or the experiment's. Its data, runs (and so every agent,
+    through AgentContext.seed and the request seed) and judgings use it."""
     return entry.seed if entry.seed is not None else exp.experiment.seed
 
 
 # --- the plan ------------------------------------------------------------------------------------------
 
 def make_plan(exp: ResolvedExperiment) -> Plan:
-    e = exp.experiment
+    e, b = exp.experiment, bound(exp)
     plan = Plan(exp)
     for bi, entry in enumerate(e.benchmarks):
-        params = benchmark_params(entry, exp.path, bi)
+        params = b.benchmarks[bi]
         roles = benchmark_class(entry.name).construction_models(params, e.backbones)
         construction = {role: exp.models[name] for role, name in roles.items()}
         seed = entry_seed(exp, entry)
-        data = DataUnit(data_key(entry, params, seed, construction), entry, seed, construction)
+        data = DataUnit(data_key(entry, params, seed, construction), entry, seed, params, construction)
         plan.data.append(data)
-        indexes = [IndexUnit(index_key(data.key, exp.retrievers[r]), data, exp.retrievers[r]) for r in e.retrievers]
+        indexes = [IndexUnit(index_key(data.key, exp.retrievers[r]), data, exp.retrievers[r], b.retrievers[r])
+                   for r in e.retrievers]
         plan.index += indexes
-        specs = judge_specs(exp, bi)
         cells = {}
         for aname in entry.agents:
-            for run in _runs(exp, data, indexes, exp.agents[aname]):
-                for spec in specs:
-                    model = exp.models[spec.model] if spec.model else None
-                    judged = JudgeUnit(judge_key(run.key, spec, model), run, spec, model, e.seed)
+            for run in _runs(exp, data, indexes, b.agents[aname]):
+                for spec in b.judges[bi]:
+                    judged = JudgeUnit(judge_key(run.key, spec), run, spec, seed)
                     cell = Cell(score_key(judged.key), bi, judged)
                     cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
         plan.cells += cells.values()
         cell_list = list(cells.values())
-        ids = [(c.name, c.agent, exp.agents[c.agent].kind, c.key) for c in cell_list]
-        plan.analyses.append(AnalysisUnit(content_key("analysis", STAGE_VERSIONS["analysis"],
-                                                      params.model_dump(mode="json"), ids), bi, data, cell_list))
+        ids = [(c.name, c.agent, c.run.agent.kind, c.key) for c in cell_list]
+        plan.analyses.append(AnalysisUnit(content_key(*stages.ANALYSIS.key_head, params.model_dump(mode="json"), ids),
+                                          bi, data, cell_list))
     plan.index = [i for i in plan.index if i.key in {r.index.key for r in plan.runs() if r.index}]  # only used ones
     return plan
 
 
-def _runs(exp: ResolvedExperiment, data: DataUnit, indexes: list[IndexUnit], agent_cfg: AgentConfig) -> list[RunUnit]:
+def _runs(exp: ResolvedExperiment, data: DataUnit, indexes: list[IndexUnit], agent: AgentSpec) -> list[RunUnit]:
     """The runs of one agent: per backbone when it uses a model, per retriever when it retrieves or searches."""
     e = exp.experiment
-    agent = make_agent(agent_cfg, exp.file_of("agents", agent_cfg.name))
-    needs = agent.requires()
-    backbones: list[str | None] = list(e.backbones) if "llm" in needs else [None]
-    uses_index = "retrieve" in needs or ("search" in needs and agent.search_spec() == "corpus")
+    models = [exp.models[bb] for bb in e.backbones] if needs_model(agent.needs) else [None]
     out = []
-    for index in (indexes if uses_index else [None]):
-        for bb in backbones:
-            model = exp.models[bb] if bb else None
-            key = run_key(data.key, index.key if index else None, agent_cfg, agent.params, model, e.repeats, e.seed)
-            out.append(RunUnit(key, data, index, agent_cfg, bb, model, e.repeats, e.seed))
+    for index in (indexes if needs_index(agent.needs, agent.search) else [None]):
+        for model in models:
+            key = run_key(data.key, index.key if index else None, agent, model, e.repeats, data.seed)
+            out.append(RunUnit(key, data, index, agent, model, e.repeats, data.seed))
     return out
-
-
-def shards(n_instances: int, shard_size: int) -> list[int]:
-    return list(range(max(1, -(-n_instances // shard_size))))

@@ -9,16 +9,14 @@ files under `plugins:`.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
-import importlib.util
 import pkgutil
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 from perseval.errors import ConfigError
+from perseval.plugin_files import import_plugin_file
 
 T = TypeVar("T")
 
@@ -115,30 +113,13 @@ def load_plugins(specs: Iterable[str]) -> None:
     for spec in specs:
         try:
             if spec.endswith(".py"):
-                _import_file(Path(spec))
+                import_plugin_file(Path(spec))
             else:
                 importlib.import_module(spec)
         except ConfigError:
             raise
         except Exception as exc:
             raise ConfigError(f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}") from exc
-
-
-def _import_file(path: Path) -> None:
-    # a stable module name per file, so a Dask worker that loads the same file shares its classes' names
-    name = f"perseval_plugin_{path.stem}_{hashlib.sha1(str(path).encode()).hexdigest()[:8]}"
-    if name in sys.modules:
-        return
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ConfigError(f"plugin {path}: not an importable Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
 
 
 def registered() -> dict[str, list[str]]:

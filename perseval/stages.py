@@ -21,6 +21,7 @@ import pandas as pd
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import ANALYSIS_COLUMNS, AnalysisInputs, Benchmark
+from perseval.capabilities import Capability, needs_model
 from perseval.components import make_agent, make_benchmark, make_judges, make_retriever
 from perseval.freshness import analysis_done, data_done, index_done, judge_done, part_final, score_done
 from perseval.config import ModelConfig, Sampling
@@ -32,7 +33,7 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import group_table, scores_frame
-from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, shards
+from perseval.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, shards
 from perseval.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
                               instant)
 from perseval.redact import redact_records
@@ -42,6 +43,19 @@ from perseval.runner import judge_shard, run_agent_shard, score_outputs
 from perseval.schema import from_table
 from perseval.search import make_search
 from perseval.store import StageStore, unit_lock
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage's name (its output folder, the first word of its keys) and its version: bump the version
+    beside the stage's code when that code changes what the stage writes, to invalidate old outputs."""
+
+    name: str
+    version: int
+
+    @property
+    def key_head(self) -> tuple[str, int]:
+        return self.name, self.version
 
 
 @dataclass
@@ -76,12 +90,33 @@ def _summary(records: list[AgentOutput] | list[Judgment], key: str) -> dict[str,
 
 # ---- construct / ingest -------------------------------------------------------------------------
 
-def construct(unit: DataUnit, rt: Runtime) -> dict[str, Any]:
+DATA = Stage("data", 4)
+
+
+@dataclass(frozen=True)
+class DataManifest:
+    """What the construct stage wrote for one data key, read once from its manifest."""
+
+    key: str
+    benchmark: str
+    n_instances: int
+    n_documents: int
+    shard_ids: tuple[int, ...]  # the run and judge shards of these instances (perseval.units.shards)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def data_manifest(root: str, key: str, shard_size: int) -> DataManifest:
+    m = StageStore(root, "data", key).manifest()
+    return DataManifest(key, m["benchmark"], m["n_instances"], m["n_documents"],
+                        tuple(shards(m["n_instances"], shard_size)), m.get("info", {}))
+
+
+def construct(unit: DataUnit, rt: Runtime) -> DataManifest:
     """The one writer of a data key: a benchmark's build, batch by batch, after clearing any unfinished parts."""
     with unit_lock(rt.root, "data", unit.key):
         if not data_done(rt.root, unit):
             _construct(unit, rt)
-    return {"key": unit.key, **rt.store("data", unit.key).manifest()}
+    return data_manifest(rt.root, unit.key, rt.shard_size)
 
 
 def _construct(unit: DataUnit, rt: Runtime) -> None:
@@ -90,7 +125,7 @@ def _construct(unit: DataUnit, rt: Runtime) -> None:
     data.clear()
     docs.clear()
     entry = unit.entry
-    bench: Benchmark = make_benchmark(entry.name, entry.params)
+    bench: Benchmark = make_benchmark(entry.name, unit.params)
     t0 = time.monotonic()
 
     async def work(models: dict[str, LLMClient]) -> tuple[int, int, dict[str, Any]]:
@@ -148,6 +183,9 @@ def shard_of(items: list[Instance], shard: int, shard_size: int) -> list[Instanc
 
 # ---- index --------------------------------------------------------------------------------------
 
+INDEX = Stage("index", 2)
+
+
 def index(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
     load_plugins(rt.plugins)
     store = rt.store("index", unit.key)
@@ -155,7 +193,7 @@ def index(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
         if not index_done(rt.root, unit):
             store.clear()
             t0 = time.monotonic()
-            counts = make_retriever(unit.retriever).build(load_documents(rt.root, unit.data.key), store.dir)
+            counts = make_retriever(unit.retriever, unit.params).build(load_documents(rt.root, unit.data.key), store.dir)
             store.mark_complete({"retriever": unit.retriever.model_dump(), "data_key": unit.data.key, **counts,
                                  "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
     return {"key": unit.key, **store.manifest()}
@@ -172,28 +210,33 @@ def _documents_by_owner(docs: list[Document]) -> dict[str, list[Document]]:
     return out
 
 
-def _context(unit: RunUnit, agent: Any, rt: Runtime, owners: set[str], by_id: dict[str, Instance]) -> AgentContext:
-    """Only what the agent requires: no index is opened, no history read, for an agent that does not use it."""
-    needs = agent.requires()
-    ctx = AgentContext()
+def _context(unit: RunUnit, rt: Runtime, owners: set[str], by_id: dict[str, Instance]) -> AgentContext:
+    """Only what the agent requires: no index is opened, no history read, for an agent that does not use it.
+    The plan gave the unit an index exactly when its agent needs one (perseval.capabilities.needs_index)."""
+    needs = unit.agent.needs
+    ctx = AgentContext(seed=unit.seed)
     searcher: ChunkIndex | None = None
     if unit.index is not None:
-        searcher = make_retriever(unit.index.retriever).open(rt.store("index", unit.index.key).dir, owners)
-    if "retrieve" in needs and searcher is not None:
+        searcher = make_retriever(unit.index.retriever, unit.index.params).open(
+            rt.store("index", unit.index.key).dir, owners)
+    if Capability.RETRIEVE in needs and searcher is not None:
         async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
             return searcher.search(owner, query, k)
 
         ctx.retrieve = retrieve
-    if "documents" in needs:
+    if Capability.DOCUMENTS in needs:
         by_owner = _documents_by_owner(load_documents(rt.root, unit.data.key, owners))
         ctx.documents = lambda o: list(by_owner.get(o, []))
-    if "search" in needs:
-        ctx.search = make_search(agent.search_spec(), has_corpus=bool(searcher and searcher.has_owner(CORPUS_OWNER)),
+    if Capability.SEARCH in needs:
+        ctx.search = make_search(unit.agent.search, has_corpus=bool(searcher and searcher.has_owner(CORPUS_OWNER)),
                                  retrieve=searcher.search if searcher else (lambda o, q, k: []),
                                  gold_of=lambda iid: by_id[iid].gold)
-    if "task" in needs:
+    if Capability.TASK in needs:
         ctx.task = benchmark_class(unit.data.entry.name).task_format
     return ctx
+
+
+RUN = Stage("run", 4)
 
 
 def run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
@@ -210,12 +253,12 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     instances = load_instances(rt.root, unit.data.key)
     by_id = {i.instance_id: i for i in instances}
     items = shard_of(instances, shard, rt.shard_size)
-    ctx = _context(unit, agent, rt, {i.user_id for i in items} | {CORPUS_OWNER}, by_id)
+    ctx = _context(unit, rt, {i.user_id for i in items} | {CORPUS_OWNER}, by_id)
 
     clients: list[LLMClient] = []
 
     async def work() -> list[AgentOutput]:
-        if unit.model is not None and "llm" in agent.requires():
+        if unit.model is not None and needs_model(unit.agent.needs):
             ctx.llm = rt.client(unit.model, unit.model.sampling, "agent", unit.seed)
             clients.append(ctx.llm)
         try:
@@ -230,6 +273,9 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
 
 
 # ---- judge --------------------------------------------------------------------------------------
+
+JUDGE = Stage("judge", 3)
+
 
 def judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     with unit_lock(rt.root, "judge", unit.key, shard):
@@ -251,8 +297,8 @@ def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     async def work() -> list[Judgment]:
         if not spec.uses_llm:
             return await judge_shard(judges, [JudgeBinding(spec.name)], by_id, outputs)
-        assert unit.model is not None
-        client = rt.client(unit.model, spec.sampling or Sampling(), "judge", unit.seed)
+        assert spec.model is not None and spec.sampling is not None  # a judge that uses a model has both
+        client = rt.client(spec.model, spec.sampling, "judge", unit.seed)
         clients.append(client)
         try:
             bindings = [JudgeBinding(spec.name, client, r) for r in range(spec.repeats)]
@@ -267,10 +313,13 @@ def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
 
 # ---- score --------------------------------------------------------------------------------------
 
+SCORE = Stage("score", 3)
+
+
 def score(cell: Cell, rt: Runtime) -> dict[str, Any]:
-    n = rt.store("data", cell.run.data.key).manifest()["n_instances"]
+    cell_shards = list(data_manifest(rt.root, cell.run.data.key, rt.shard_size).shard_ids)
     with unit_lock(rt.root, "score", cell.key):
-        if not score_done(rt.root, cell, shards(n, rt.shard_size)):
+        if not score_done(rt.root, cell, cell_shards):
             _score(cell, rt)
     return score_summary(rt.root, cell)
 
@@ -285,8 +334,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
     scores = score_outputs(judges, by_id, outputs, judgments)
     failed = Counter(by_id[o.instance_id].group for o in outputs if o.status == "failed")  # no score: counted
     bench = benchmark_class(cell.benchmark)
-    entry = cell.run.data.entry
-    scores += make_benchmark(entry.name, entry.params).combine(scores)
+    scores += make_benchmark(cell.benchmark, cell.run.data.params).combine(scores)
     combined = [m for m in bench.combined_metrics if m in {s.metric for s in scores}]
     declared = list(dict.fromkeys([*combined, *(m for j in judges for m in j.metrics)]))
     headline = bench.headline_metric if bench.headline_metric in declared else declared[0]
@@ -309,6 +357,9 @@ def score_summary(root: str, cell: Cell) -> dict[str, Any]:
 
 # ---- analyze ------------------------------------------------------------------------------------
 
+ANALYSIS = Stage("analysis", 4)
+
+
 def analysis_frame(root: str, unit: AnalysisUnit) -> pd.DataFrame:
     """The long frame Benchmark.analyze receives: every instance score of every cell, with the cell's identity."""
     frames = []
@@ -316,7 +367,7 @@ def analysis_frame(root: str, unit: AnalysisUnit) -> pd.DataFrame:
         df = scores_frame(StageStore(root, "score", c.key).read_records(InstanceScore))
         agent = c.run.agent
         df = df.drop(columns=["agent", "judge"]).assign(
-            cell=c.name, agent=c.agent, agent_kind=agent.kind, agent_params=canonical_json(agent.params),
+            cell=c.name, agent=c.agent, agent_kind=agent.kind, agent_params=canonical_json(agent.params.model_dump(mode="json", exclude_unset=True)),
             backbone=c.backbone or "-", retriever=c.retriever, judge=c.judge, judge_model=c.judge_model or "-")
         frames.append(df)
     return pd.concat(frames, ignore_index=True)[ANALYSIS_COLUMNS] if frames else pd.DataFrame(columns=ANALYSIS_COLUMNS)
@@ -335,11 +386,12 @@ def _analyze(unit: AnalysisUnit, rt: Runtime) -> None:
     store = rt.store("analysis", unit.key)
     store.clear()
     entry = unit.data.entry
-    bench: Benchmark = make_benchmark(entry.name, entry.params)
+    bench: Benchmark = make_benchmark(entry.name, unit.data.params)
     results = bench.analyze_run(AnalysisInputs(
         analysis_frame(rt.root, unit), load_instances(rt.root, unit.data.key),
         outputs=lambda: _cell_records(rt.root, unit, "run"), judgments=lambda: _cell_records(rt.root, unit, "judge"),
-        documents=lambda: load_documents(rt.root, unit.data.key)))
+        documents=lambda: load_documents(rt.root, unit.data.key),
+        agents={c.agent: c.run.agent.params for c in unit.cells}))
     store.dir.mkdir(parents=True, exist_ok=True)
     files = [write_artifact(store.dir, name, obj) for name, obj in sorted(results.items())]
     store.mark_complete({"benchmark": entry.name, "files": files})

@@ -73,7 +73,9 @@ def cell_params(exp: ResolvedExperiment, cell: Cell) -> dict[str, str]:
     entry = exp.experiment.benchmarks[cell.bench_index]
     params: dict[str, str] = {}
     params.update(flatten("benchmark", entry.model_dump(exclude={"agents", "judges"})))
-    params.update(flatten("agent", cell.run.agent.model_dump()))
+    agent = cell.run.agent
+    params.update(flatten("agent", {"name": agent.name, "kind": agent.kind,
+                                    "params": agent.params.model_dump(mode="json")}))
     if cell.backbone:
         params.update(flatten("backbone", exp.models[cell.backbone].model_dump()))
         params.update(flatten("backbone_deployment", exp.deployments[cell.backbone].model_dump()))
@@ -82,12 +84,12 @@ def cell_params(exp: ResolvedExperiment, cell: Cell) -> dict[str, str]:
     else:
         params["retriever"] = "-"
     spec = cell.judged.judge
-    params.update(flatten("judge", {"name": spec.name, "kinds": ",".join(spec.kinds), "params": spec.params,
+    params.update(flatten("judge", {"name": spec.name, "kinds": ",".join(spec.kinds), "params": spec.params_json(),
                                     "repeats": spec.repeats}))
-    if spec.model:
-        params.update(flatten("judge.sampling", (spec.sampling.model_dump() if spec.sampling else {})))
-        params.update(flatten("judge_model", exp.models[spec.model].model_dump()))
-        params.update(flatten("judge_deployment", exp.deployments[spec.model].model_dump()))
+    if spec.model and spec.sampling:
+        params.update(flatten("judge.sampling", spec.sampling.model_dump()))
+        params.update(flatten("judge_model", spec.model.model_dump()))
+        params.update(flatten("judge_deployment", exp.deployments[spec.model.name].model_dump()))
     params.update({"experiment.seed": str(exp.experiment.seed), "experiment.repeats": str(exp.experiment.repeats),
                    "key.data": cell.run.data.key, "key.index": cell.run.index.key if cell.run.index else "-",
                    "key.run": cell.run.key, "key.judge": cell.judged.key, "key.score": cell.key})

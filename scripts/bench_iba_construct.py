@@ -27,6 +27,7 @@ from perseval.benchmarks.iba.distribution import FULL_SIZE, missing_domains  # n
 from perseval.benchmarks.iba.taxonomy import Taxonomy  # noqa: E402
 from perseval.config import BenchmarkEntry  # noqa: E402
 from perseval.plan import DataUnit  # noqa: E402
+from perseval.components import make_benchmark  # noqa: E402
 from perseval.stages import Runtime, construct as construct_stage  # noqa: E402
 
 
@@ -72,8 +73,9 @@ def main() -> None:
         iba_benchmark.load_taxonomy = lambda: tax  # the (possibly stand-in) taxonomy, for this measurement only
         entry = BenchmarkEntry(name="iba", sample=FULL_SIZE, agents=["-"],
                                params={"noise_per_evidence": args.noise, "full_size": True})
-        manifest = construct_stage(DataUnit("bench", entry, args.seed), Runtime(root, "bench", f"{root}/c.sqlite", 1))
-        info, n_docs = manifest["info"], manifest["n_documents"]
+        unit = DataUnit("bench", entry, args.seed, make_benchmark("iba", entry.params).params)
+        manifest = construct_stage(unit, Runtime(root, "bench", f"{root}/c.sqlite", 1))
+        info, n_docs = manifest.info, manifest.n_documents
         size = sum(p.stat().st_size for p in Path(root).rglob("*.parquet")) / 2**20
         print(f"parquet written: {size:.0f} MiB under {root}")
     wall = time.perf_counter() - t0

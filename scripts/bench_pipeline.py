@@ -43,8 +43,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from perseval.benchmarks.iba.distribution import FULL_SIZE  # noqa: E402
-from perseval.components import benchmark_params, make_retriever  # noqa: E402
-from perseval.config import BenchmarkEntry, ResolvedExperiment, RetrieverConfig, load_experiment  # noqa: E402
+from perseval.components import make_retriever  # noqa: E402
+from perseval.config import BenchmarkEntry, ResolvedExperiment, RetrieverConfig  # noqa: E402
+from perseval.experiment import benchmark_params, load_experiment  # noqa: E402
 from perseval.llm.client import CAPTURE_ENV, CAPTURED_BODY  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
 from perseval.plan import DataUnit, IndexUnit, data_key, index_key  # noqa: E402
@@ -173,7 +174,7 @@ def dask_cluster_seconds(config: Path, work: Path) -> float:
     """Start-up of the experiment's Dask cluster: a cold run pays it inside its first stage with work (the
     runner starts it on the first submitted task), a re-run with nothing to submit not at all."""
     return child_seconds(work, "import sys, time; from flows.runtime import task_runner\n"
-                               "from perseval.config import load_experiment\n"
+                               "from perseval.experiment import load_experiment\n"
                                "runner = task_runner(load_experiment(sys.argv[1]).experiment.dask)\n"
                                "with runner:\n    t = time.monotonic(); runner.client; print(time.monotonic() - t)",
                          str(config))
@@ -203,8 +204,10 @@ def iba_units(n: int, retriever: RetrieverConfig, seed: int) -> tuple[DataUnit, 
     """IBA-Bench at `n` instances shaped as the paper's (Table 2 distributions, 100 noise turns per evidence)."""
     entry = BenchmarkEntry(name="iba", sample=n, agents=["iba-rag"],
                            params={"distribution": "table2", "noise_per_evidence": 100})
-    data = DataUnit(data_key(entry, benchmark_params(entry, "bench", 0), seed, {}), entry, seed)
-    return data, IndexUnit(index_key(data.key, retriever), data, retriever)
+    params = benchmark_params(entry, "bench", 0)
+    data = DataUnit(data_key(entry, params, seed, {}), entry, seed, params)
+    retriever_params = make_retriever(retriever).params
+    return data, IndexUnit(index_key(data.key, retriever), data, retriever, retriever_params)
 
 
 def bench_runtime(root: Path, shard_size: int) -> stages.Runtime:
@@ -250,7 +253,7 @@ def shard_index_load(rt: stages.Runtime, data: DataUnit, unit: IndexUnit) -> dic
     """What the first run shard pays before it searches: opening the index (the chunk table of its users),
     then loading one user's FAISS index (its first search does that), then a search (query encode + search)."""
     owners = {i.user_id for i in stages.shard_of(stages.load_instances(rt.root, data.key), 0, rt.shard_size)}
-    index_dir, retriever = Path(rt.store("index", unit.key).dir), make_retriever(unit.retriever)
+    index_dir, retriever = Path(rt.store("index", unit.key).dir), make_retriever(unit.retriever, unit.params)
     searcher, open_s = clocked(retriever.open, index_dir, owners)
     owner = sorted(owners)[0]
     _, load_s = clocked(retriever.load_owner, index_dir / OWNERS_DIR / owner_slug(owner))

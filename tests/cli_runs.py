@@ -15,7 +15,7 @@ import psutil
 import pytest
 import yaml
 
-from perseval.config import load_experiment
+from perseval.experiment import load_experiment
 from perseval.plan import make_plan
 
 from .conftest import config_tree

@@ -364,7 +364,7 @@ def test_source_path_must_be_a_log_folder(tmp_path):
 def test_the_paper_experiment_validates():
     """apeb_paper.yaml: every system of the paper on vLLM with tool calling, 5,648 cases in four cells, the
     rubric judge bound to apeb.rubric."""
-    from perseval.config import load_experiment
+    from perseval.experiment import load_experiment
     from perseval.plan import make_plan
     from tests.conftest import CONFIGS
 

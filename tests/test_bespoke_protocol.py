@@ -14,7 +14,7 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.bespoke.agents.evaluator import BespokeEvaluator
 from perseval.benchmarks.bespoke.agents.history_retriever import HistoryRetriever
-from perseval.benchmarks.bespoke.agents.responder import BespokeResponder
+from perseval.benchmarks.bespoke.agents.responder import BespokeResponder, ResponderParams
 from perseval.benchmarks.bespoke.analysis import gold_pairs, table4
 from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
 from perseval.benchmarks.bespoke.evaluation import EvaluatorParams, ep_messages, parse_fields
@@ -297,16 +297,17 @@ def test_table4_avg_is_the_mean_of_five_columns_and_figure4_pairs() -> None:
     base = {"user_context": "profile", "query_aware": True, "history_selection": "llm"}
     vals = {"need_alignment": 60, "content_depth": 40, "tone": 80, "explanation_style": 60, "recall": 10}
     gold_vals = {**vals, "need_alignment": 80}
-    frame = pd.DataFrame(_score_rows("sel", {**base, "search": "corpus"}, vals)
-                         + _score_rows("gold", {**base, "search": "gold"}, gold_vals)
-                         + _score_rows("none", {"user_context": "none"}, vals))
-    t = table4(frame).set_index("Agent")
+    agents = {"sel": {**base, "search": "corpus"}, "gold": {**base, "search": "gold"}, "none": {"user_context": "none"}}
+    frame = pd.DataFrame(_score_rows("sel", agents["sel"], vals) + _score_rows("gold", agents["gold"], gold_vals)
+                         + _score_rows("none", agents["none"], vals))
+    typed = {a: ResponderParams.model_validate(p) for a, p in agents.items()}
+    t = table4(frame, typed).set_index("Agent")
     assert t.loc["sel", "Avg."] == pytest.approx(50.0) and t.loc["gold", "Avg."] == pytest.approx(54.0)
     assert t.loc["sel", "Recall unscored claims"] == 1
     assert tuple(t.loc["sel", ["History Usage", "Query Awareness", "History Selection", "User Context"]]) == \
         ("✓", "✓", "✓ (LLM)", "Profile")
     assert t.loc["none", "User Context"] == "✗"
-    pairs = gold_pairs(t.reset_index(), frame)
+    pairs = gold_pairs(t.reset_index(), typed)
     assert set(pairs["Setting"]) == {"Personalized", "Personalized + Gold Information"}
     assert pairs.set_index("Setting").loc["Personalized + Gold Information", "Need Align."] == 80
 

@@ -189,7 +189,7 @@ def test_tables_2_and_7_of_the_hand_written_release(official: Path) -> None:
 def test_the_paper_experiment_validates_against_a_release_folder(official: Path, monkeypatch) -> None:
     """bespoke_paper.yaml names the release by a relative `source:` (read from where perseval runs): with a
     release there it validates into Tables 3, 4 and 5 on vLLM models; without one it says which path is missing."""
-    from perseval.config import load_experiment
+    from perseval.experiment import load_experiment
     from perseval.errors import ConfigError
     from perseval.plan import make_plan
     from tests.conftest import CONFIGS

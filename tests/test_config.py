@@ -3,8 +3,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.components import judge_specs, make_agent
-from perseval.config import DeploymentConfig, ModelConfig, load_config, load_experiment
+from perseval.registry import agent_class
+from perseval.config import DeploymentConfig, ModelConfig, load_config
+from perseval.experiment import judge_specs, load_experiment
 from perseval.errors import ConfigError
 from perseval.plan import make_plan
 
@@ -26,7 +27,8 @@ def test_shipped_experiments_validate_and_plan(name, tmp_path, monkeypatch):
     for i, entry in enumerate(exp.experiment.benchmarks):
         judges = len(judge_specs(exp, i))
         for name in entry.agents:
-            agent = make_agent(exp.agents[name])
+            cfg = exp.agents[name]
+            agent = agent_class(cfg.kind)(cfg.params)  # built here from its YAML, apart from the plan
             needs = agent.requires()
             backbones = len(exp.experiment.backbones) if "llm" in needs else 1
             # the corpus search uses the retriever's index; gold or web search does not

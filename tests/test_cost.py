@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.config import Price, Sampling, load_experiment
+from perseval.config import Price, Sampling
+from perseval.experiment import load_experiment
 from perseval.cost import Spend, Usage, UnitRecords, plan_cost, unit_record
 from perseval.errors import ConfigError
 from perseval.llm.cache import RequestCache

@@ -22,8 +22,8 @@ from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, C
 from perseval.benchmarks.custom.benchmark import CustomBenchmark, load_custom
 from perseval.benchmarks.custom.judges import CustomCheckpointJudge, CustomRankingJudge, CustomSlotJudge
 from perseval.benchmarks.iba.answers import IbaTask
-from perseval.components import judge_specs, make_judges
-from perseval.config import load_experiment
+from perseval.components import make_judges
+from perseval.experiment import judge_specs, load_experiment
 from perseval.errors import InputError
 from perseval.judges.base import JudgeBinding
 from perseval.plan import make_plan
@@ -403,8 +403,8 @@ def test_the_example_plan_has_one_cell_per_agent_and_judge_that_applies():
 def test_a_judge_yaml_without_kind_binds_its_model_to_the_custom_checkpoint_judge():
     exp = load_experiment(CONFIGS / "experiments" / "custom_example.yaml")
     llm = [s for s in judge_specs(exp, 0) if s.uses_llm]
-    assert [(s.name, s.kinds, s.model) for s in llm] == [("smollm2-judge", ("custom.checkpoint",), "smollm2-135m")]
-    assert llm[0].params == {"custom.checkpoint": {"max_tokens": None}}
+    assert [(s.name, s.kinds, s.model.name) for s in llm] == [("smollm2-judge", ("custom.checkpoint",), "smollm2-135m")]
+    assert llm[0].params_json() == {"custom.checkpoint": {"max_tokens": None}}
 
 
 def test_the_analysis_splits_each_cell_by_type_and_group_and_logs_the_dataset_tables():

@@ -24,7 +24,8 @@ from typer.testing import CliRunner
 from flows.cli import app
 from perseval.benchmarks.apeb.judges.ranking import RankingJudge
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
-from perseval.config import Sampling, load_experiment
+from perseval.config import Sampling
+from perseval.experiment import load_experiment
 from perseval.judges.base import JudgeBinding
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient

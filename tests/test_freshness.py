@@ -3,7 +3,7 @@ decided once per unit by perseval.freshness, top-down, so a redone input redoes 
 import os
 import time
 
-from perseval.config import load_experiment
+from perseval.experiment import load_experiment
 from perseval.freshness import part_final, pending
 from perseval.plan import make_plan
 from perseval.records import AgentOutput, InstanceScore, Judgment

@@ -260,10 +260,12 @@ def test_bad_params_are_refused():
 
 
 def _unit(params: dict, sample: int, seed: int, key: str = "k"):
+    from perseval.benchmarks.iba.benchmark import IbaBenchmark
     from perseval.config import BenchmarkEntry
     from perseval.plan import DataUnit
 
-    return DataUnit(key, BenchmarkEntry(name="iba", sample=sample, params=params, agents=["x"]), seed)
+    entry = BenchmarkEntry(name="iba", sample=sample, params=params, agents=["x"])
+    return DataUnit(key, entry, seed, IbaBenchmark(params).params)
 
 
 def _runtime(root):
@@ -284,7 +286,8 @@ def test_streamed_build_equals_the_in_memory_build(tmp_path):
     got = data.read_records(Instance)
     assert [asdict(i) for i in got] == [asdict(i) for i in sorted(mem.instances, key=lambda i: i.instance_id)]
     assert [asdict(d) for d in docs.read_records(Document)] == [asdict(d) for d in mem.documents]
-    assert out["n_instances"] == 25 and out["info"] == mem.info and data.is_complete()
+    assert out.n_instances == 25 and out.info == mem.info and data.is_complete()
+    assert out.shard_ids == tuple(range(7))  # 25 instances in shards of 4 (the runtime's)
 
 
 def test_an_unfinished_key_is_rebuilt_by_its_one_writer_never_mixed(tmp_path):
@@ -298,10 +301,10 @@ def test_an_unfinished_key_is_rebuilt_by_its_one_writer_never_mixed(tmp_path):
     (data.dir / "_manifest.json").unlink()  # as if interrupted before it finished
     out = construct_stage(_unit({"noise_per_evidence": 2, "part_size": 4}, 12, 1), rt)
     got = load_instances(str(tmp_path), "k")
-    assert out["n_instances"] == len(got) == len({i.instance_id for i in got}) == 12
+    assert out.n_instances == len(got) == len({i.instance_id for i in got}) == 12
     assert len(data.parts()) == 3
     docs = StageStore(tmp_path, "documents", "k").read_records(Document)
-    assert len(docs) == len({d.doc_id for d in docs}) == out["n_documents"]
+    assert len(docs) == len({d.doc_id for d in docs}) == out.n_documents
 
 
 def test_a_deleted_part_makes_the_key_incomplete(tmp_path):
@@ -389,7 +392,7 @@ def test_llm_mode_can_rewrite_noise_and_streams_to_the_store(tmp_path):
 
 def _experiment(tmp_path, construction: dict | None = None, model_file: str | None = None):
     """The quickstart's IBA entry in a config tree of its own (models copied, so a test may change one)."""
-    from perseval.config import load_experiment
+    from perseval.experiment import load_experiment
 
     configs = tmp_path / "configs"
     (configs / "experiments").mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,8 @@ import subprocess
 import pytest
 import yaml
 
-from perseval.config import DeploymentConfig, load_experiment
+from perseval.config import DeploymentConfig
+from perseval.experiment import load_experiment
 
 from .conftest import REPO
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.config import load_experiment
+from perseval.experiment import load_experiment
 from perseval.errors import ConfigError
 from perseval.plan import Plan, make_plan
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from perseval import registry
-from perseval.config import load_experiment
+from perseval.experiment import load_experiment
 from perseval.errors import ConfigError
 from perseval.plan import make_plan
 from perseval.records import InstanceScore
@@ -52,7 +52,7 @@ def test_a_plugin_adds_all_four_kinds_and_runs_through_the_stages(tmp_path):
     (cell,) = plan.cells
     assert cell.name == "tiny/tiny-lookup/-/tiny-overlap/tiny.exact"  # the rule judge applied by default
     rt = Runtime(str(tmp_path / "runs"), "r", str(tmp_path / "cache.sqlite"), 3, exp.plugins)
-    assert construct(plan.data[0], rt)["n_instances"] == 7
+    assert construct(plan.data[0], rt).n_instances == 7
     index(plan.index[0], rt)
     for shard in range(3):
         run_shard(cell.run, shard, rt)

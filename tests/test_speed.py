@@ -8,7 +8,8 @@ from pathlib import Path
 import psutil
 
 from flows.runtime import task_runner
-from perseval.config import DaskSettings, DeploymentConfig, ModelConfig, load_experiment
+from perseval.config import DaskSettings, DeploymentConfig, ModelConfig
+from perseval.experiment import load_experiment
 from perseval.llm.deployments import embedded_command
 from perseval.plan import make_plan
 

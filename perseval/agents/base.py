@@ -1,11 +1,12 @@
 """The contract of a system under test. An agent never knows which judge scores it.
 
-An agent declares what it needs from the run (`requires`): its backbone (llm),
+An agent declares what it needs from the run (`requires`, perseval.capabilities): its backbone (llm),
 retrieval over the user's indexed history (retrieve), the user's raw history
 (documents), a search back end (search), and the benchmark's task format
 (task: how to ask and how to read an answer, for agents that are not written
 for one benchmark). The runner builds only what is asked for; anything else is
-None in the context.
+None in the context. Every agent gets the run's seed: an agent that draws randomness derives it from
+`ctx.seed`, so the experiment's seed (or its benchmark entry's) decides it.
 """
 from __future__ import annotations
 
@@ -14,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, ClassVar
 
 from perseval.benchmarks.base import TaskFormat
+from perseval.capabilities import Capability
 from perseval.llm.base import ChatModel
 from perseval.params import Configurable
 from perseval.records import AgentOutput, Document, Instance, Passage
 
 Retrieve = Callable[[str, str, int], Awaitable[list[Passage]]]  # (owner, query, k) -> passages
 Search = Callable[[Instance, str, int], Awaitable[list[Passage]]]  # (instance, query, k) -> results
-CAPABILITIES = frozenset({"llm", "retrieve", "documents", "search", "task"})
 
 
 @dataclass
@@ -32,6 +33,7 @@ class AgentContext:
     documents: Callable[[str], list[Document]] | None = None  # an owner's full history, in time order
     search: Search | None = None  # the search back end (corpus index, gold information, web)
     task: TaskFormat | None = None  # the benchmark's prompt and answer extraction
+    seed: int = 0  # the run's seed (the benchmark entry's, or the experiment's): every random draw derives from it
 
 
 class Agent(Configurable, ABC):
@@ -39,7 +41,7 @@ class Agent(Configurable, ABC):
 
     kind: ClassVar[str]  # set by @register_agent
     benchmarks: ClassVar[tuple[str, ...] | None] = None  # None: any benchmark that has a task format
-    needs: ClassVar[frozenset[str]] = frozenset({"llm"})
+    needs: ClassVar[frozenset[str]] = frozenset({Capability.LLM})
     reads_gold: ClassVar[bool] = False  # oracle agents only: they are given the instance's gold
 
     def requires(self) -> frozenset[str]:

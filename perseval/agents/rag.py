@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
+from perseval.capabilities import Capability
 from perseval.llm.base import ChatResult
 from perseval.params import Params
 from perseval.records import AgentOutput, Instance, Passage
@@ -39,10 +40,10 @@ def generate_trace(result: ChatResult) -> dict[str, Any]:
 class RagAgent(Agent):
     Params = RagParams
     params: RagParams
-    needs = frozenset({"llm", "task", "retrieve"})
+    needs = frozenset({Capability.LLM, Capability.TASK, Capability.RETRIEVE})
 
     def requires(self) -> frozenset[str]:
-        return self.needs if self.params.top_k > 0 else self.needs - {"retrieve"}
+        return self.needs if self.params.top_k > 0 else self.needs - {Capability.RETRIEVE}
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.llm is not None and ctx.task is not None  # required, so the runner provides them

@@ -19,7 +19,7 @@ import pandas as pd
 
 from perseval.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
-from perseval.params import Configurable
+from perseval.params import Configurable, Params
 from perseval.records import Document, Instance, InstanceScore, Passage
 
 
@@ -75,7 +75,9 @@ class AnalysisInputs:
 
     `outputs()`: one row per agent output of every distinct run (AgentOutput fields plus agent, backbone,
     retriever); `judgments()`: one row per judgment of every cell (Judgment fields plus the cell's identity
-    columns, `judge` being the cell's judge name); `documents()`: the benchmark entry's history documents.
+    columns, `judge` being the cell's judge name); `documents()`: the benchmark entry's history documents;
+    `agents`: each agent's validated params, by agent name (typed: no need to read them back from the
+    frame's `agent_params` text).
     """
 
     scores: pd.DataFrame
@@ -83,6 +85,7 @@ class AnalysisInputs:
     outputs: Callable[[], pd.DataFrame]
     judgments: Callable[[], pd.DataFrame]
     documents: Callable[[], list[Document]]
+    agents: Mapping[str, Params] = field(default_factory=dict)
 
 
 class Benchmark(Configurable, ABC):

@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Protocol, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -31,10 +31,6 @@ CHUNKS_FILE = "chunks.parquet"
 # single encode of the same passages), while the vectors held at once stay bounded (20k x 1024 floats = 80 MB).
 INDEX_BATCH_CHUNKS = 20_000
 OWNERS_DIR = "owners"
-
-
-class Searcher(Protocol):
-    def search(self, owner: str, query: str, k: int) -> list[Passage]: ...
 
 
 def owner_slug(owner: str) -> str:

@@ -10,72 +10,66 @@ Table 4's Avg. is the mean of the five column means, as in the paper (not a mean
 """
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
 from perseval.benchmarks.base import AnalysisInputs
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
+from perseval.params import Params
 
 TABLE4_COLUMNS = {"need_alignment": "Need Align.", "content_depth": "Content Depth", "tone": "Tone",
                   "explanation_style": "Style", "recall": "Recall"}
 CELL = ["backbone", "agent", "retriever", "judge"]
 
 
-def _params(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw) if raw else {}
-    except json.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
+NO_SETTING = {"History Usage": "-", "Query Awareness": "-", "History Selection": "-", "User Context": "-"}
 
 
-def setting_columns(agent_params: str) -> dict[str, str]:
+def setting_columns(params: Params | None) -> dict[str, str]:
     """Table 4's four setting columns from a responder's params ("-" for other agents)."""
     from perseval.benchmarks.bespoke.agents.responder import ResponderParams
 
-    try:
-        p = ResponderParams.model_validate(_params(agent_params)).model_dump()
-    except ValueError:  # not a responder (a generic agent on Bespoke)
-        return {"History Usage": "-", "Query Awareness": "-", "History Selection": "-", "User Context": "-"}
-    uses = p["user_context"] != "none"
+    if not isinstance(params, ResponderParams):  # not a responder (a generic agent on Bespoke)
+        return dict(NO_SETTING)
     mark = {True: "✓", False: "✗"}
-    return {"History Usage": mark[uses], "Query Awareness": mark[bool(p.get("query_aware"))],
+    return {"History Usage": mark[params.user_context != "none"], "Query Awareness": mark[params.query_aware],
             "History Selection": {"none": "✗", "llm": "✓ (LLM)", "retriever": "✓ (bi-encoder)"}.get(
-                p.get("history_selection", "none"), "?"),
-            "User Context": {"none": "✗", "raw": "Raw", "profile": "Profile"}[p["user_context"]]}
+                params.history_selection, "?"),
+            "User Context": {"none": "✗", "raw": "Raw", "profile": "Profile"}[params.user_context]}
 
 
-def table4(scores: pd.DataFrame) -> pd.DataFrame:
-    """Rows: model x setting (x retriever x judge); columns: the four criteria, recall, Avg., and counts."""
+def table4(scores: pd.DataFrame, agents: Mapping[str, Params]) -> pd.DataFrame:
+    """Rows: model x setting (x retriever x judge); columns: the four criteria, recall, Avg., and counts.
+    `agents`: each agent's validated params, by name."""
     if scores.empty:
         return pd.DataFrame()
-    keys = [*CELL, "agent_params"]
-    wide = scores.pivot_table(index=keys, columns="metric", values="value", aggfunc="mean")
-    unscored = scores[scores["metric"] == "recall"].groupby(keys)["n_unscored"].sum()
-    n = scores[scores["metric"] == "recall"].groupby(keys)["instance_id"].nunique()
+    wide = scores.pivot_table(index=CELL, columns="metric", values="value", aggfunc="mean")
+    unscored = scores[scores["metric"] == "recall"].groupby(CELL)["n_unscored"].sum()
+    n = scores[scores["metric"] == "recall"].groupby(CELL)["instance_id"].nunique()
     rows = []
     for key, row in wide.iterrows():
         parts = {label: row.get(metric) for metric, label in TABLE4_COLUMNS.items()}
         complete = all(pd.notna(v) for v in parts.values())
-        rows.append({"Model": key[0], "Agent": key[1], **setting_columns(key[4]), **parts,
+        rows.append({"Model": key[0], "Agent": key[1], **setting_columns(agents.get(key[1])), **parts,
                      "Avg.": sum(parts.values()) / len(parts) if complete else None,
                      "Recall unscored claims": int(unscored.get(key, 0)), "Queries": int(n.get(key, 0)),
                      "Retriever": key[2], "Judge": key[3]})
     return pd.DataFrame(rows).sort_values(["Judge", "Model", "Retriever"], kind="stable").reset_index(drop=True)
 
 
-def gold_pairs(table: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
-    """Figure 4's data: each agent that searches `gold` next to the agent with the same params but another
-    search back end, per model (and retriever, judge)."""
-    params = scores.drop_duplicates("agent").set_index("agent")["agent_params"].map(_params)
+def gold_pairs(table: pd.DataFrame, agents: Mapping[str, Params]) -> pd.DataFrame:
+    """Figure 4's data: each responder that searches `gold` next to the responder with the same params but
+    another search back end, per model (and retriever, judge)."""
+    from perseval.benchmarks.bespoke.agents.responder import ResponderParams
+
+    responders = {a: p for a, p in agents.items() if isinstance(p, ResponderParams)}
     rows = []
-    for agent, p in params.items():
-        if p.get("search") != "gold":
+    for agent, p in responders.items():
+        if p.search != "gold":
             continue
-        twins = [a for a, q in params.items() if a != agent and q.get("search") not in ("gold", "none")
-                 and {k: v for k, v in q.items() if k != "search"} == {k: v for k, v in p.items() if k != "search"}]
+        twins = [a for a, q in responders.items() if a != agent and q.search not in ("gold", "none")
+                 and q.model_copy(update={"search": p.search}) == p]
         for twin in twins:
             for label, name in (("Personalized", twin), ("Personalized + Gold Information", agent)):
                 for _, r in table[table["Agent"] == name].iterrows():
@@ -142,10 +136,10 @@ def requests_table(outputs: pd.DataFrame) -> pd.DataFrame:
 
 
 def response_analysis(inputs: AnalysisInputs, stats: dict[str, pd.DataFrame]) -> dict[str, Any]:
-    table = table4(inputs.scores)
+    table = table4(inputs.scores, inputs.agents)
     out: dict[str, Any] = {"table4": table, "requests_per_setting": requests_table(inputs.outputs()),
                            "feedback_per_response": feedback_table(inputs.judgments()), **stats}
-    pairs = gold_pairs(table, inputs.scores) if not table.empty else pd.DataFrame()
+    pairs = gold_pairs(table, inputs.agents) if not table.empty else pd.DataFrame()
     if not pairs.empty:
         out["figure4_gold_information"] = pairs
         out["figure4_gold_information_plot"] = figure4(pairs)

@@ -11,6 +11,7 @@ from pydantic import Field
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.answers import candidate_ids, extract, parse_ranking, ranking_size
 from perseval.benchmarks.apeb.prompts import correction_message, history_line, ranking_schema
+from perseval.capabilities import Capability
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.params import Params
 from perseval.records import AgentOutput, Instance
@@ -26,7 +27,7 @@ class HistoryParams(Params):
 def history_needs(p: HistoryParams) -> set[str]:
     if not p.use_history:
         return set()
-    return {"retrieve" if p.retrieve_k else "documents"}
+    return {Capability.RETRIEVE if p.retrieve_k else Capability.DOCUMENTS}
 
 
 async def history_lines(instance: Instance, ctx: AgentContext, p: HistoryParams, query: str) -> list[str] | None:

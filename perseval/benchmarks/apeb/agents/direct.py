@@ -10,6 +10,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.agents.common import HistoryParams, ask_ranking, history_lines, history_needs
 from perseval.benchmarks.apeb.answers import ranking_size
 from perseval.benchmarks.apeb.prompts import ranking_messages
+from perseval.capabilities import Capability
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
 
@@ -21,7 +22,7 @@ class APeBDirect(Agent):
     benchmarks = ("apeb",)
 
     def requires(self) -> frozenset[str]:
-        return frozenset({"llm", *history_needs(self.params)})
+        return frozenset({Capability.LLM, *history_needs(self.params)})
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.llm is not None

@@ -19,6 +19,7 @@ from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import ranking_output
+from perseval.capabilities import Capability
 from perseval.params import Params
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
@@ -61,7 +62,7 @@ class APeBPersonalizedSearch(Agent):
     Params = PpsParams
     params: PpsParams
     benchmarks = ("apeb",)
-    needs = frozenset({"retrieve"})
+    needs = frozenset({Capability.RETRIEVE})
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.retrieve is not None

@@ -24,6 +24,7 @@ from perseval.benchmarks.apeb.agents.common import ask_ranking, count
 from perseval.benchmarks.apeb.agents.react_tools import FINISH, Toolbox, action_schema, parse_action, tool_specs
 from perseval.benchmarks.apeb.answers import candidate_ids, extract, ranking_size
 from perseval.benchmarks.apeb.prompts import candidate_line, final_instruction
+from perseval.capabilities import Capability
 from perseval.params import Params
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
@@ -39,7 +40,7 @@ class ReactParams(Params):
     thought_chars: int = Field(160, ge=10)  # json mode: the longest thought a step may write
 
 
-TOOL_NEEDS = frozenset({"retrieve", "documents"})  # search_history retrieves; the other tools count history
+TOOL_NEEDS = frozenset({Capability.RETRIEVE, Capability.DOCUMENTS})  # search_history retrieves; the other tools count history
 
 
 SYSTEM = (
@@ -72,7 +73,7 @@ class APeBReact(Agent):
     benchmarks = ("apeb",)
 
     def requires(self) -> frozenset[str]:
-        return frozenset({"llm", *TOOL_NEEDS})
+        return frozenset({Capability.LLM, *TOOL_NEEDS})
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         out = AgentOutput(instance.instance_id, name, repeat, text="")

@@ -17,6 +17,7 @@ from perseval.benchmarks.apeb.agents.common import HistoryParams, ask_ranking, c
 from perseval.benchmarks.apeb.agents.react import TOOL_NEEDS, ReactParams, run_react
 from perseval.benchmarks.apeb.answers import ranking_size
 from perseval.benchmarks.apeb.prompts import REFINE_SCHEMA, ranking_messages, refine_messages
+from perseval.capabilities import Capability
 from perseval.parsing import extract_object
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
@@ -38,7 +39,7 @@ class APeBVqra(Agent):
         # refinement always reads the history, whatever `use_history` says about the ranking prompt
         refine = history_needs(self.params.model_copy(update={"use_history": True}))
         rank = TOOL_NEEDS if self.params.ranker == "react" else history_needs(self.params)
-        return frozenset({"llm", *refine, *rank})
+        return frozenset({Capability.LLM, *refine, *rank})
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.llm is not None

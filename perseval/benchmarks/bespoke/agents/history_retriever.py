@@ -13,6 +13,7 @@ from pydantic import Field
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.context import top_sessions
 from perseval.benchmarks.bespoke.history_retrieval import cot_messages, pseudo_history_messages
+from perseval.capabilities import Capability
 from perseval.params import Params
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
@@ -31,7 +32,7 @@ class HistoryRetriever(Agent):
     benchmarks = ("bespoke-history",)
 
     def requires(self) -> frozenset[str]:
-        return frozenset({"retrieve"} | ({"llm"} if self.params.expansion != "none" else set()))
+        return frozenset({Capability.RETRIEVE} | ({Capability.LLM} if self.params.expansion != "none" else set()))
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         p = self.params

@@ -29,6 +29,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.context import (Memo, query_profile_messages, select_sessions,
                                                  static_profile_messages, top_sessions)
 from perseval.benchmarks.bespoke.respond import answer_messages, raw_context
+from perseval.capabilities import Capability
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.params import Params
 from perseval.records import AgentOutput, Document, Instance, Passage
@@ -85,13 +86,13 @@ class BespokeResponder(Agent):
         self.memo = Memo()  # one request per distinct profile/selection prompt within a shard
 
     def requires(self) -> frozenset[str]:
-        p, needs = self.params, {"llm"}
+        p, needs = self.params, {Capability.LLM}
         if p.search_k > 0 and p.search != "none":
-            needs.add("search")
+            needs.add(Capability.SEARCH)
         if p.user_context != "none":
-            needs.add("documents")
+            needs.add(Capability.DOCUMENTS)
         if p.history_selection == "retriever":
-            needs.add("retrieve")
+            needs.add(Capability.RETRIEVE)
         return frozenset(needs)
 
     def search_spec(self) -> str | dict[str, Any] | None:

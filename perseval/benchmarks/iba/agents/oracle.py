@@ -20,6 +20,7 @@ from typing import Any
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.iba.answers import open_slots
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario, value_label
+from perseval.capabilities import Capability
 from perseval.records import AgentOutput, Document, Instance, instant
 from perseval.registry import register_agent
 
@@ -73,7 +74,7 @@ def fill_slots(api: dict[str, Any], values: dict[str, str]) -> tuple[dict[str, A
 @register_agent("iba.oracle")
 class IbaOracleAgent(Agent):
     benchmarks = ("iba",)
-    needs = frozenset({"documents"})  # the history's meta, not the instance gold
+    needs = frozenset({Capability.DOCUMENTS})  # the history's meta, not the instance gold
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.documents is not None

@@ -31,6 +31,7 @@ from perseval.benchmarks.iba.agents.iba_agent import deep_retrieval as dr
 from perseval.benchmarks.iba.agents.iba_agent.fc import run_fc
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
 from perseval.benchmarks.iba.agents.iba_agent.state import StageFailed, State
+from perseval.capabilities import Capability
 from perseval.records import AgentOutput, Instance
 from perseval.registry import register_agent
 
@@ -40,7 +41,7 @@ class IbaAgent(Agent):
     Params = Settings
     params: Settings
     benchmarks = ("iba",)
-    needs = frozenset({"llm", "retrieve", "documents"})
+    needs = frozenset({Capability.LLM, Capability.RETRIEVE, Capability.DOCUMENTS})
 
     @property
     def settings(self) -> Settings:
