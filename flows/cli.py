@@ -247,6 +247,31 @@ def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, 
     console.print(f"mean AC1 over dimensions: {report['mean_ac1']}")
 
 
+@app.command("label-sample")
+def label_sample(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML with an iba entry"),
+                 n: int = typer.Option(200, min=1, help="instances to sample (the paper labels 200)"),
+                 out_dir: Path = typer.Option(Path("labels"), help="where the files are written"),
+                 model: Optional[str] = typer.Option(None, help="also label with this model of CONFIG"),
+                 repeats: int = typer.Option(2, min=1, help="independent label runs of --model"),
+                 output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root")) -> None:
+    """IBA-Bench validation (appendix B.1): a seeded sample of CONFIG's IBA instances (built first, as
+    `perseval construct`), written as an empty label CSV with the instance views raters read and, with
+    --model, that model's labels per repeat. Compare any two label files with `perseval agreement`."""
+    apply_offline_env()
+    exp, plan = _load_or_exit(config)
+    if not any(u.entry.name == "iba" for u in plan.data):
+        _error(f"{config}: no iba benchmark entry to sample")
+        raise typer.Exit(2)
+    if model is not None and model not in exp.models:
+        _error(f"--model {model!r} is not a model of {config} (known: {sorted(exp.models)})")
+        raise typer.Exit(2)
+    _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
+    from flows.label import label_sample as write
+
+    for path in write(exp, plan, output_root or exp.experiment.output_root, n, out_dir, model, repeats):
+        console.print(f"written {path}")
+
+
 @app.command()
 def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run ids (parent runs) and/or experiment "
                                                                "names; default: perseval-quickstart"),

@@ -126,3 +126,26 @@ def test_unparseable_and_failed_judge_answers_are_excluded_and_counted():
     rep = agreement_report(got, other)
     assert rep["overall"]["n"] == 4 and rep["overall"]["excluded"] == 8 and rep["unparsed"]["scripted#0"] == 4
     json.dumps(rep)  # a report is plain data, ready to log
+
+
+def test_label_sample_writes_what_raters_and_perseval_agreement_read(tmp_path):
+    """`perseval label-sample`'s files: the seeded sample as an empty label file with the views raters read,
+    and a model's labels per repeat, each readable by `perseval agreement` (read_label_csv)."""
+    from perseval.benchmarks.iba.label_sample import pick, write_for_raters, write_judge_labels
+
+    _, _, data = sample()
+    picked = pick(data.instances, data.documents, n=4, seed=1)
+    assert picked.instances == sample_for_validation(data.instances, n=4, seed=1)
+    template, views = write_for_raters(picked, tmp_path, "iba")
+    empty = read_label_csv(template)
+    assert empty.labels == {i.instance_id: {d: None for d in DIMENSIONS} for i in picked.instances}
+    text = views.read_text()
+    assert all(f"## {i.instance_id}" in text and i.query in text for i in picked.instances)
+    answers = iter(['{"label": 1, "reason": "x"}', '{"label": 0, "reason": "y"}'] * 12)
+    judge = ScriptedChat(lambda m: next(answers), name="j")
+    first, second = asyncio.run(write_judge_labels(judge, picked, tmp_path, "iba", repeats=2))
+    assert (first.name, second.name) == ("iba_j_0.csv", "iba_j_1.csv") and len(judge.calls) == 2 * 4 * 3
+    a, b = read_label_csv(first), read_label_csv(second)
+    assert set(a.labels) == set(empty.labels)
+    assert sorted({c["repeat"] for c in judge.calls}) == [0, 1]
+    assert agreement_report(a, b)["overall"]["n"] == 12

@@ -28,11 +28,10 @@ from pydantic import Field
 from perseval.benchmarks.base import Benchmark, BenchmarkData, build_all
 from perseval.benchmarks.iba.analysis import AnalysisParams, analyze
 from perseval.benchmarks.iba.answers import IbaTask
-from perseval.benchmarks.iba.construct import ConstructParams, iter_build, plan_build
+from perseval.benchmarks.iba.construct import ConstructParams, build_stats, iter_build, plan_build
 from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
 from perseval.benchmarks.iba.qa import QA_ACTION, make_qa_probes
 from perseval.benchmarks.iba.release import load_release, sample_release
-from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
@@ -95,7 +94,7 @@ class IbaBenchmark(Benchmark):
             return
         taxonomy = load_taxonomy()
         plan = plan_build(taxonomy, sample=sample, seed=seed, params=self.params)
-        stats = ConstructionStats(self.params, plan, sample)
+        stats = build_stats(self.params, plan, sample)
         writer = self._writer(taxonomy, models)
         n_probes = 0
         for chunk in chunks(iter_build(plan, seed, self.params), self.params.part_size):

@@ -252,10 +252,16 @@ def iter_build(plan: BuildPlan, seed: int, params: ConstructParams) -> Iterator[
         yield build_instance(spec, seed, params)
 
 
+def build_stats(params: ConstructParams, plan: BuildPlan, sample: int) -> ConstructionStats:
+    """The statistics of one build, empty until its instances are added."""
+    return ConstructionStats(noise_per_evidence=params.noise_per_evidence, table2=params.uses_table2(sample),
+                             full_size=params.is_full_size(sample), notes=plan.notes)
+
+
 def construct(taxonomy: Taxonomy, *, sample: int, seed: int, params: ConstructParams) -> BenchmarkData:
     """The whole build in memory: `sample` instances (or the full size) with their users' histories."""
     plan = plan_build(taxonomy, sample=sample, seed=seed, params=params)
-    stats = ConstructionStats(params, plan, sample)
+    stats = build_stats(params, plan, sample)
     instances: list[Instance] = []
     documents: list[Document] = []
     for inst, docs in iter_build(plan, seed, params):

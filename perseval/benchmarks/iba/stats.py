@@ -7,19 +7,19 @@ evidence, and for a `table2` build the target-vs-achieved distribution per domai
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any, Mapping
 
 from perseval.benchmarks.iba.distribution import bucket, distribution_report
 from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD
 from perseval.records import Document, Instance
 
-if TYPE_CHECKING:  # construct imports this module
-    from perseval.benchmarks.iba.construct import BuildPlan, ConstructParams
-
 
 class ConstructionStats:
-    def __init__(self, params: "ConstructParams", plan: "BuildPlan", sample: int):
-        self.params, self.plan, self.sample = params, plan, sample
+    """`noise_per_evidence`, `table2` (a Table 2-shaped build) and `full_size` describe the build; `notes`
+    are its plan's notes, reported as they are."""
+
+    def __init__(self, *, noise_per_evidence: int, table2: bool, full_size: bool, notes: Mapping[str, Any]):
+        self.noise_per_evidence, self.table2, self.full_size, self.notes = noise_per_evidence, table2, full_size, notes
         self.n_instances = self.n_documents = self.n_evidence = self.n_dynamic = 0
         self.combined = self.retained = 0
         self.users: set[str] = set()
@@ -49,23 +49,22 @@ class ConstructionStats:
 
     def info(self) -> dict[str, Any]:
         n_noise = self.n_documents - self.n_evidence
-        table2 = self.params.uses_table2(self.sample)
         info: dict[str, Any] = {
             "n_instances": self.n_instances,
             "n_users": len(self.users),
             "n_documents": self.n_documents,
             "n_evidence": self.n_evidence,
             "n_noise": n_noise,
-            "noise_per_evidence": self.params.noise_per_evidence,
+            "noise_per_evidence": self.noise_per_evidence,
             "noise_ratio": n_noise / self.n_evidence if self.n_evidence else 0.0,
             "n_dynamic_preferences": self.n_dynamic,
             **{k: dict(c) for k, c in sorted(self.counters.items())},
-            "distribution": "table2" if table2 else "simple",
-            "full_size": self.params.is_full_size(self.sample),
+            "distribution": "table2" if self.table2 else "simple",
+            "full_size": self.full_size,
             "combined_evidence_turns": self.combined,
             "turns_at_retention_threshold": self.retained,
-            **self.plan.notes,
+            **self.notes,
         }
-        if table2:
+        if self.table2:
             info["table2"] = distribution_report(self.per_domain)
         return info

@@ -3,12 +3,11 @@ final output head or runs out of steps. Whatever the model does, the loop ends w
 a reply without tool calls, or the step limit, is taken as a request for the final answer."""
 from __future__ import annotations
 
-import json
 from typing import Any, Awaitable, Callable
 
 from perseval.benchmarks.iba.agents.iba_agent import alignment, prompts
 from perseval.benchmarks.iba.agents.iba_agent import deep_retrieval as dr
-from perseval.agents.tool_calls import parse_arguments
+from perseval.agents.tool_calls import assistant_turn, normalise_calls, parse_arguments
 from perseval.benchmarks.iba.agents.iba_agent.state import State, usage
 
 FINAL = "final_answer"
@@ -82,21 +81,6 @@ TOOLS: dict[str, Callable[[State, dict[str, Any]], Awaitable[str]]] = {
 # --- the loop --------------------------------------------------------------------------------------
 
 
-def _assistant_turn(text: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"role": "assistant", "content": text or "", "tool_calls": [
-        {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-        for c in calls]}
-
-
-def _normalise_calls(raw_calls: list[dict[str, Any]], turn: int) -> list[dict[str, Any]]:
-    out = []
-    for i, c in enumerate(raw_calls):
-        args = c.get("arguments")
-        out.append({"id": c.get("id") or f"call_{turn}_{i}", "name": str(c.get("name", "")),
-                    "arguments": args if isinstance(args, str) else json.dumps(args or {})})
-    return out
-
-
 async def _run_calls(state: State, calls: list[dict[str, Any]], offered: list[str],
                      messages: list[dict[str, Any]]) -> bool:
     """Execute one turn's tool calls in order; True when the final head was called."""
@@ -120,13 +104,13 @@ async def run_fc(state: State) -> None:
     for turn in range(state.settings.max_steps):
         result = await state.ask("controller", messages, tools=specs,
                                  max_tokens=state.settings.controller_max_tokens)
-        calls = _normalise_calls(result.tool_calls, turn)
+        calls = normalise_calls(result.tool_calls, turn)
         state.log("controller", turn=turn, text=result.text[:500],
                   tool_calls=[{"name": c["name"], "arguments": c["arguments"]} for c in calls], **usage(result))
         if not calls:  # a plain reply: the model is done gathering, so produce the output
             reason = "no_tool_call"
             break
-        messages.append(_assistant_turn(result.text, calls))
+        messages.append(assistant_turn(result.text, calls))
         if await _run_calls(state, calls, offered, messages):
             reason = "final_answer"
             break
