@@ -157,10 +157,13 @@ def test_pipeline_runs_every_stage_in_the_papers_order():
         "plan_alignment", "synthesize", "tokens"]
     assert retriever.calls[0] == (TASK, 3)  # the task text first, then one query per facet
     assert [q for q, _ in retriever.calls[1:]] == [f"{f} of my paper writing" for f in FACETS]
-    # every request is billed: 10 prompt / 5 completion tokens per scripted call
-    assert (out.prompt_tokens, out.completion_tokens) == (10 * len(llm.calls), 5 * len(llm.calls))
+    # the output's totals are the sum of its stages, and each stage is billed the requests it sent
     by_stage = entry(out, "tokens")["by_stage"]
-    assert by_stage["salience"]["prompt_tokens"] == 10 * len(entry(out, "salience")["scores"])
+    assert sum(s["prompt_tokens"] for s in by_stage.values()) == out.prompt_tokens
+    assert sum(s["completion_tokens"] for s in by_stage.values()) == out.completion_tokens
+    salience_calls = sum(stage_of(c["messages"]) == "salience" for c in llm.calls)
+    assert salience_calls == len(entry(out, "salience")["scores"]) > 0
+    assert by_stage["salience"]["prompt_tokens"] == 10 * salience_calls  # ScriptedChat bills 10 per call
     assert entry(out, "extract_preferences")["preferences"] == ["sparse citations", "writes with we"]
     assert entry(out, "plan_alignment")["plan"].startswith("- use we")
     final_prompt = prompts_of(llm, "synthesize")[0]
@@ -330,7 +333,6 @@ def test_a_failed_request_in_any_stage_fails_the_run_with_its_trace(stage, step)
     failed = [t for t in out.trace if t.get("status") == "failed"]
     assert failed and failed[0]["step"] == step
     assert steps(out)[:2] == ["config", "retrieve"] and steps(out)[-1] == "tokens"
-    assert out.prompt_tokens == 10 * len(llm.calls) - 10 * sum(1 for c in llm.calls if stage_of(c["messages"]) == stage)
 
 
 def test_retrieval_errors_and_a_missing_backbone_are_failures():
@@ -388,7 +390,6 @@ def test_fc_controller_drives_the_tools_and_ends_in_the_final_head():
     # the controller sees each tool result as a tool message answering its call
     last = [c for c in llm.calls if "tools" in c][-1]["messages"]
     assert last[-1]["role"] == "tool" and last[-1]["tool_call_id"] == "c0" and last[-1]["content"].startswith("plan:")
-    assert out.prompt_tokens == 10 * len(llm.calls)
 
 
 def test_fc_plain_text_reply_is_a_request_for_the_final_answer():

@@ -9,7 +9,7 @@ from flows.cli import ui_command
 from flows.prefect_server import prefect_server_command
 from flows.runtime import task_runner
 from perseval.config import DaskSettings, DeploymentConfig, ModelConfig, load_config
-from perseval.llm.deployments import HOST, Deployment, embedded_command, vllm_command
+from perseval.llm.deployments import Deployment, embedded_command, vllm_command
 from perseval.llm.identity import resolve_gguf
 
 from .conftest import CONFIGS
@@ -32,10 +32,6 @@ def _pairs() -> list[tuple[ModelConfig, DeploymentConfig]]:
         out.append((next((m for m in models if m.deployment == dep.name), None)
                     or next(m for m in models if fmt is None or m.format == fmt), dep))
     return out
-
-
-def test_the_shared_host_is_loopback():
-    assert HOST == LOOPBACK
 
 
 @pytest.mark.parametrize("model,dep", _pairs(), ids=lambda x: x.name)

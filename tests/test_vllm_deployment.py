@@ -66,7 +66,7 @@ def test_deployment_launches_waits_sends_and_stops(tmp_path):
             assert _flag(argv, flag) == value, flag
         assert endpoint.kind == "vllm" and endpoint.base_url == f"http://127.0.0.1:{_flag(argv, '--port')}/v1"
         result = _ask(LLMClient(endpoint, Sampling(temperature=0.3), cache, role="judge", run_id="r", seed=5))
-        assert result.status == "ok" and (result.prompt_tokens, result.completion_tokens) == (7, 3)
+        assert result.status == "ok"
         sent = [json.loads(line) for line in (tmp_path / "requests.jsonl").read_text().splitlines()]
         assert len(sent) == 1
         req = sent[0]
@@ -82,6 +82,8 @@ def test_deployment_launches_waits_sends_and_stops(tmp_path):
     with Deployment(MODEL, other, tmp_path) as endpoint2:
         again = _ask(LLMClient(endpoint2, Sampling(temperature=0.3), cache, role="judge", run_id="r2", seed=5))
     assert again.cached and again.text == result.text
+    # a cache hit reports the usage of the request that first produced it (cost reports count it so)
+    assert (again.prompt_tokens, again.completion_tokens) == (result.prompt_tokens, result.completion_tokens) != (0, 0)
     assert len((tmp_path / "requests.jsonl").read_text().splitlines()) == 1
 
 
