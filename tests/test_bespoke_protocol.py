@@ -251,7 +251,7 @@ def test_pearson_spearman_and_table3_by_hand() -> None:
                          "instance_id": f"m{k}", "metric": c, "value": 20.0 * na})
         rows.append({"agent": "ev", "backbone": "m", "agent_params": '{"variant": "feedback"}',
                      "instance_id": f"m{k}", "metric": "feedback.tone", "value": 100.0 * (k % 2)})
-    t = table3(pd.DataFrame(rows), insts).set_index("Criterion")
+    t = table3(pd.DataFrame(rows), insts, {"ev": EvaluatorParams(variant="feedback")}).set_index("Criterion")
     assert t.loc["Need alignment", "Pearson"] == pytest.approx(1.0)
     assert t.loc["Tone", "Spearman"] == pytest.approx(-1.0) and t.loc["Tone", "Feedback Acc."] == 0.5
     assert t.loc["Avg.", "Variant"] == "w/ Feedback" and pd.isna(t.loc["Avg.", "Feedback Acc."])  # tone only
@@ -339,7 +339,10 @@ def test_table5_layout() -> None:
             for a, e, vals in (("q", "none", (10.0, None)), ("c", "cot", (40.0, 60.0)))
             for k, v in enumerate(vals) for m in ("ndcg@10", "ndcg@20")]
     insts = [Instance(f"i{k}", "bespoke-history", "u", "u", "q", {}, {"oracle": ["a"] * k}) for k in range(2)]
-    t = table5(pd.DataFrame(rows), insts).set_index("Query Type")
+    from perseval.benchmarks.bespoke.agents.history_retriever import HistoryRetrieverParams
+
+    typed = {"q": HistoryRetrieverParams(expansion="none"), "c": HistoryRetrieverParams(expansion="cot")}
+    t = table5(pd.DataFrame(rows), insts, typed).set_index("Query Type")
     assert t.loc["Original Query", "nDCG@10"] == pytest.approx(0.10) and t.loc["+CoT", "nDCG@20"] == pytest.approx(0.5)
     assert t.loc["Original Query", "Queries without oracle sessions"] == 1 and t.loc["+CoT", "Queries scored"] == 2
     assert t.loc["+CoT", "Oracle sessions per query"] == 0.5

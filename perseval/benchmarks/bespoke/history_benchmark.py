@@ -81,4 +81,4 @@ class BespokeHistoryBenchmark(BespokeBenchmark):
     def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
         from perseval.benchmarks.bespoke.history_retrieval import table5
 
-        return {"table5": table5(inputs.scores, inputs.instances)}
+        return {"table5": table5(inputs.scores, inputs.instances, inputs.agents)}

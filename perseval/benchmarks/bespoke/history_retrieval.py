@@ -5,11 +5,12 @@ it): the ranked sessions get descending scores, oracle sessions the system did n
 """
 from __future__ import annotations
 
-import json
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+
+from perseval.params import Params
 
 
 def cot_messages(query: str) -> list[dict[str, str]]:
@@ -47,16 +48,15 @@ def ndcg_at(ranking: Sequence[str], relevant: set[str], k: int) -> float | None:
     return float(ndcg_score(np.array([y_true]), np.array([y_score]), k=k))
 
 
-def table5(scores: pd.DataFrame, instances: list) -> pd.DataFrame:
+def table5(scores: pd.DataFrame, instances: list, agents: Mapping[str, Params]) -> pd.DataFrame:
     """Rows: query type (expansion) x model x retriever; columns nDCG@10, nDCG@20 on 0..1 as in the paper,
-    with the mean number of oracle sessions per query beside them."""
+    with the mean number of oracle sessions per query beside them. `agents`: validated params by agent."""
     if scores.empty:
         return pd.DataFrame()
     oracle = [len(i.gold.get("oracle", [])) for i in instances]
     rows = []
-    for (agent, backbone, retriever, params), grp in scores.groupby(["agent", "backbone", "retriever",
-                                                                     "agent_params"]):
-        expansion = json.loads(params or "{}").get("expansion", "none")
+    for (agent, backbone, retriever), grp in scores.groupby(["agent", "backbone", "retriever"]):
+        expansion = getattr(agents.get(agent), "expansion", "none")
         label = {"none": "Original Query", "cot": "+CoT", "pseudo_history": "+Pseudo-history"}.get(expansion, expansion)
         row = {"Query Type": label, "Agent": agent, "Model": backbone, "Retriever": retriever}
         for metric in ("ndcg@10", "ndcg@20"):

@@ -7,12 +7,13 @@ constant or fewer than three pairs were scored.
 """
 from __future__ import annotations
 
-import json
 from statistics import mean
+from typing import Mapping
 
 import pandas as pd
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
+from perseval.params import Params
 from perseval.records import Instance
 
 
@@ -25,20 +26,22 @@ def correlations(evaluator: list[float], human: list[float]) -> tuple[float | No
     return float(stats.pearsonr(evaluator, human).statistic), float(stats.spearmanr(evaluator, human).statistic)
 
 
-def _variant(agent_params: str) -> str:
-    try:
-        return {"none": "w/o Personal.", "scores_only": "w/o Feedback", "feedback": "w/ Feedback"}[
-            json.loads(agent_params or "{}").get("variant", "feedback")]
-    except (json.JSONDecodeError, KeyError, AttributeError):
-        return "-"
+VARIANTS = {"none": "w/o Personal.", "scores_only": "w/o Feedback", "feedback": "w/ Feedback"}
 
 
-def table3(scores: pd.DataFrame, instances: list[Instance]) -> pd.DataFrame:
+def _variant(params: Params | None) -> str:
+    """The Table 3 row label of an evaluator's variant ("-" for an agent that is not an evaluator)."""
+    return VARIANTS.get(getattr(params, "variant", ""), "-")
+
+
+def table3(scores: pd.DataFrame, instances: list[Instance], agents: Mapping[str, Params]) -> pd.DataFrame:
+    """`agents`: each agent's validated params, by name."""
     if scores.empty:
         return pd.DataFrame()
     human = {i.instance_id: i.gold["human"] for i in instances}
     rows = []
-    for (agent, backbone, params), grp in scores.groupby(["agent", "backbone", "agent_params"]):
+    for (agent, backbone), grp in scores.groupby(["agent", "backbone"]):
+        params = agents.get(agent)
         per = []
         for c in CRITERIA:
             ev = grp[(grp["metric"] == c) & grp["value"].notna()]

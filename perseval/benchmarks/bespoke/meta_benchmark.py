@@ -37,4 +37,4 @@ class BespokeMetaBenchmark(BespokeBenchmark):
     def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
         from perseval.benchmarks.bespoke.meta_analysis import table3
 
-        return {"table3": table3(inputs.scores, inputs.instances)}
+        return {"table3": table3(inputs.scores, inputs.instances, inputs.agents)}
