@@ -9,7 +9,8 @@ from flows.cli import app
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("command", ["run", "validate", "construct", "stats", "compare", "ui", "deploy", "agreement"])
+@pytest.mark.parametrize("command", ["run", "validate", "construct", "stats", "compare", "ui", "deploy", "agreement",
+                                     "label-sample"])
 def test_every_command_has_help(command):
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0 and "Usage" in result.output
@@ -55,3 +56,15 @@ def test_validate_checks_everything_without_starting_a_server(tmp_path):
     bad = runner.invoke(app, ["validate", str(root / "experiments" / "quickstart.yaml")])
     assert bad.exit_code == 2 and "apeb-direct.yaml" in bad.output and "history_itmes" in bad.output
     assert "Traceback" not in bad.output
+
+
+def test_label_sample_refuses_what_it_cannot_sample_before_building_anything(tmp_path):
+    from .conftest import CONFIGS
+
+    no_iba = runner.invoke(app, ["label-sample", str(CONFIGS / "experiments" / "apeb_cpu.yaml"),
+                                 "--out-dir", str(tmp_path / "l")])
+    assert no_iba.exit_code == 2 and "no iba benchmark entry" in no_iba.output
+    unknown = runner.invoke(app, ["label-sample", str(CONFIGS / "experiments" / "iba_cpu.yaml"), "--model", "gpt-x",
+                                  "--out-dir", str(tmp_path / "l")])
+    assert unknown.exit_code == 2 and "'gpt-x' is not a model" in unknown.output and "smollm2-135m" in unknown.output
+    assert not (tmp_path / "l").exists()
