@@ -57,3 +57,19 @@ def test_the_h200_bench_runs_on_the_gpu():
     exp = load_experiment(config)
     assert {exp.deployments[b].kind for b in exp.experiment.backbones} == {"vllm"}
     assert {r.params["index"]["device"] for r in exp.retrievers.values() if r.kind == "dense"} == {"gpu"}
+
+
+def test_every_perseval_name_an_infra_script_imports_exists():
+    """The Python inside infra/ shell scripts runs only on a GPU box: each name it imports from perseval must
+    exist here (a module moved or a function renamed would otherwise fail there, mid-benchmark)."""
+    import importlib
+    import re
+
+    found = []
+    for path in sorted(INFRA.rglob("*")):
+        if path.suffix in (".sh", ".py"):
+            for module, names in re.findall(r"from (perseval[\w.]*) import ([\w, ]+)", path.read_text()):
+                for name in (n.strip() for n in names.split(",")):
+                    found.append((path.name, module, name))
+                    assert hasattr(importlib.import_module(module), name), (path.name, module, name)
+    assert ("bench_h200.sh", "perseval.experiment", "load_experiment") in found
