@@ -37,3 +37,7 @@ class DeploymentError(PersevalError):
 
     def __reduce__(self):  # picklable with its log path (Dask ships task errors between processes)
         return (type(self), (str(self), self.log_path))
+
+
+class AuthenticationFailed(DeploymentError):
+    """An endpoint refused the key (or none was set): the same command cannot succeed until it is fixed."""

@@ -227,14 +227,19 @@ def _runs(exp: ResolvedExperiment, data: DataUnit, indexes: list[IndexUnit], age
     agent = make_agent(agent_cfg, exp.file_of("agents", agent_cfg.name))
     needs = agent.requires()
     backbones: list[str | None] = list(e.backbones) if "llm" in needs else [None]
-    uses_index = "retrieve" in needs or ("search" in needs and agent.search_spec() == "corpus")
     out = []
-    for index in (indexes if uses_index else [None]):
+    for index in (indexes if uses_index(agent) else [None]):
         for bb in backbones:
             model = exp.models[bb] if bb else None
             key = run_key(data.key, index.key if index else None, agent_cfg, agent.params, model, e.repeats, e.seed)
             out.append(RunUnit(key, data, index, agent_cfg, bb, model, e.repeats, e.seed))
     return out
+
+
+def uses_index(agent: Any) -> bool:
+    """Whether a configured agent reads an index: it retrieves, or it searches the corpus index."""
+    needs = agent.requires()
+    return "retrieve" in needs or ("search" in needs and agent.search_spec() == "corpus")
 
 
 def shards(n_instances: int, shard_size: int) -> list[int]:

@@ -11,6 +11,7 @@ DeploymentError with the last lines of its log.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,6 +27,7 @@ from perseval.config import DeploymentConfig, ModelConfig
 from perseval.errors import DeploymentError
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label, resolve_gguf
+from perseval.llm.probe import probe
 
 HOST = "127.0.0.1"
 
@@ -72,16 +74,32 @@ def wait_healthy(base_url: str, proc: subprocess.Popen | None, timeout_s: float,
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise DeploymentError(f"{prefix}server exited with code {proc.returncode} during start-up\n"
-                                  f"{log_tail(log_path)}", log_path)
+            raise DeploymentError(f"{prefix}server exited with code {proc.returncode} during start-up"
+                                  f"{log_cause(log_path)}\n{log_tail(log_path)}", log_path)
         try:
             if httpx.get(base_url + health_path, timeout=2.0).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise DeploymentError(f"{prefix}server not healthy at {base_url} after {timeout_s:.0f}s\n{log_tail(log_path)}",
-                          log_path)
+    raise DeploymentError(f"{prefix}server not healthy at {base_url} after {timeout_s:.0f}s{log_cause(log_path)}\n"
+                          f"{log_tail(log_path)}", log_path)
+
+
+# A line of a server's log that says why it stopped: an argparse refusal, an exception's last line, llama.cpp's
+# or vLLM's own error lines. Traceback frames ("  File ...") are not causes.
+CAUSE = re.compile(r"error|exception|failed|invalid|unrecognized|cannot|can't|unable|not found|no such|"
+                   r"out of memory|permission denied", re.IGNORECASE)
+
+
+def log_cause(path: Path | None, lines: int = 60) -> str:
+    """': <the last line of the log's tail that names a cause>', for the error's first line (the one a user
+    sees; the tail stays in the log); '' when no line does."""
+    if path is None or not path.exists():
+        return ""
+    tail = path.read_text(errors="replace").splitlines()[-lines:]
+    causes = [ln.strip() for ln in tail if CAUSE.search(ln) and not ln.lstrip().startswith(("File ", "Traceback"))]
+    return f": {' '.join(causes[-1].split())[:300]}" if causes else ""
 
 
 def log_tail(path: Path | None, lines: int = 25) -> str:
@@ -122,8 +140,10 @@ def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:
 class Deployment:
     """A model made live by a deployment. Use as a context manager, or call start()/stop()."""
 
-    def __init__(self, model: ModelConfig, deployment: DeploymentConfig, log_dir: str | Path):
+    def __init__(self, model: ModelConfig, deployment: DeploymentConfig, log_dir: str | Path,
+                 config_file: str | None = None):
         self.model, self.cfg, self.log_dir = model, deployment, Path(log_dir)
+        self.config_file = config_file  # the deployment's YAML, named in what a failed start says
         self.proc: subprocess.Popen | None = None
         self.endpoint: Endpoint | None = None
         self.log_path: Path | None = None
@@ -144,12 +164,15 @@ class Deployment:
     def _endpoint(self, base_url: str, served_model: str, api_key_env: str | None = None) -> Endpoint:
         c = self.cfg
         return Endpoint(self.model.name, c.kind, base_url, served_model, identity_label(self.model), api_key_env,
-                        c.max_concurrency, c.timeout_s, c.retries)
+                        c.max_concurrency, c.timeout_s, c.retries, c.structured_output,
+                        self.config_file or f"deployments/{c.name}.yaml")
 
     def start(self) -> Endpoint:
         cfg = self.cfg
-        if cfg.kind == "openai":
-            self.endpoint = self._endpoint((cfg.base_url or "").rstrip("/"), self.model.source, cfg.api_key_env)
+        if cfg.kind == "openai":  # nothing to start: one probe request says whether it takes key and dialect
+            endpoint = self._endpoint((cfg.base_url or "").rstrip("/"), self.model.source, cfg.api_key_env)
+            probe(endpoint, f"model {self.model.name} (openai deployment {cfg.name})")
+            self.endpoint = endpoint
             return self.endpoint
         port = free_port()
         self.log_path = self.log_dir / f"{self.model.name}-{port}.log"
@@ -181,15 +204,17 @@ class ServerPool:
     """The deployments of one flow run: each model started when first needed, all stopped together."""
 
     def __init__(self, models: Mapping[str, ModelConfig], deployments: Mapping[str, DeploymentConfig],
-                 log_dir: str | Path):
+                 log_dir: str | Path, files: Mapping[str, str] | None = None):
         self.models, self.deployments, self.log_dir = models, deployments, Path(log_dir)
+        self.files = files or {}  # "deployments/<name>" -> its YAML (ResolvedExperiment.files)
         self.endpoints: dict[str, Endpoint] = {}
         self._stack = ExitStack()
 
     def ensure(self, names: Iterable[str]) -> dict[str, Endpoint]:
         """Start every named model not started yet; returns the endpoints of all started ones."""
         for name in sorted(set(names) - set(self.endpoints)):
-            dep = Deployment(self.models[name], self.deployments[name], self.log_dir)
+            cfg = self.deployments[name]
+            dep = Deployment(self.models[name], cfg, self.log_dir, self.files.get(f"deployments/{cfg.name}"))
             self.endpoints[name] = self._stack.enter_context(dep)
         return dict(self.endpoints)
 
