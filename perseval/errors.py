@@ -39,5 +39,6 @@ class DeploymentError(PersevalError):
         return (type(self), (str(self), self.log_path))
 
 
-class AuthenticationFailed(DeploymentError):
-    """An endpoint refused the key (or none was set): the same command cannot succeed until it is fixed."""
+class EndpointRefused(DeploymentError):
+    """An endpoint refused a setting of its deployment YAML (the key, the structured-output dialect): the
+    same command cannot succeed until that setting is fixed."""

@@ -86,20 +86,30 @@ def wait_healthy(base_url: str, proc: subprocess.Popen | None, timeout_s: float,
                           f"{log_tail(log_path)}", log_path)
 
 
-# A line of a server's log that says why it stopped: an argparse refusal, an exception's last line, llama.cpp's
-# or vLLM's own error lines. Traceback frames ("  File ...") are not causes.
-CAUSE = re.compile(r"error|exception|failed|invalid|unrecognized|cannot|can't|unable|not found|no such|"
-                   r"out of memory|permission denied", re.IGNORECASE)
+# The line of a server's start-up log that says why it stopped, most telling first: an argparse refusal
+# ("prog: error: unrecognized arguments: ..."), pydantic's (llama-cpp-python checks its settings: "1
+# validation error for ModelSettings" and the two lines naming the field), an exception's last line
+# ("ValueError: Failed to load model from file: ..."); else the last unindented line that says error or
+# failed (an indented one is a traceback frame or the usage text a refused flag prints).
+USAGE_ERROR = re.compile(r"^\S+: error: ")
+VALIDATION = re.compile(r"^\d+ validation errors? for ")
+EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)(: |$)")
+ERROR_WORD = re.compile(r"\berror\b|\bfailed\b", re.IGNORECASE)
 
 
-def log_cause(path: Path | None, lines: int = 60) -> str:
-    """': <the last line of the log's tail that names a cause>', for the error's first line (the one a user
-    sees; the tail stays in the log); '' when no line does."""
+def log_cause(path: Path | None, lines: int = 2000) -> str:
+    """': <why the server stopped, from its log>' for the error's first line (the one a user sees; the log
+    keeps the rest), or '' when no line of the log's tail says."""
     if path is None or not path.exists():
         return ""
     tail = path.read_text(errors="replace").splitlines()[-lines:]
-    causes = [ln.strip() for ln in tail if CAUSE.search(ln) and not ln.lstrip().startswith(("File ", "Traceback"))]
-    return f": {' '.join(causes[-1].split())[:300]}" if causes else ""
+    found = next((ln for ln in reversed(tail) if USAGE_ERROR.match(ln)), None)
+    at = next((i for i in reversed(range(len(tail))) if VALIDATION.match(tail[i])), None)
+    if found is None and at is not None:
+        found = ": ".join(ln.strip() for ln in tail[at:at + 3])
+    found = found or next((ln for ln in reversed(tail) if EXCEPTION.match(ln)), None) or \
+        next((ln for ln in reversed(tail) if ERROR_WORD.search(ln) and not ln[:1].isspace()), None)
+    return f": {' '.join(found.split())[:300]}" if found else ""
 
 
 def log_tail(path: Path | None, lines: int = 25) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from perseval.config import STRUCTURED_OUTPUT
-from perseval.errors import AuthenticationFailed, DeploymentError
+from perseval.errors import EndpointRefused
 from perseval.llm.client import auth_hint, response_format
 from perseval.llm.endpoint import Endpoint
 from perseval.redact import redact, secret_from_env
@@ -52,24 +52,24 @@ def _said(resp: httpx.Response) -> str:
 
 
 def probe(ep: Endpoint, name: str) -> None:
-    """Raise DeploymentError (AuthenticationFailed for a refused key) when `ep` refuses the probe; `name`
-    says which deployment, as the health wait does."""
+    """Raise EndpointRefused when `ep` refuses the probe's key or dialect; `name` says which deployment, as
+    the health wait does."""
     where = ep.deployment_file or f"the deployment YAML of model {ep.name!r}"
     if ep.api_key_env and not os.environ.get(ep.api_key_env):
-        raise AuthenticationFailed(f"{name}: {where}: key 'api_key_env': ${ep.api_key_env} is not set in this "
+        raise EndpointRefused(f"{name}: {where}: key 'api_key_env': ${ep.api_key_env} is not set in this "
                                    "run's environment; export the endpoint's key there")
     dialect = ep.dialect()
     resp = _send(ep, dialect)
     if resp is None or resp.status_code == 200:
         return
     if resp.status_code in AUTH_STATUS:
-        raise AuthenticationFailed(f"{name}: the endpoint {ep.base_url} refused the key ({_said(resp)}): "
+        raise EndpointRefused(f"{name}: the endpoint {ep.base_url} refused the key ({_said(resp)}): "
                                    f"{auth_hint(ep)}")
     works = [d for d in STRUCTURED_OUTPUT if d != dialect and _accepted(ep, d)]
     if not works:  # it refuses any request, not this dialect: a server error, left to the run
         log.warning("probe of %s: %s with and without response_format", ep.base_url, _said(resp))
         return
-    raise DeploymentError(f"{name}: {where}: key 'structured_output': the endpoint refused structured output "
+    raise EndpointRefused(f"{name}: {where}: key 'structured_output': the endpoint refused structured output "
                           f"as {dialect} ({_said(resp)}) but accepts {works[0]}; set structured_output to one "
                           f"of {', '.join(STRUCTURED_OUTPUT)} (json_object_schema for llama.cpp's server, none to "
                           "send no response_format and only parse the answers)")
