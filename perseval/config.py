@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -113,8 +114,6 @@ class DeploymentConfig(Strict):
         """An http(s) URL with a host and a port in 1..65535 (a bad one would fail every request alike)."""
         if url is None:
             return url
-        from urllib.parse import urlsplit
-
         parts = urlsplit(url)
         try:
             port = parts.port

@@ -301,6 +301,18 @@ def endpoint() -> Iterator[tuple[Endpoints, str]]:
         yield script, f"{url}/v1"
 
 
+def _ask(ep: Endpoint, cache: RequestCache, schema: dict | None = None, role: str = "judge"):
+    """One chat request through the client, as an agent or judge sends it."""
+    client = LLMClient(ep, Sampling(), cache, role=role, run_id="r", seed=1)
+
+    async def go():
+        try:
+            return await client.chat([{"role": "user", "content": "is it?"}], json_schema=schema)
+        finally:
+            await client.aclose()
+    return asyncio.run(go())
+
+
 API = ModelConfig(name="api-model", format="api", source="served-name", deployment="probe-me")
 KEY = "sk-test-abcdefghijklmnop"
 
@@ -353,23 +365,12 @@ def test_the_dialect_set_is_what_the_client_sends_and_no_key_changes(endpoint, d
     script, url = endpoint
     monkeypatch.setenv("PERSEVAL_PROBE_KEY", KEY)
     cache = RequestCache(tmp_path / "cache.sqlite")
-
-    def ask(ep: Endpoint):
-        client = LLMClient(ep, Sampling(), cache, role="judge", run_id="r", seed=1)
-
-        async def go():
-            try:
-                return await client.chat([{"role": "user", "content": "is it?"}], json_schema=SCHEMA)
-            finally:
-                await client.aclose()
-        return asyncio.run(go())
-
     ep = _api(url, structured_output=dialect).start()
     probes = len(script.bodies)
-    first = ask(ep)
+    first = _ask(ep, cache, SCHEMA)
     assert first.status == "ok" and not first.cached and script.bodies[probes].get("response_format") == sent
     other = "none" if dialect != "none" else "json_object_schema"
-    again = ask(_api(url, structured_output=other).start())
+    again = _ask(_api(url, structured_output=other).start(), cache, SCHEMA)
     assert again.cached and again.text == first.text
     assert len(cache) == 1 and cache.request_counts("r") == {"judge": {"ok": 1}}  # the probes are no requests
 
@@ -382,14 +383,7 @@ def test_a_key_refused_mid_run_is_logged_apart_and_the_run_says_what_to_fix(endp
     monkeypatch.setenv("PERSEVAL_PROBE_KEY", KEY)
     ep = Endpoint("api-model", "openai", url, "served-name", "api:x", "PERSEVAL_PROBE_KEY", 2, 10.0, 0,
                   deployment_file="configs/deployments/probe-me.yaml")
-    client = LLMClient(ep, Sampling(), RequestCache(tmp_path / "c.sqlite"), role="agent", run_id="r", seed=1)
-
-    async def go():
-        try:
-            return await client.chat([{"role": "user", "content": "hi"}])
-        finally:
-            await client.aclose()
-    failed = asyncio.run(go())
+    failed = _ask(ep, RequestCache(tmp_path / "c.sqlite"), role="agent")
     assert failed.status == "failed" and failed.error.startswith("authentication failed (HTTP 401): check the key "
                                                                  "in $PERSEVAL_PROBE_KEY"), failed.error
     counts = RequestCache(tmp_path / "c.sqlite").request_counts("r")
@@ -406,14 +400,7 @@ def test_a_key_refused_mid_run_is_logged_apart_and_the_run_says_what_to_fix(endp
 def test_a_connection_error_names_the_address(tmp_path):
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     ep = Endpoint("m", "vllm", url, "m", "hf:x", None, 1, 5.0, 0)
-    client = LLMClient(ep, Sampling(), RequestCache(tmp_path / "c.sqlite"), role="judge", run_id="r", seed=1)
-
-    async def go():
-        try:
-            return await client.chat([{"role": "user", "content": "hi"}])
-        finally:
-            await client.aclose()
-    failed = asyncio.run(go())
+    failed = _ask(ep, RequestCache(tmp_path / "c.sqlite"))
     assert failed.status == "failed" and failed.error.endswith(f"(no answer from {url})"), failed.error
 
 
