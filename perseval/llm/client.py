@@ -2,9 +2,10 @@
 
 Bounded concurrency per deployment, retries with exponential backoff on
 transient errors (the openai SDK's), timeouts, structured output in the
-dialect each deployment sets (by default, the one its kind accepts), token counts, and the persistent request
-cache in front of it all. A request that still fails is returned as a failed
-ChatResult (and logged), never raised: failures are data. The key and `Bearer`
+dialect the deployment sets (by default the one its kind accepts), token
+counts, and the persistent request cache in front of it all. A request that
+still fails is returned as a failed ChatResult (and logged; a refused key as
+`unauthorized`), never raised: failures are data. The key and `Bearer`
 tokens are masked in every text it returns (perseval.redact).
 """
 from __future__ import annotations
