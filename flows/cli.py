@@ -13,9 +13,47 @@ from rich.table import Table
 
 from flows.env import apply_offline_env
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# The exit codes a script can act on, in `perseval --help` and `perseval run --help`.
+EXIT_CODES = ("Exit codes: 0 done; 2 bad input (a file, row or key is named; nothing was started); 3 incomplete "
+              "(some outputs or judgments failed and are left out of the scores; the same command redoes only "
+              "those); 4 late failure (the run stopped after start-up; finished outputs are kept and the same "
+              "command resumes).")
+app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES,
                   help="Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB).")
+CONFIG = typer.Argument(..., exists=True, dir_okay=False, metavar="CONFIG", help="experiment YAML")
 console = Console(width=None if sys.stdout.isatty() else 160)  # logs and CI: keep the table readable
+
+
+def _version(show: bool) -> None:
+    if show:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            console.print(f"perseval {version('perseval')}")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            console.print("perseval (not installed: no version recorded)")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(_: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="print perseval's version and exit")) -> None:
+    """Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB)."""
+
+
+def _help_as_people_expect() -> None:
+    """typer 0.29 prints every flag with a type (`--help <bool>`: a flag takes no value, so its type column
+    stays empty) and a required argument in braces (`run [OPTIONS] {CONFIG}`: written `CONFIG`, as in the
+    usage line of most commands; an optional one keeps its brackets)."""
+    from typer.core import TyperArgument, TyperOption
+
+    typed, usage = TyperOption.display_type_rich, TyperArgument._usage_display_name
+    TyperOption.display_type_rich = lambda self, ctx: None if self.is_flag else typed(self, ctx)  # type: ignore
+    TyperArgument._usage_display_name = lambda self: (  # type: ignore
+        self.display_name_raw + ("..." if self.nargs != 1 else "") if self.required else usage(self))
+
+
+_help_as_people_expect()
 
 
 def _error(message: object) -> None:
@@ -77,16 +115,19 @@ def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[s
     return prefect_api(Path(output_root or default_root) / "logs")
 
 
-@app.command()
-def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
+@app.command(epilog=EXIT_CODES)
+def run(config: Path = CONFIG,
         output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
         dask_address: Optional[str] = typer.Option(None, help="an existing Dask scheduler (tcp://host:8786)"),
         summary_json: Optional[Path] = typer.Option(None, help="also write the run summary as JSON here"),
-        quiet: bool = typer.Option(False, help="no progress bars")) -> None:
+        sample: Optional[int] = typer.Option(None, min=1, help="run every benchmark on this many instances "
+                                                               "(instead of each entry's sample)"),
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bars")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
     exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
-    summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet)
+    summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
+                        sample=sample)
     from perseval.report import SMALL_MODEL_WARNING
 
     _print_headline(summary["headline"])
@@ -103,9 +144,22 @@ def run(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="ex
         failed_out = sum(r["failed_outputs"] for r in incomplete)
         failed_judg = sum(r["failed_judgments"] for r in incomplete)
         console.print(f"[red]incomplete:[/red] {len(incomplete)} cell(s) hold {failed_out} failed output(s) and "
-                      f"{failed_judg} failed judgment(s), left out of their scores; run the same command again "
-                      "to redo only those", soft_wrap=True)
+                      f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}",
+                      soft_wrap=True)
         raise typer.Exit(INCOMPLETE_EXIT)
+
+
+def _redo_hint(exp: Any, summary: dict) -> str:
+    """What to do about failed rows: run again, unless an endpoint refused the key (HTTP 401/403), which no
+    re-run fixes: then which variable of which deployment YAML to fix first."""
+    refused = sum(by_status.get("unauthorized", 0) for by_status in summary.get("requests", {}).values())
+    if not refused:
+        return "run the same command again to redo only those"
+    keys = [f"${d.api_key_env} (api_key_env of {exp.file_of('deployments', d.name)})" if d.api_key_env else
+            f"api_key_env, unset in {exp.file_of('deployments', d.name)}"
+            for d in {d.name: d for d in exp.deployments.values() if d.kind == "openai"}.values()]
+    return (f"{refused} request(s) were refused for authentication (HTTP 401/403), which running again cannot "
+            f"fix: check the key in {', '.join(keys) or 'the endpoint'}, then run the same command to redo them")
 
 
 def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any) -> dict:
@@ -174,7 +228,7 @@ def _load_or_exit(config: Path) -> "Any":
 
 
 @app.command()
-def validate(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML")) -> None:
+def validate(config: Path = CONFIG) -> None:
     """Check an experiment file and everything it names (no server is started)."""
     apply_offline_env()
     exp, plan = _load_or_exit(config)
@@ -183,7 +237,7 @@ def validate(config: Path = typer.Argument(..., exists=True, dir_okay=False, hel
 
 
 @app.command()
-def construct(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
+def construct(config: Path = CONFIG,
               output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
               dask_address: Optional[str] = typer.Option(None, help="an existing Dask scheduler")) -> None:
     """Build the experiment's benchmark data only: the evaluate flow's construct stage, under the same data
@@ -198,7 +252,7 @@ def construct(config: Path = typer.Argument(..., exists=True, dir_okay=False, he
 
 
 @app.command()
-def stats(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
+def stats(config: Path = CONFIG,
           output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
           out_dir: Optional[Path] = typer.Option(None, help="also write each table as CSV and Markdown here")) -> None:
     """Dataset statistics of every benchmark in CONFIG (built or loaded first, as `perseval construct`)."""
@@ -221,8 +275,10 @@ def stats(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="
 
 
 @app.command()
-def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, help="first rater's CSV"),
-              labels_b: Path = typer.Argument(..., exists=True, dir_okay=False, help="second rater's CSV")) -> None:
+def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="LABELS_A",
+                                              help="first rater's CSV"),
+              labels_b: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="LABELS_B",
+                                              help="second rater's CSV")) -> None:
     """IBA-Bench validation (appendix B.1): raw agreement and Gwet's AC1 of two annotation files.
 
     Each CSV has `instance_id` and one 0/1 column per dimension (reasonableness, coherence,
@@ -308,7 +364,10 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
 
 
 @app.command()
-def ui(port: int = typer.Option(5000), tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
+def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.0.1 the UI listens on"),
+       tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db", help="the MLflow store to open (as an "
+                                        "experiment's mlflow.tracking_uri; a relative sqlite path is read from "
+                                        "here)")) -> None:
     """Start the MLflow UI on 127.0.0.1."""
     from perseval.config import MLflowSettings
     from perseval.llm.deployments import HOST
@@ -330,12 +389,12 @@ def ui_command(uri: str, artifacts: str, port: int) -> list[str]:
 
 
 @app.command()
-def deploy(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML"),
+def deploy(config: Path = CONFIG,
            cron: str = typer.Option(..., help="cron expression, e.g. '0 2 * * *' for nightly at 02:00"),
            name: Optional[str] = typer.Option(None, help="deployment name (default: the experiment name)"),
            timezone: str = typer.Option("UTC"),
            pool: str = typer.Option("perseval", help="the process work pool a worker polls (created if missing)"),
-           sample: Optional[int] = typer.Option(None, help="run every benchmark on this many instances"),
+           sample: Optional[int] = typer.Option(None, min=1, help="run every benchmark on this many instances"),
            serve: bool = typer.Option(False, "--serve", help="no worker: execute the scheduled runs here (blocks)")) -> None:
     """Register the evaluate flow for CONFIG as a scheduled Prefect deployment (needs PREFECT_API_URL).
 

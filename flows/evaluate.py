@@ -67,7 +67,7 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
     rt = Runtime(root, uuid.uuid4().hex, cache, e.shard_size, exp.plugins)
     timings: dict[str, float] = {}
     RequestCache(rt.cache_path)  # a damaged cache is set aside here, once, before any worker opens it
-    with ServerPool(exp.models, exp.deployments, Path(root) / "logs") as servers:
+    with ServerPool(exp.models, exp.deployments, Path(root) / "logs", exp.files) as servers:
         building = [u for u in plan.data if not data_done(root, u)]
         crt = replace(rt, endpoints=servers.ensure({m.name for u in building for m in u.construction.values()}))
         _wait("construct", {u.key: construct_task.submit(u, crt) for u in building}, show_progress, timings)

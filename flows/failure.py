@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from perseval.errors import DeploymentError
+from perseval.errors import DeploymentError, EndpointRefused
 
 LATE_FAILURE_EXIT = 4  # the run stopped after start-up; finished outputs are kept, the same command resumes
 TRACEBACK_ENV = "PERSEVAL_TRACEBACK"
@@ -63,7 +63,8 @@ def failure_report(exc: BaseException, root: Path, argv: Sequence[str]) -> list[
     log = write_traceback(exc, root / "logs")
     lines = [f"run stopped: {what_failed(exc)}",
              f"kept: stage outputs finished so far stay under {root} ({kept_outputs(root)}); nothing is removed",
-             f"resume: {shlex.join(['perseval', *argv])}"]
+             f"{'once that is fixed, resume' if isinstance(exc, EndpointRefused) else 'resume'}: "
+             f"{shlex.join(['perseval', *argv])}"]
     if os.environ.get(TRACEBACK_ENV):
         lines.append("".join(traceback.format_exception(exc)).rstrip())
     else:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
@@ -31,8 +32,8 @@ class Strict(BaseModel):
 
 
 class Sampling(Strict):
-    temperature: float = 0.0
-    top_p: float = 1.0
+    temperature: float = Field(0.0, ge=0)  # a negative one is refused by every server, request by request
+    top_p: float = Field(1.0, gt=0, le=1)
     max_tokens: int = Field(256, ge=1)
     seed: int | None = None  # None: the experiment seed
 
@@ -79,6 +80,15 @@ class VLLMSettings(Strict):
 
 
 DEPLOYMENT_FORMATS = {"embedded": "gguf", "vllm": "hf", "openai": "api"}
+# How a server wants a JSON schema in `response_format`: json_schema (vLLM, OpenAI), json_object with a
+# `schema` beside it (llama.cpp's server), or none (no response_format: the answer is only parsed).
+STRUCTURED_OUTPUT = ("json_schema", "json_object_schema", "none")
+StructuredOutput = Literal["json_schema", "json_object_schema", "none"]
+
+
+def default_dialect(kind: str) -> str:
+    """The structured-output dialect of a deployment kind that sets none: what llama.cpp / vLLM accept."""
+    return "json_object_schema" if kind == "embedded" else "json_schema"
 
 
 class DeploymentConfig(Strict):
@@ -87,14 +97,33 @@ class DeploymentConfig(Strict):
     name: str
     kind: Literal["embedded", "vllm", "openai"]
     context_length: int = Field(4096, ge=256)  # n_ctx (embedded) / --max-model-len (vllm)
-    n_threads: int | None = None  # embedded: llama.cpp threads (None: all cores)
+    n_threads: int | None = Field(None, ge=1)  # embedded: llama.cpp threads (None: all cores)
     vllm: VLLMSettings = VLLMSettings()
     base_url: str | None = None  # openai: the endpoint (…/v1)
     api_key_env: str | None = None  # openai: the variable holding the key (never logged)
     max_concurrency: int = Field(4, ge=1)
-    timeout_s: float = 300.0
+    timeout_s: float = Field(300.0, gt=0)
     retries: int = Field(3, ge=0)
-    startup_timeout_s: float = 600.0
+    startup_timeout_s: float = Field(600.0, gt=0)
+    # the dialect of structured output; None: by kind (embedded json_object_schema, else json_schema). A
+    # serving choice like the port: it enters no key, so switching it reuses cached answers.
+    structured_output: StructuredOutput | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, url: str | None) -> str | None:
+        """An http(s) URL with a host and a port in 1..65535 (a bad one would fail every request alike)."""
+        if url is None:
+            return url
+        parts = urlsplit(url)
+        try:
+            port = parts.port
+        except ValueError:
+            port = -1
+        if parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or port == 0:
+            raise ValueError(f"{url!r} is not an http:// or https:// URL with a host and a port in 1..65535 "
+                             "(e.g. http://127.0.0.1:8000/v1)")
+        return url
 
     @model_validator(mode="after")
     def _kind_fields(self) -> "DeploymentConfig":
@@ -154,8 +183,8 @@ class BenchmarkEntry(Strict):
 
 class DaskSettings(Strict):
     address: str | None = None  # an existing scheduler; None: a LocalCluster
-    n_workers: int = 2
-    threads_per_worker: int = 1
+    n_workers: int = Field(2, ge=1)  # 0 or less: a LocalCluster with no worker, and a run that waits forever
+    threads_per_worker: int = Field(1, ge=1)
 
 
 class MLflowSettings(Strict):

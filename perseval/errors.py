@@ -37,3 +37,8 @@ class DeploymentError(PersevalError):
 
     def __reduce__(self):  # picklable with its log path (Dask ships task errors between processes)
         return (type(self), (str(self), self.log_path))
+
+
+class EndpointRefused(DeploymentError):
+    """An endpoint refused a setting of its deployment YAML (the key, the structured-output dialect): the
+    same command cannot succeed until that setting is fixed."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perseval import checks
 from perseval.capabilities import capabilities
 from perseval.components import lookup
 from perseval.config import (DEPLOYMENT_FORMATS, AgentConfig, BenchmarkEntry, DeploymentConfig, ExperimentConfig,
@@ -114,7 +115,9 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
     resolved = ResolvedExperiment(path=str(path), experiment=exp, models=models, deployments=deployments,
                                   retrievers=retrievers, judges=judges, agents=agents, plugins=plugins,
                                   files=res.files)
+    checks.check_experiment(resolved, res.roots)  # degenerate or repeated settings (no cells, a name twice, a bad GGUF)
     resolved._bound = bind(resolved, bench_params)
+    checks.check_cells(resolved, resolved._bound.agents, res.roots)
     return resolved
 
 

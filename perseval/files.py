@@ -13,6 +13,9 @@ def find_table(folder: Path, stem: str, suffixes: tuple[str, str], hint: str, ho
     if not folder.is_dir():
         raise InputError(folder, f"not a folder; expected {holder} holding {first} or {second}. {hint}")
     found = [folder / name for name in (first, second) if (folder / name).is_file()]
+    folders = [folder / name for name in (first, second) if (folder / name).is_dir()]
+    if not found and folders:  # not "missing": the name is there, as a folder (an unpacked archive, say)
+        raise InputError(folders[0], f"is a directory, expected a file ({first} or {second}). {hint}")
     if not found:
         raise InputError(folder, f"missing file {first} (or {second}). {hint}")
     if len(found) > 1:

@@ -231,7 +231,7 @@ def _yaml(change: Callable[[str], str | bytes]) -> Callable[[Path], None]:
 
 def _experiment_cases() -> list[Case]:
     return [
-        Case("experiment", "missing_file", lambda p: p.unlink(), ("Invalid value for 'config'", "does not exist")),
+        Case("experiment", "missing_file", lambda p: p.unlink(), ("Invalid value for 'CONFIG'", "does not exist")),
         Case("experiment", "missing_column", _yaml(lambda t: t.replace("  agents:\n  - iba-no-history\n", "")),
              ("bad.yaml", "benchmarks.0.agents")),
         Case("experiment", "wrong_type", _yaml(lambda t: t.replace("sample: 2", "sample: many")),
@@ -255,7 +255,7 @@ def _labels(text: str | bytes) -> Callable[[Path], None]:
 
 def _agreement_cases() -> list[Case]:
     return [
-        Case("agreement", "missing_file", lambda p: p.unlink(), ("Invalid value for 'labels_b'", "does not exist")),
+        Case("agreement", "missing_file", lambda p: p.unlink(), ("Invalid value for 'LABELS_B'", "does not exist")),
         Case("agreement", "missing_column", _labels("instance_id,reasonableness,coherence\ni1,1,1\n"),
              ("b.csv, row 1, field 'persona_consistency': missing column",)),
         Case("agreement", "wrong_type", _labels(HEADER + "i1,1,maybe,0\n"),

@@ -110,11 +110,12 @@ def test_a_deleted_data_part_and_a_damaged_cache_are_repaired_by_a_rerun(workdir
 
 
 class _Echo(JsonHandler):
-    """An OpenAI-compatible endpoint that refuses every key and echoes it back, as some do."""
+    """An OpenAI-compatible endpoint in an outage that echoes the key it got in its error, as some do. (A 401
+    is not an outage: the start's probe refuses the key at once, tests/test_bad_input_more.py.)"""
 
     def do_POST(self) -> None:
         self.request_json()
-        self.reply(401, {"error": {"message": f"Invalid API key: {self.headers.get('Authorization')}"}})
+        self.reply(503, {"error": {"message": f"Overloaded; your key: {self.headers.get('Authorization')}"}})
 
 
 def test_an_outage_run_exits_3_logs_no_score_and_leaks_no_key(workdir, prefect_api):
@@ -145,7 +146,7 @@ def test_an_outage_run_exits_3_logs_no_score_and_leaks_no_key(workdir, prefect_a
     assert not leaks, leaks
     errors = [o.error for d in (workdir / "canary" / "run").iterdir()
               for o in StageStore(workdir / "canary", "run", d.name).read_records(AgentOutput)]
-    assert errors and all("401" in e and "[REDACTED]" in e for e in errors), errors[:2]  # the echo, masked
+    assert errors and all("503" in e and "[REDACTED]" in e for e in errors), errors[:2]  # the echo, masked
 
 
 def test_kill_9_of_the_process_group_leaves_no_server_and_the_flow_run_is_marked_crashed(workdir, tmp_path,

@@ -2,9 +2,10 @@
 
 Bounded concurrency per deployment, retries with exponential backoff on
 transient errors (the openai SDK's), timeouts, structured output in the
-dialect each server kind accepts, token counts, and the persistent request
-cache in front of it all. A request that still fails is returned as a failed
-ChatResult (and logged), never raised: failures are data. The key and `Bearer`
+dialect the deployment sets (by default the one its kind accepts), token
+counts, and the persistent request cache in front of it all. A request that
+still fails is returned as a failed ChatResult (and logged; a refused key as
+`unauthorized`), never raised: failures are data. The key and `Bearer`
 tokens are masked in every text it returns (perseval.redact).
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import openai
 
-from perseval.config import Sampling
+from perseval.config import Sampling, default_dialect
 from perseval.cost import Usage
 from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key
@@ -29,11 +30,31 @@ CAPTURE_ENV = "PERSEVAL_CAPTURE_REQUESTS"  # a .jsonl path: every request sent i
 CAPTURED_BODY = ("messages", "temperature", "top_p", "max_tokens", "seed", "response_format", "tools")
 
 
-def response_format(kind: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """llama.cpp takes `json_object` + `schema` and rejects `json_schema`; vLLM and OpenAI need `json_schema`."""
-    if kind == "embedded":
+def response_format(dialect: str, schema: dict[str, Any]) -> dict[str, Any] | None:
+    """`schema` in a deployment's dialect: llama.cpp takes `json_object` + `schema` and rejects `json_schema`;
+    vLLM and OpenAI need `json_schema`; `none` sends nothing (the answer is parsed as it comes)."""
+    if dialect == "none":
+        return None
+    if dialect == "json_object_schema":
         return {"type": "json_object", "schema": schema}
     return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": False}}
+
+
+def key_format(kind: str, schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The schema as the request cache keys it: in the kind's default dialect whatever the deployment sends,
+    because the dialect is a serving choice (like the port) and keys stay those of before the setting."""
+    return None if schema is None else response_format(default_dialect(kind), schema)
+
+
+AUTH_ERRORS = (openai.AuthenticationError, openai.PermissionDeniedError)  # 401, 403: no retry can fix them
+
+
+def auth_hint(endpoint: Endpoint) -> str:
+    """What to fix when an endpoint refuses the key: the variable, and the deployment YAML that names it."""
+    where = endpoint.deployment_file or f"the deployment of model {endpoint.name!r}"
+    if not endpoint.api_key_env:
+        return f"the request carried no key: set api_key_env in {where} to the variable that holds it"
+    return f"check the key in ${endpoint.api_key_env} (api_key_env of {where}), or its access to this model"
 
 
 class LLMClient:
@@ -63,8 +84,9 @@ class LLMClient:
             # a distinct seed per repeat, so repeated judgments at temperature > 0 are independent draws
             "seed": self.seed + repeat,
         }
-        if json_schema is not None:
-            req["response_format"] = response_format(self.endpoint.kind, json_schema)
+        fmt = None if json_schema is None else response_format(self.endpoint.dialect(), json_schema)
+        if fmt is not None:
+            req["response_format"] = fmt
         if tools:
             req["tools"] = tools
         return req
@@ -75,7 +97,7 @@ class LLMClient:
         req = self._request(messages, json_schema, max_tokens, temperature, repeat, tools)
         sampling = {k: req[k] for k in ("temperature", "top_p", "max_tokens")}
         key = request_key(self.endpoint.identity, messages, sampling, req["seed"], repeat,
-                          {"response_format": req.get("response_format"), "tools": tools})
+                          {"response_format": key_format(self.endpoint.kind, json_schema), "tools": tools})
         hit = self.cache.get(key)
         if hit is not None:
             result = ChatResult(**hit, cached=True)
@@ -89,10 +111,16 @@ class LLMClient:
         try:
             resp = await self._client.chat.completions.create(**req)
         except openai.OpenAIError as exc:  # retries are exhausted by now
-            failed = ChatResult(text="", status="failed", error=redact(f"{type(exc).__name__}: {exc}")[:2000],
+            error, status = f"{type(exc).__name__}: {exc}", "failed"
+            if isinstance(exc, AUTH_ERRORS):  # logged apart: the run's summary says what to fix, not "again"
+                error, status = f"authentication failed (HTTP {exc.status_code}): {auth_hint(self.endpoint)}; " \
+                                f"{error}", "unauthorized"
+            elif isinstance(exc, openai.APIConnectionError):  # the SDK's text names no address
+                error += f" (no answer from {self.endpoint.base_url})"
+            failed = ChatResult(text="", status="failed", error=redact(error)[:2000],
                                 latency_s=time.monotonic() - start)
             self.usage.record(failed)
-            self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "failed", 0, 0,
+            self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, status, 0, 0,
                                    failed.latency_s)
             self._capture(req, failed)
             return failed

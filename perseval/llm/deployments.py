@@ -11,6 +11,7 @@ DeploymentError with the last lines of its log.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -26,6 +27,7 @@ from perseval.config import DeploymentConfig, ModelConfig
 from perseval.errors import DeploymentError
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label, resolve_gguf
+from perseval.llm.probe import probe
 
 HOST = "127.0.0.1"
 
@@ -72,16 +74,42 @@ def wait_healthy(base_url: str, proc: subprocess.Popen | None, timeout_s: float,
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
-            raise DeploymentError(f"{prefix}server exited with code {proc.returncode} during start-up\n"
-                                  f"{log_tail(log_path)}", log_path)
+            raise DeploymentError(f"{prefix}server exited with code {proc.returncode} during start-up"
+                                  f"{log_cause(log_path)}\n{log_tail(log_path)}", log_path)
         try:
             if httpx.get(base_url + health_path, timeout=2.0).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    raise DeploymentError(f"{prefix}server not healthy at {base_url} after {timeout_s:.0f}s\n{log_tail(log_path)}",
-                          log_path)
+    raise DeploymentError(f"{prefix}server not healthy at {base_url} after {timeout_s:.0f}s{log_cause(log_path)}\n"
+                          f"{log_tail(log_path)}", log_path)
+
+
+# The line of a server's start-up log that says why it stopped, most telling first: an argparse refusal
+# ("prog: error: unrecognized arguments: ..."), pydantic's (llama-cpp-python checks its settings: "1
+# validation error for ModelSettings" and the two lines naming the field), an exception's last line
+# ("ValueError: Failed to load model from file: ..."); else the last unindented line that says error or
+# failed (an indented one is a traceback frame or the usage text a refused flag prints).
+USAGE_ERROR = re.compile(r"^\S+: error: ")
+VALIDATION = re.compile(r"^\d+ validation errors? for ")
+EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)(: |$)")
+ERROR_WORD = re.compile(r"\berror\b|\bfailed\b", re.IGNORECASE)
+
+
+def log_cause(path: Path | None, lines: int = 2000) -> str:
+    """': <why the server stopped, from its log>' for the error's first line (the one a user sees; the log
+    keeps the rest), or '' when no line of the log's tail says."""
+    if path is None or not path.exists():
+        return ""
+    tail = path.read_text(errors="replace").splitlines()[-lines:]
+    found = next((ln for ln in reversed(tail) if USAGE_ERROR.match(ln)), None)
+    at = next((i for i in reversed(range(len(tail))) if VALIDATION.match(tail[i])), None)
+    if found is None and at is not None:
+        found = ": ".join(ln.strip() for ln in tail[at:at + 3])
+    found = found or next((ln for ln in reversed(tail) if EXCEPTION.match(ln)), None) or \
+        next((ln for ln in reversed(tail) if ERROR_WORD.search(ln) and not ln[:1].isspace()), None)
+    return f": {' '.join(found.split())[:300]}" if found else ""
 
 
 def log_tail(path: Path | None, lines: int = 25) -> str:
@@ -122,8 +150,10 @@ def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:
 class Deployment:
     """A model made live by a deployment. Use as a context manager, or call start()/stop()."""
 
-    def __init__(self, model: ModelConfig, deployment: DeploymentConfig, log_dir: str | Path):
+    def __init__(self, model: ModelConfig, deployment: DeploymentConfig, log_dir: str | Path,
+                 config_file: str | None = None):
         self.model, self.cfg, self.log_dir = model, deployment, Path(log_dir)
+        self.config_file = config_file  # the deployment's YAML, named in what a failed start says
         self.proc: subprocess.Popen | None = None
         self.endpoint: Endpoint | None = None
         self.log_path: Path | None = None
@@ -144,12 +174,15 @@ class Deployment:
     def _endpoint(self, base_url: str, served_model: str, api_key_env: str | None = None) -> Endpoint:
         c = self.cfg
         return Endpoint(self.model.name, c.kind, base_url, served_model, identity_label(self.model), api_key_env,
-                        c.max_concurrency, c.timeout_s, c.retries)
+                        c.max_concurrency, c.timeout_s, c.retries, c.structured_output,
+                        self.config_file or f"deployments/{c.name}.yaml")
 
     def start(self) -> Endpoint:
         cfg = self.cfg
-        if cfg.kind == "openai":
-            self.endpoint = self._endpoint((cfg.base_url or "").rstrip("/"), self.model.source, cfg.api_key_env)
+        if cfg.kind == "openai":  # nothing to start: one probe request says whether it takes key and dialect
+            endpoint = self._endpoint((cfg.base_url or "").rstrip("/"), self.model.source, cfg.api_key_env)
+            probe(endpoint, f"model {self.model.name} (openai deployment {cfg.name})")
+            self.endpoint = endpoint
             return self.endpoint
         port = free_port()
         self.log_path = self.log_dir / f"{self.model.name}-{port}.log"
@@ -181,15 +214,17 @@ class ServerPool:
     """The deployments of one flow run: each model started when first needed, all stopped together."""
 
     def __init__(self, models: Mapping[str, ModelConfig], deployments: Mapping[str, DeploymentConfig],
-                 log_dir: str | Path):
+                 log_dir: str | Path, files: Mapping[str, str] | None = None):
         self.models, self.deployments, self.log_dir = models, deployments, Path(log_dir)
+        self.files = files or {}  # "deployments/<name>" -> its YAML (ResolvedExperiment.files)
         self.endpoints: dict[str, Endpoint] = {}
         self._stack = ExitStack()
 
     def ensure(self, names: Iterable[str]) -> dict[str, Endpoint]:
         """Start every named model not started yet; returns the endpoints of all started ones."""
         for name in sorted(set(names) - set(self.endpoints)):
-            dep = Deployment(self.models[name], self.deployments[name], self.log_dir)
+            cfg = self.deployments[name]
+            dep = Deployment(self.models[name], cfg, self.log_dir, self.files.get(f"deployments/{cfg.name}"))
             self.endpoints[name] = self._stack.enter_context(dep)
         return dict(self.endpoints)
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from perseval.config import default_dialect
+
 
 @dataclass(frozen=True)
 class Endpoint:
     name: str  # the model config's name
-    kind: str  # embedded | vllm | openai: decides the structured-output dialect
+    kind: str  # embedded | vllm | openai: the structured-output dialect when the deployment sets none
     base_url: str  # .../v1
     served_model: str  # the model name the server expects in requests
     identity: str  # the model's identity (perseval.llm.identity): the cache key part, not the URL or port
@@ -16,6 +18,11 @@ class Endpoint:
     max_concurrency: int = 4  # requests in flight per client
     timeout_s: float = 300.0
     retries: int = 3
+    structured_output: str | None = None  # json_schema | json_object_schema | none; None: by kind
+    deployment_file: str | None = None  # the deployment's YAML, for messages that say what to fix
+
+    def dialect(self) -> str:
+        return self.structured_output or default_dialect(self.kind)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -29,6 +29,8 @@ def resolve_gguf(spec: str) -> Path:
         path = Path(list(found.submodule_search_locations)[0]) / rel
     else:
         path = Path(spec).expanduser()
+    if path.is_dir():  # an HF checkout, say: llama.cpp needs the one converted file
+        raise ConfigError(f"gguf {spec!r}: {path} is a directory, not a .gguf file")
     if not path.is_file():
         raise ConfigError(f"gguf {spec!r}: no file at {path}")
     return path

@@ -170,6 +170,8 @@ def page_summary_documents(release: BespokeRelease) -> list[Document]:
 
 
 def _corpus_file(path: Path) -> list[Document]:
+    if path.is_dir():
+        raise InputError(path, "corpus_path: is a directory, expected a file (a Parquet file with columns id, text)")
     if not path.is_file():
         raise InputError(path, "corpus_path: file missing (expected a Parquet file with columns id, text)")
     try:

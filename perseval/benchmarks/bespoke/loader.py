@@ -51,6 +51,8 @@ def read_rows(root: Path, spec: L.TableSpec) -> list[Row]:
     folder, path = root / spec.folder, spec.path(root)
     if not folder.is_dir():
         raise InputError(folder, f"folder missing; the release layout needs {spec.relpath}")
+    if path.is_dir():
+        raise InputError(path, f"is a directory, expected a file (the release layout needs {spec.relpath})")
     if not path.is_file():
         raise InputError(path, "file missing")
     try:
@@ -264,7 +266,7 @@ def _check_histories(root: Path, queries: dict[QueryKey, BespokeQuery], rows_of:
 
 def _attach_task_types(root: Path, queries: dict[QueryKey, BespokeQuery]) -> None:
     """perseval's optional query_types/ table (the sample writes it; the official release has none)."""
-    if not L.QUERY_TYPES.path(root).is_file():
+    if not L.QUERY_TYPES.path(root).exists():  # a folder of that name is read, and refused, below
         return
     path = L.QUERY_TYPES.path(root)
     for i, rec in enumerate(read_rows(root, L.QUERY_TYPES)):
@@ -276,7 +278,7 @@ def _attach_task_types(root: Path, queries: dict[QueryKey, BespokeQuery]) -> Non
 
 
 def _read_corpus(root: Path) -> list[CorpusPassage]:
-    if not L.CORPUS.path(root).is_file():
+    if not L.CORPUS.path(root).exists():
         return []  # optional: perseval's own offline search corpus, absent from the official release
     path, passages, seen = L.CORPUS.path(root), [], set()
     for i, rec in enumerate(read_rows(root, L.CORPUS)):
