@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
@@ -149,6 +149,15 @@ class BenchmarkEntry(Strict):
     params: dict[str, Any] = {}
     agents: list[str]
     judges: list[str] | None = None  # None: the experiment's `judges`
+    baseline: str | None = None  # one of `agents`: the headline shows every cell's paired difference to it
+
+    @field_validator("baseline")
+    @classmethod
+    def _baseline_is_an_agent(cls, value: str | None, info: ValidationInfo) -> str | None:
+        agents = info.data.get("agents")
+        if value is not None and agents is not None and value not in agents:
+            raise ValueError(f"{value!r} is not one of this entry's agents (allowed: {', '.join(agents)})")
+        return value
 
 
 class DaskSettings(Strict):
@@ -161,6 +170,15 @@ class MLflowSettings(Strict):
     experiment: str = "perseval"
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
     artifact_root: str = "mlruns/artifacts"
+
+
+class StatisticsSettings(Strict):
+    """How every interval is computed (perseval.metrics.uncertainty): users are resampled `resamples` times
+    with `seed`, and intervals are at `level`. Point estimates never depend on these."""
+
+    level: float = Field(0.95, gt=0, lt=1)
+    resamples: int = Field(2000, ge=100)
+    seed: int = 0
 
 
 class ExperimentConfig(Strict):
@@ -178,6 +196,7 @@ class ExperimentConfig(Strict):
     benchmarks: list[BenchmarkEntry]
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()
+    statistics: StatisticsSettings = StatisticsSettings()
 
 
 class ResolvedExperiment(Strict):
@@ -346,4 +365,4 @@ def _deployment(res: _Resolver, exp: ExperimentConfig, path: Path, model: ModelC
 
 __all__ = ["AgentConfig", "BenchmarkEntry", "ChunkingConfig", "DaskSettings", "DeploymentConfig", "ExperimentConfig",
            "JudgeConfig", "MLflowSettings", "ModelConfig", "Price", "ResolvedExperiment", "RetrieverConfig", "Sampling",
-           "Strict", "VLLMSettings", "load_config", "load_experiment", "read_yaml"]
+           "StatisticsSettings", "Strict", "VLLMSettings", "load_config", "load_experiment", "read_yaml"]

@@ -16,13 +16,13 @@ from typing import Any
 
 from perseval.components import JudgeSpec, benchmark_params, judge_specs, make_agent
 from perseval.config import (AgentConfig, BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig,
-                             Sampling)
+                             Sampling, StatisticsSettings)
 from perseval.hashing import content_key
 from perseval.llm.identity import model_identity
 from perseval.registry import benchmark_class
 
 # Bump when a stage's code changes what it writes, to invalidate old outputs.
-STAGE_VERSIONS = {"data": 4, "index": 2, "run": 4, "judge": 3, "score": 3, "analysis": 4}
+STAGE_VERSIONS = {"data": 4, "index": 2, "run": 4, "judge": 3, "score": 4, "analysis": 5}
 
 
 def source_fingerprint(source: str | None) -> list[Any]:
@@ -96,6 +96,7 @@ class Cell:
     key: str  # the score key
     bench_index: int
     judged: JudgeUnit
+    statistics: StatisticsSettings = field(default_factory=StatisticsSettings)  # how its intervals are made
 
     @property
     def run(self) -> RunUnit:
@@ -138,6 +139,7 @@ class AnalysisUnit:
     bench_index: int
     data: DataUnit
     cells: list[Cell]
+    statistics: StatisticsSettings = field(default_factory=StatisticsSettings)
 
 
 @dataclass
@@ -181,8 +183,9 @@ def judge_key(rkey: str, spec: JudgeSpec, model: ModelConfig | None) -> str:
                        spec.repeats if spec.uses_llm else 1, fingerprint)
 
 
-def score_key(jkey: str) -> str:
-    return content_key("score", STAGE_VERSIONS["score"], jkey)
+def score_key(jkey: str, statistics: StatisticsSettings | None = None) -> str:
+    """The statistics settings enter: the score table holds intervals made with them."""
+    return content_key("score", STAGE_VERSIONS["score"], jkey, (statistics or StatisticsSettings()).model_dump())
 
 
 def entry_seed(exp: ResolvedExperiment, entry: BenchmarkEntry) -> int:
@@ -210,13 +213,14 @@ def make_plan(exp: ResolvedExperiment) -> Plan:
                 for spec in specs:
                     model = exp.models[spec.model] if spec.model else None
                     judged = JudgeUnit(judge_key(run.key, spec, model), run, spec, model, e.seed)
-                    cell = Cell(score_key(judged.key), bi, judged)
+                    cell = Cell(score_key(judged.key, e.statistics), bi, judged, e.statistics)
                     cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
         plan.cells += cells.values()
         cell_list = list(cells.values())
         ids = [(c.name, c.agent, exp.agents[c.agent].kind, c.key) for c in cell_list]
         plan.analyses.append(AnalysisUnit(content_key("analysis", STAGE_VERSIONS["analysis"],
-                                                      params.model_dump(mode="json"), ids), bi, data, cell_list))
+                                                      params.model_dump(mode="json"), ids), bi, data, cell_list,
+                                          e.statistics))
     plan.index = [i for i in plan.index if i.key in {r.index.key for r in plan.runs() if r.index}]  # only used ones
     return plan
 

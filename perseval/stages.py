@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections import Counter, defaultdict
 from contextlib import AsyncExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -287,6 +287,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
     bench = benchmark_class(cell.benchmark)
     entry = cell.run.data.entry
     scores += make_benchmark(entry.name, entry.params).combine(scores)
+    scores = [replace(s, user_id=by_id[s.instance_id].user_id) for s in scores]  # the clusters of the intervals
     combined = [m for m in bench.combined_metrics if m in {s.metric for s in scores}]
     declared = list(dict.fromkeys([*combined, *(m for j in judges for m in j.metrics)]))
     headline = bench.headline_metric if bench.headline_metric in declared else declared[0]
@@ -299,7 +300,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
                          "headline_metric": headline, "group_label": bench.group_label,
                          "outputs": dict(Counter(o.status for o in outputs)),
                          "judgments": dict(Counter(j.status for j in judgments)),
-                         "table": group_table(scores, metrics, failed).reset_index().to_dict("records"),
+                         "table": group_table(scores, metrics, failed, cell.statistics).reset_index().to_dict("records"),
                          "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
 
 
