@@ -28,16 +28,25 @@ INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: t
 
 
 def _print_headline(rows: list[dict]) -> None:
+    from perseval.report import delta_text, headline_note, score_text
+
     table = Table(title="Headline scores (0-100)")
     cols = {"benchmark": "benchmark", "agent": "agent", "backbone": "backbone", "retriever": "retriever",
-            "judge": "judge", "metric": "metric", "score": "score", "n": "n", "unscored_items": "unscored",
-            "invalid_outputs": "invalid", "failed_outputs": "failed", "status": "status"}
-    numeric = {"score", "n", "unscored_items", "invalid_outputs", "failed_outputs"}
+            "judge": "judge", "metric": "metric", "score": "score ± CI", "n_users": "users", "n": "n",
+            "unscored_items": "unscored", "invalid_outputs": "invalid", "failed_outputs": "failed out",
+            "failed_judgments": "failed judg"}
+    compared = any(r.get("baseline") for r in rows)
+    if compared:
+        cols |= {"delta": "Δ vs baseline [CI]", "delta_p": "p (Holm)", "mde": "MDE"}
+    cols["status"] = "status"
+    text = {"score": score_text, "delta": delta_text}
     for key, label in cols.items():
-        table.add_column(label, justify="right" if key in numeric else "left")
+        table.add_column(label, justify="left" if key in {"benchmark", "agent", "backbone", "retriever", "judge",
+                                                            "metric", "status"} else "right")
     for r in rows:
-        table.add_row(*[_cell_text(c, r) for c in cols])
+        table.add_row(*[text[c](r) if c in text else _cell_text(c, r) for c in cols])
     console.print(table)
+    console.print(headline_note(rows), soft_wrap=True, markup=False, highlight=False)
     if rows and "tokens_in" in rows[0]:
         console.print(_cost_table(rows))
 
@@ -62,7 +71,9 @@ def _cost_table(rows: list[dict]) -> Table:
 
 def _cell_text(column: str, row: dict) -> str:
     value = row.get(column)
-    if column == "score" and value is not None:
+    if column == "delta_p" and value is not None:
+        return f"{value:.2f}" if value >= 0.01 else f"{value:.0e}"
+    if column == "mde" and value is not None:
         return f"{value:.1f}"
     if column == "unscored_items" and row.get("unscored_share") is not None:
         return f"{value} ({row['unscored_share']:.0f}%)"  # items a judge left unscored, and their share

@@ -93,12 +93,23 @@ def test_one_user_or_nothing_scored_has_no_interval():
 
 
 def test_resampling_users_keeps_their_instances_together():
-    """Two users: any bootstrap mean is a mixture of the two users' means weighted by instance counts."""
-    values = [0.0, 0.0, 0.0, 100.0]
-    users = ["a", "a", "a", "b"]
-    est = cluster_mean(values, users, resamples=500)
-    possible = {0.0, 100.0, 25.0}  # aa, bb, ab / ba (3 zeros + one 100 over 4 instances)
-    assert est.ci_low in possible and est.ci_high in possible
+    """A user's instances are drawn together: one user with five 100s among 14 users with one 0 each gives
+    a far wider interval than the same values drawn one instance at a time."""
+    values = [100.0] * 5 + [0.0] * 14
+    users = ["a"] * 5 + [f"z{k}" for k in range(14)]
+    clustered = cluster_mean(values, users, resamples=4000)
+    per_instance = cluster_mean(values, [f"i{k}" for k in range(len(values))], resamples=4000)
+    assert clustered.mean == per_instance.mean == pytest.approx(500 / 19)
+    assert clustered.ci_high - clustered.ci_low > 1.5 * (per_instance.ci_high - per_instance.ci_low)
+    assert clustered.n_users == 15 and per_instance.n_users == 19
+
+
+def test_few_users_get_a_t_interval_on_the_cluster_robust_se():
+    values, users = clustered_fixture(n_users=6)
+    est = cluster_mean(values, users)
+    half = stats.t.ppf(0.975, 5) * est.se
+    assert (est.ci_low, est.ci_high) == pytest.approx((est.mean - half, est.mean + half))
+    assert est.method.startswith("cluster-robust t") and cluster_mean(*clustered_fixture()).method.endswith("BCa")
 
 
 # ---- paired ------------------------------------------------------------------------------------
@@ -121,8 +132,9 @@ def test_paired_difference_hand_computed():
     # sign flips of the user sums (30, -10, 10): |sum| >= 30 in 6 of the 8 patterns
     assert d.p_value == pytest.approx(6 / 8)
     assert d.mde == pytest.approx((stats.t.ppf(0.975, 2) + stats.t.ppf(0.8, 2)) * se)
-    # resampled means lie between "all u2" (-10) and "all u1" (15)
-    assert -10 <= d.ci_low < d.mean < d.ci_high <= 15
+    # three users: no bootstrap, mean +- t(2) x SE
+    assert (d.ci_low, d.ci_high) == pytest.approx((6 - stats.t.ppf(0.975, 2) * se, 6 + stats.t.ppf(0.975, 2) * se))
+    assert d.method == "paired cluster-robust t, sign-flip p"
 
 
 def test_paired_difference_of_a_clear_effect_is_significant():

@@ -12,6 +12,7 @@ sums over users (Miller, "Adding Error Bars to Evals", 2024):
   that statsmodels applies to OLS on a constant with `cov_type="cluster"`);
 - two cells on the same instances are compared paired: per-instance differences, a user-clustered
   bootstrap interval, a p-value from sign-flip permutation over users (exact when there are few users);
+- with fewer than 10 users no bootstrap is honest: the interval is mean +- t(G-1) x that SE;
 - the minimum detectable difference (80% power, alpha 0.05) uses t quantiles with G - 1 degrees of
   freedom, so a handful of users reads as "only very large differences are detectable".
 
@@ -32,6 +33,10 @@ from scipy import stats
 ALPHA = 0.05
 POWER = 0.80
 METHOD = "cluster-bootstrap BCa"
+# Below this many users a bootstrap has too few distinct resamples and its intervals cover far less than
+# their level; the interval is then mean +- t(G-1) x the cluster-robust SE, the same t the MDE uses.
+BOOTSTRAP_MIN_USERS = 10
+SMALL_METHOD = "cluster-robust t (fewer than 10 users)"
 EXACT_FLIPS_MAX_USERS = 12  # up to 2**12 = 4096 sign patterns: enumerate them all (an exact p-value)
 
 
@@ -172,8 +177,16 @@ def _estimate(g: _Clusters, level: float, resamples: int, seed: int) -> Estimate
         return Estimate(None, None, None, None, 0, 0, level, METHOD)
     if g.n_users < 2:  # one user: no between-user variation to resample
         return Estimate(g.mean, None, None, None, g.n, g.n_users, level, METHOD)
+    se = _se(g)
+    if g.n_users < BOOTSTRAP_MIN_USERS:  # a handful of users: the bootstrap would be far too narrow
+        half = _t(level, g.n_users - 1) * se  # type: ignore[operator]
+        return Estimate(g.mean, g.mean - half, g.mean + half, se, g.n, g.n_users, level, SMALL_METHOD)
     low, high = _bca(g, _boot_means(g, resamples, np.random.default_rng(seed)), level)
-    return Estimate(g.mean, low, high, _se(g), g.n, g.n_users, level, METHOD)
+    return Estimate(g.mean, low, high, se, g.n, g.n_users, level, METHOD)
+
+
+def _t(level: float, df: int) -> float:
+    return float(stats.t.ppf(1 - (1 - level) / 2, df))
 
 
 def cluster_mean(values: Sequence[float | None], clusters: Sequence[Hashable], *, level: float = 0.95,
@@ -273,8 +286,9 @@ def paired_difference(a: Sequence[float | None], b: Sequence[float | None], clus
     g = _by_user(*_kept(xa - xb, clusters))  # NaN in either cell: not a pair, dropped
     est = _estimate(g, level, resamples, seed)
     p = _sign_flip_p(g, resamples, np.random.default_rng(seed + 1)) if g.n_users >= 1 else None
+    method = f"paired {'cluster-bootstrap BCa' if est.method == METHOD else 'cluster-robust t'}, sign-flip p"
     return Difference(est.mean, est.ci_low, est.ci_high, est.se, p, g.n, g.n_users, True, mde(est.se, g.n_users),
-                      level, "paired cluster-bootstrap BCa, sign-flip p")
+                      level, method)
 
 
 def unpaired_difference(a: Sequence[float | None], clusters_a: Sequence[Hashable], b: Sequence[float | None],
@@ -293,10 +307,14 @@ def unpaired_difference(a: Sequence[float | None], clusters_a: Sequence[Hashable
     diff = ga.mean - gb.mean
     if ga.n_users < 2 or gb.n_users < 2:
         return Difference(diff, None, None, None, None, n, n_users, False, None, level, method)
-    rng = np.random.default_rng(seed)
-    low, high = _percentile(_boot_means(ga, resamples, rng) - _boot_means(gb, resamples, rng), level)
     se = math.sqrt(_se(ga) ** 2 + _se(gb) ** 2)  # type: ignore[operator]
     df = min(ga.n_users, gb.n_users) - 1
+    if df + 1 < BOOTSTRAP_MIN_USERS:
+        low, high = diff - _t(level, df) * se, diff + _t(level, df) * se
+        method = "unpaired cluster-robust t, t p"
+    else:
+        rng = np.random.default_rng(seed)
+        low, high = _percentile(_boot_means(ga, resamples, rng) - _boot_means(gb, resamples, rng), level)
     p = 1.0 if se == 0 and diff == 0 else 0.0 if se == 0 else float(2 * stats.t.sf(abs(diff) / se, df))
     return Difference(diff, low, high, se, p, n, n_users, False, mde(se, df + 1), level, method)
 
