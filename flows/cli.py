@@ -266,9 +266,13 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
             out: Optional[Path] = typer.Option(None, help="also write the table here (.md or .csv)"),
             cost: bool = typer.Option(False, "--cost", help="also each run's tokens in/out and USD (when priced) "
                                                              "per cell"),
+            baseline: Optional[str] = typer.Option(None, help="also compare, within each run, every cell with the "
+                                                              "cell of this agent (e.g. iba-no-history)"),
+            level: float = typer.Option(0.95, min=0.5, max=0.999, help="confidence level of the intervals"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Headline score of every cell, side by side for the runs named, with deltas to the first (and with
-    --cost what each cell cost in each run)."""
+    --cost what each cell cost in each run); then each difference with its user-clustered interval, a
+    Holm-corrected p and whether it is significant at the n it rests on (paired when the same instances)."""
     from mlflow.tracking import MlflowClient
 
     from perseval.config import MLflowSettings
@@ -292,6 +296,25 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
     if out:
         out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
         console.print(f"written to {out}")
+    _print_differences(client, parents, baseline, level, out)
+
+
+def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path]) -> None:
+    """The differences between runs (and to `baseline` within each run) with their error bars."""
+    from perseval.config import StatisticsSettings
+    from perseval.run_compare import differences, run_pairs, shown, within_pairs
+
+    pairs = run_pairs(client, parents) + [pair for p in parents if baseline for pair in within_pairs(client, p, baseline)]
+    diffs = differences(pairs, StatisticsSettings(level=level))
+    if diffs.empty:
+        return
+    console.print(f"\nDifferences ({100 * level:g}% user-clustered intervals; p Holm-corrected across the "
+                  f"{int(diffs['p (Holm)'].notna().sum())} comparisons below)")
+    console.print(shown(diffs).to_markdown())
+    if out:
+        path = out.with_name(f"{out.stem}_differences{out.suffix}")
+        path.write_text(diffs.to_csv(index=False) if out.suffix == ".csv" else shown(diffs).to_markdown() + "\n")
+        console.print(f"written to {path}")
 
 
 @app.command()

@@ -8,7 +8,7 @@ p-values of the comparisons one table shows are Holm-corrected together.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping, TypeVar
 
 import pandas as pd
 
@@ -44,21 +44,32 @@ def cell_values(root: str, cell: Cell, metric: str) -> pd.DataFrame:
     return instance_values(StageStore(root, "score", cell.key).read_records(InstanceScore), metric)
 
 
+T = TypeVar("T")
+FREE = (None, "-")  # a cell without a backbone (an agent that uses no model) or without a retriever
+
+
+def pick_baseline(cell: Mapping[str, str | None], candidates: list[tuple[Mapping[str, str | None], T]]) -> T | None:
+    """The candidate (the baseline agent's cells of the same benchmark and judge) that `cell` is measured
+    against: the same backbone and retriever where both have them (a no-history baseline has no retriever;
+    an oracle without a backbone meets the baseline's only one); None when that leaves no cell or several."""
+    for attr in ("backbone", "retriever"):
+        same = [c for c in candidates if c[0][attr] == cell[attr]]
+        free = [c for c in candidates if c[0][attr] in FREE]
+        candidates = same or free or (candidates if cell[attr] in FREE else [])
+    return candidates[0][1] if len(candidates) == 1 else None
+
+
 def baseline_cell(plan: Plan, cell: Cell) -> Cell | None:
-    """The cell of the entry's baseline agent that `cell` is measured against: same judge, and the same
-    backbone and retriever where both use them (a no-history baseline has no retriever); None when that
-    leaves no cell or several."""
+    """The cell of the entry's baseline agent that `cell` is compared with (perseval.comparisons.pick_baseline)."""
     baseline = plan.exp.experiment.benchmarks[cell.bench_index].baseline
     if baseline is None or cell.agent == baseline:
         return None
-    candidates = [c for c in plan.cells if c.bench_index == cell.bench_index and c.agent == baseline
-                  and c.judge == cell.judge]
-    for attr in ("backbone", "retriever"):
-        same = [c for c in candidates if getattr(c, attr) == getattr(cell, attr)]
-        free = [c for c in candidates if getattr(c, attr) in (None, "-")]
-        # a cell without a backbone (an oracle) meets the baseline's only backbone; with several, none
-        candidates = same or free or (candidates if getattr(cell, attr) in (None, "-") else [])
-    return candidates[0] if len(candidates) == 1 else None
+
+    def attrs(c: Cell) -> dict[str, str | None]:
+        return {"backbone": c.backbone, "retriever": c.retriever}
+
+    return pick_baseline(attrs(cell), [(attrs(c), c) for c in plan.cells if c.bench_index == cell.bench_index
+                                       and c.agent == baseline and c.judge == cell.judge])
 
 
 @dataclass(frozen=True)
