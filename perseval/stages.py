@@ -32,6 +32,7 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import group_table, scores_frame
+from perseval.metrics.ci_tables import uncertainty_tables
 from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, shards
 from perseval.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
                               instant)
@@ -338,10 +339,14 @@ def _analyze(unit: AnalysisUnit, rt: Runtime) -> None:
     store.clear()
     entry = unit.data.entry
     bench: Benchmark = make_benchmark(entry.name, entry.params)
+    scores, instances = analysis_frame(rt.root, unit), load_instances(rt.root, unit.data.key)
     results = bench.analyze_run(AnalysisInputs(
-        analysis_frame(rt.root, unit), load_instances(rt.root, unit.data.key),
+        scores, instances,
         outputs=lambda: _cell_records(rt.root, unit, "run"), judgments=lambda: _cell_records(rt.root, unit, "judge"),
         documents=lambda: load_documents(rt.root, unit.data.key)))
+    headlines = [StageStore(rt.root, "score", c.key).manifest().get("headline_metric") for c in unit.cells]
+    results |= uncertainty_tables(scores, instances, max(set(headlines), key=headlines.count, default=None),
+                                  unit.statistics)  # every benchmark's means with their intervals
     store.dir.mkdir(parents=True, exist_ok=True)
     files = [write_artifact(store.dir, name, obj) for name, obj in sorted(results.items())]
     store.mark_complete({"benchmark": entry.name, "files": files})
