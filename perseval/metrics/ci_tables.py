@@ -22,8 +22,9 @@ def with_users(frame: pd.DataFrame, instances: Iterable[Instance]) -> pd.DataFra
     whose user is unknown is its own cluster)."""
     users = {i.instance_id: i.user_id for i in instances}
     own = frame["user_id"] if "user_id" in frame else pd.Series(None, index=frame.index, dtype=object)
-    known = own.where(own.notna() & own.astype(str).ne(""), frame["instance_id"].map(users))
-    return frame.assign(user_id=known.fillna(frame["instance_id"]))
+    own = own.astype(object)
+    known = own.where(own.notna() & own.astype(str).ne(""), frame["instance_id"].map(users).astype(object))
+    return frame.assign(user_id=known.where(known.notna(), frame["instance_id"].astype(object)))
 
 
 def ci_long(inst: pd.DataFrame, by: Sequence[str], statistics: StatisticsSettings | None = None,
