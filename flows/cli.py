@@ -269,6 +269,9 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
             baseline: Optional[str] = typer.Option(None, help="also compare, within each run, every cell with the "
                                                               "cell of this agent (e.g. iba-no-history)"),
             level: float = typer.Option(0.95, min=0.5, max=0.999, help="confidence level of the intervals"),
+            detect: Optional[float] = typer.Option(None, help="also the users needed to detect a difference of "
+                                                              "this many points (80% power, α 0.05), each "
+                                                              "comparison taken as a pilot"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Headline score of every cell, side by side for the runs named, with deltas to the first (and with
     --cost what each cell cost in each run); then each difference with its user-clustered interval, a
@@ -296,16 +299,17 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
     if out:
         out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
         console.print(f"written to {out}")
-    _print_differences(client, parents, baseline, level, out)
+    _print_differences(client, parents, baseline, level, out, detect)
 
 
-def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path]) -> None:
+def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path],
+                       detect: Optional[float]) -> None:
     """The differences between runs (and to `baseline` within each run) with their error bars."""
     from perseval.config import StatisticsSettings
     from perseval.run_compare import differences, run_pairs, shown, within_pairs
 
     pairs = run_pairs(client, parents) + [pair for p in parents if baseline for pair in within_pairs(client, p, baseline)]
-    diffs = differences(pairs, StatisticsSettings(level=level))
+    diffs = differences(pairs, StatisticsSettings(level=level), detect)
     if diffs.empty:
         return
     console.print(f"\nDifferences ({100 * level:g}% user-clustered intervals; p Holm-corrected across the "

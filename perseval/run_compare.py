@@ -19,7 +19,7 @@ from mlflow.tracking import MlflowClient
 
 from perseval.comparisons import compare_values, instance_values, pick_baseline
 from perseval.config import StatisticsSettings
-from perseval.metrics.uncertainty import Difference, holm
+from perseval.metrics.uncertainty import Difference, holm, users_needed
 from perseval.tracking import mlflow_key
 
 SCORE_ARTIFACTS = "parquet/score"
@@ -101,9 +101,10 @@ def verdict(d: Difference | None, p_holm: float | None, alpha: float = 0.05) -> 
 Pair = tuple[str, str, CellRun, CellRun]  # (label, against, a, b): a - b
 
 
-def differences(pairs: list[Pair], statistics: StatisticsSettings) -> pd.DataFrame:
+def differences(pairs: list[Pair], statistics: StatisticsSettings, detect: float | None = None) -> pd.DataFrame:
     """One row per pair: a - b with its interval, the p-value Holm-corrected across all the pairs, and the
-    verdict at its n."""
+    verdict at its n; with `detect`, the users a study would need to detect a difference of that size
+    (80% power, alpha 0.05), this comparison's paired SE taken as the pilot's."""
     results = [(label, against, *_difference(a, b, statistics)) for label, against, a, b in pairs]
     adjusted = holm([d.p_value if d else None for _, _, d, _ in results])
     rows = []
@@ -112,8 +113,11 @@ def differences(pairs: list[Pair], statistics: StatisticsSettings) -> pd.DataFra
                      "ci_low": d.ci_low if d else None, "ci_high": d.ci_high if d else None,
                      "p (Holm)": p, "n_users": d.n_users if d else None, "mde": d.mde if d else None,
                      "paired": d.paired if d else None, "verdict": verdict(d, p), "note": note})
-    return pd.DataFrame(rows, columns=["cell", "against", "Δ", "ci_low", "ci_high", "p (Holm)", "n_users", "mde",
-                                       "paired", "verdict", "note"])
+        if detect is not None:
+            rows[-1][f"users for Δ {detect:g}"] = users_needed(d.se, d.n_users, detect) \
+                if d and d.se is not None and d.n_users >= 2 else None
+    columns = ["cell", "against", "Δ", "ci_low", "ci_high", "p (Holm)", "n_users", "mde", "paired", "verdict", "note"]
+    return pd.DataFrame(rows, columns=columns + ([f"users for Δ {detect:g}"] if detect is not None else []))
 
 
 def run_pairs(client: MlflowClient, parents: list[Any]) -> list[Pair]:
@@ -158,6 +162,9 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
     def p(value: Any) -> str:
         return "" if value is None or value != value else f"{value:.2f}" if value >= 0.01 else f"{value:.0e}"
 
-    return pd.DataFrame({"cell": frame["cell"], "against": frame["against"],
-                         "Δ [CI]": [delta(r) for _, r in frame.iterrows()], "p (Holm)": frame["p (Holm)"].map(p),
-                         "verdict": frame["verdict"], "note": frame["note"]}).set_index("cell")
+    out = pd.DataFrame({"cell": frame["cell"], "against": frame["against"],
+                        "Δ [CI]": [delta(r) for _, r in frame.iterrows()], "p (Holm)": frame["p (Holm)"].map(p),
+                        "verdict": frame["verdict"], "note": frame["note"]})
+    for col in (c for c in frame.columns if c.startswith("users for")):
+        out[col] = frame[col].map(lambda v: "" if v is None or v != v else f"{int(v)}")
+    return out.set_index("cell")

@@ -100,7 +100,7 @@ BASE = [0.0, 0.0, 100.0, 0.0, 0.0, 0.0, 100.0, 0.0, 0.0, 0.0, 100.0, 0.0]
 
 
 def test_compare_shows_paired_differences_with_error_bars_between_and_within_runs(tmp_path):
-    from perseval.metrics.uncertainty import holm, paired_difference, unpaired_difference
+    from perseval.metrics.uncertainty import holm, paired_difference, unpaired_difference, users_needed
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     mlflow.set_tracking_uri(uri)
@@ -109,7 +109,7 @@ def test_compare_shows_paired_differences_with_error_bars_between_and_within_run
     second = _scored_parent("after", {"iba/a": A2, "iba/base": BASE}, tmp_path)
     out = tmp_path / "cmp.csv"
     result = CliRunner().invoke(app, ["compare", first, second, "--baseline", "base", "--tracking-uri", uri,
-                                      "--out", str(out)])
+                                      "--out", str(out), "--detect", "5"])
     assert result.exit_code == 0, result.output
     rows = {(r["cell"], r["against"]): r for r in csv.DictReader(
         (tmp_path / "cmp_differences.csv").open())}
@@ -122,6 +122,7 @@ def test_compare_shows_paired_differences_with_error_bars_between_and_within_run
     adjusted = holm([d.p_value, same.p_value, *(w.p_value for w in within)])
     assert float(between["p (Holm)"]) == pytest.approx(adjusted[0])
     assert between["verdict"] == f"not significant at n = 7 users, MDE {d.mde:.1f}"
+    assert int(between["users for Δ 5"]) == users_needed(d.se, 7, 5)
     in_first = rows[("iba/a (score)", f"iba/base in {first[:8]}")]
     assert float(in_first["Δ"]) == pytest.approx(within[0].mean)
     assert float(in_first["p (Holm)"]) == pytest.approx(adjusted[2])
