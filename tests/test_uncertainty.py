@@ -132,8 +132,9 @@ def test_paired_difference_hand_computed():
     # sign flips of the user sums (30, -10, 10): |sum| >= 30 in 6 of the 8 patterns
     assert d.p_value == pytest.approx(6 / 8)
     assert d.mde == pytest.approx((stats.t.ppf(0.975, 2) + stats.t.ppf(0.8, 2)) * se)
-    # three users: no bootstrap, mean +- t(2) x SE
-    assert (d.ci_low, d.ci_high) == pytest.approx((6 - stats.t.ppf(0.975, 2) * se, 6 + stats.t.ppf(0.975, 2) * se))
+    # three users: no bootstrap, mean +- t(2) x SE (+-25.5), kept within the differences seen (-10 .. 20)
+    half = stats.t.ppf(0.975, 2) * se
+    assert (d.ci_low, d.ci_high) == pytest.approx((max(-10, 6 - half), min(20, 6 + half))) == (-10, 20)
     assert d.method == "paired cluster-robust t, sign-flip p"
 
 
@@ -209,3 +210,9 @@ def test_clustered_interval_covers_and_naive_one_does_not():
     assert 0.91 <= c.clustered <= 0.985
     assert c.naive < c.clustered - 0.08  # instances of one user are correlated: the naive SE is too small
     assert time.monotonic() - t0 < 60
+
+
+def test_a_small_sample_interval_stays_within_the_values_averaged():
+    d = paired_difference([100.0, 100.0, 100.0, 100.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0], ["a", "b", "c", "d", "e"])
+    assert d.ci_high == 100.0 and d.ci_low < d.mean == 80.0  # t(4) x SE would reach past 100
+    assert d.mean + stats.t.ppf(0.975, 4) * d.se > 100

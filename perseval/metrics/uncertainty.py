@@ -12,7 +12,8 @@ sums over users (Miller, "Adding Error Bars to Evals", 2024):
   that statsmodels applies to OLS on a constant with `cov_type="cluster"`);
 - two cells on the same instances are compared paired: per-instance differences, a user-clustered
   bootstrap interval, a p-value from sign-flip permutation over users (exact when there are few users);
-- with fewer than 10 users no bootstrap is honest: the interval is mean +- t(G-1) x that SE;
+- with fewer than 10 users no bootstrap is honest: the interval is mean +- t(G-1) x that SE, kept
+  within the smallest and largest value averaged (a score of 0/100 items never gets a bound above 100);
 - the minimum detectable difference (80% power, alpha 0.05) uses t quantiles with G - 1 degrees of
   freedom, so a handful of users reads as "only very large differences are detectable".
 
@@ -91,6 +92,8 @@ class _Clusters:
 
     sums: np.ndarray
     counts: np.ndarray
+    low: float = -math.inf  # the smallest and largest value averaged: no interval of the mean leaves them
+    high: float = math.inf
 
     @property
     def n(self) -> int:
@@ -116,7 +119,8 @@ def _kept(values: Sequence[float | None], clusters: Sequence[Hashable]) -> tuple
 
 def _by_user(x: np.ndarray, c: np.ndarray) -> _Clusters:
     codes, _ = pd.factorize(pd.Series(c, dtype=object).astype(str), sort=True)
-    return _Clusters(np.bincount(codes, weights=x), np.bincount(codes).astype(float))
+    bounds = (float(x.min()), float(x.max())) if len(x) else (-math.inf, math.inf)
+    return _Clusters(np.bincount(codes, weights=x), np.bincount(codes).astype(float), *bounds)
 
 
 def cluster_se(values: Sequence[float | None], clusters: Sequence[Hashable]) -> float | None:
@@ -180,7 +184,8 @@ def _estimate(g: _Clusters, level: float, resamples: int, seed: int) -> Estimate
     se = _se(g)
     if g.n_users < BOOTSTRAP_MIN_USERS:  # a handful of users: the bootstrap would be far too narrow
         half = _t(level, g.n_users - 1) * se  # type: ignore[operator]
-        return Estimate(g.mean, g.mean - half, g.mean + half, se, g.n, g.n_users, level, SMALL_METHOD)
+        return Estimate(g.mean, max(g.low, g.mean - half), min(g.high, g.mean + half), se, g.n, g.n_users, level,
+                        SMALL_METHOD)
     low, high = _bca(g, _boot_means(g, resamples, np.random.default_rng(seed)), level)
     return Estimate(g.mean, low, high, se, g.n, g.n_users, level, METHOD)
 
