@@ -308,7 +308,9 @@ def _print_differences(client: Any, parents: list, baseline: Optional[str], leve
     from perseval.config import StatisticsSettings
     from perseval.run_compare import differences, run_pairs, shown, within_pairs
 
-    pairs = run_pairs(client, parents) + [pair for p in parents if baseline for pair in within_pairs(client, p, baseline)]
+    pairs = run_pairs(client, parents)
+    for parent in parents if baseline else []:
+        pairs += within_pairs(client, parent, baseline)
     diffs = differences(pairs, StatisticsSettings(level=level), detect)
     if diffs.empty:
         return

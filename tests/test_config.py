@@ -142,7 +142,8 @@ def test_statistics_settings_default_and_enter_only_the_score_keys(tmp_path):
 
 def test_a_baseline_must_be_one_of_the_entrys_agents(tmp_path):
     entry = {"name": "apeb", "sample": 2, "agents": ["apeb-oracle", "apeb-no-history"]}
-    ok = load_experiment(_write_experiment(tmp_path, {**STATS_BASE, "benchmarks": [{**entry, "baseline": "apeb-oracle"}]}))
+    with_baseline = {**STATS_BASE, "benchmarks": [{**entry, "baseline": "apeb-oracle"}]}
+    ok = load_experiment(_write_experiment(tmp_path, with_baseline))
     assert ok.experiment.benchmarks[0].baseline == "apeb-oracle"
     bad = tmp_path / "bad"
     bad.mkdir()

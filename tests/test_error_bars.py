@@ -64,7 +64,8 @@ def test_headline_rows_carry_the_interval_and_the_paired_difference_to_the_basel
     values = {f"iba/iba-rag/smollm2-135m/minilm/{judge}": RAG, f"iba/iba-no-history/smollm2-135m/-/{judge}": NO_HISTORY}
     rows = headline_rows(plan, _store(plan, root, values), root=root)
     by_name = {"/".join(r[k] for k in ("benchmark", "agent", "backbone", "retriever", "judge")): r for r in rows}
-    rag, base = by_name[f"iba/iba-rag/smollm2-135m/minilm/{judge}"], by_name[f"iba/iba-no-history/smollm2-135m/-/{judge}"]
+    rag = by_name[f"iba/iba-rag/smollm2-135m/minilm/{judge}"]
+    base = by_name[f"iba/iba-no-history/smollm2-135m/-/{judge}"]
     est = cluster_mean(RAG, USERS, resamples=400)
     assert (rag["score"], rag["ci_low"], rag["ci_high"], rag["se"], rag["n_users"]) == \
         (pytest.approx(est.mean), est.ci_low, est.ci_high, est.se, 4)

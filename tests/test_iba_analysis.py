@@ -351,7 +351,8 @@ def test_table9_in_the_papers_mean_plus_minus_std_cells():
     t9 = analyze(frame(rows), [], {})["table9_Q4"]
     writing, planning, overall = [25, 100, 0], [50, 0, 100], [37.5, 50, 50]
     cell = lambda v: f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}"  # noqa: E731
-    assert t9.loc["a (m, r)", ["Writing", "Plan.", "Overall"]].tolist() == [cell(writing), cell(planning), cell(overall)]
+    cells = [cell(writing), cell(planning), cell(overall)]
+    assert t9.loc["a (m, r)", ["Writing", "Plan.", "Overall"]].tolist() == cells
     assert t9.loc["a (m, r)", "repeats"] == 3
 
 
