@@ -66,16 +66,25 @@ INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: t
 
 
 def _print_headline(rows: list[dict]) -> None:
+    from perseval.report import delta_text, headline_note, score_text
+
     table = Table(title="Headline scores (0-100)")
     cols = {"benchmark": "benchmark", "agent": "agent", "backbone": "backbone", "retriever": "retriever",
-            "judge": "judge", "metric": "metric", "score": "score", "n": "n", "unscored_items": "unscored",
-            "invalid_outputs": "invalid", "failed_outputs": "failed", "status": "status"}
-    numeric = {"score", "n", "unscored_items", "invalid_outputs", "failed_outputs"}
+            "judge": "judge", "metric": "metric", "score": "score ± CI", "n_users": "users", "n": "n",
+            "unscored_items": "unscored", "invalid_outputs": "invalid", "failed_outputs": "failed out",
+            "failed_judgments": "failed judg"}
+    compared = any(r.get("baseline") for r in rows)
+    if compared:
+        cols |= {"delta": "Δ vs baseline [CI]", "delta_p": "p (Holm)", "mde": "MDE"}
+    cols["status"] = "status"
+    text = {"score": score_text, "delta": delta_text}
     for key, label in cols.items():
-        table.add_column(label, justify="right" if key in numeric else "left")
+        table.add_column(label, justify="left" if key in {"benchmark", "agent", "backbone", "retriever", "judge",
+                                                            "metric", "status"} else "right")
     for r in rows:
-        table.add_row(*[_cell_text(c, r) for c in cols])
+        table.add_row(*[text[c](r) if c in text else _cell_text(c, r) for c in cols])
     console.print(table)
+    console.print(headline_note(rows), soft_wrap=True, markup=False, highlight=False)
     if rows and "tokens_in" in rows[0]:
         console.print(_cost_table(rows))
 
@@ -100,7 +109,9 @@ def _cost_table(rows: list[dict]) -> Table:
 
 def _cell_text(column: str, row: dict) -> str:
     value = row.get(column)
-    if column == "score" and value is not None:
+    if column == "delta_p" and value is not None:
+        return f"{value:.2f}" if value >= 0.01 else f"{value:.0e}"
+    if column == "mde" and value is not None:
         return f"{value:.1f}"
     if column == "unscored_items" and row.get("unscored_share") is not None:
         return f"{value} ({row['unscored_share']:.0f}%)"  # items a judge left unscored, and their share
@@ -335,9 +346,16 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
             out: Optional[Path] = typer.Option(None, help="also write the table here (.md or .csv)"),
             cost: bool = typer.Option(False, "--cost", help="also each run's tokens in/out and USD (when priced) "
                                                              "per cell"),
+            baseline: Optional[str] = typer.Option(None, help="also compare, within each run, every cell with the "
+                                                              "cell of this agent (e.g. iba-no-history)"),
+            level: float = typer.Option(0.95, min=0.5, max=0.999, help="confidence level of the intervals"),
+            detect: Optional[float] = typer.Option(None, help="also the users needed to detect a difference of "
+                                                              "this many points (80% power, α 0.05), each "
+                                                              "comparison taken as a pilot"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Headline score of every cell, side by side for the runs named, with deltas to the first (and with
-    --cost what each cell cost in each run)."""
+    --cost what each cell cost in each run); then each difference with its user-clustered interval, a
+    Holm-corrected p and whether it is significant at the n it rests on (paired when the same instances)."""
     from mlflow.tracking import MlflowClient
 
     from perseval.config import MLflowSettings
@@ -361,6 +379,28 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
     if out:
         out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
         console.print(f"written to {out}")
+    _print_differences(client, parents, baseline, level, out, detect)
+
+
+def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path],
+                       detect: Optional[float]) -> None:
+    """The differences between runs (and to `baseline` within each run) with their error bars."""
+    from perseval.config import StatisticsSettings
+    from perseval.run_compare import differences, run_pairs, shown, within_pairs
+
+    pairs = run_pairs(client, parents)
+    for parent in parents if baseline else []:
+        pairs += within_pairs(client, parent, baseline)
+    diffs = differences(pairs, StatisticsSettings(level=level), detect)
+    if diffs.empty:
+        return
+    console.print(f"\nDifferences ({100 * level:g}% user-clustered intervals; p Holm-corrected across the "
+                  f"{int(diffs['p (Holm)'].notna().sum())} comparisons below)")
+    console.print(shown(diffs).to_markdown())
+    if out:
+        path = out.with_name(f"{out.stem}_differences{out.suffix}")
+        path.write_text(diffs.to_csv(index=False) if out.suffix == ".csv" else shown(diffs).to_markdown() + "\n")
+        console.print(f"written to {path}")
 
 
 @app.command()

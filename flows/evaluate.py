@@ -99,7 +99,7 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
     costs = plan_cost(exp, plan, UnitRecords(root, shard_ids), rt.run_id)
-    rows = headline_rows(plan, scores, costs)
+    rows = headline_rows(plan, scores, costs, root)
     parent = track(exp, plan, root, scores, analyses, stats, costs, rows, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,

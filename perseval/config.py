@@ -20,7 +20,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
@@ -179,6 +179,15 @@ class BenchmarkEntry(Strict):
     params: dict[str, Any] = {}
     agents: list[str]
     judges: list[str] | None = None  # None: the experiment's `judges`
+    baseline: str | None = None  # one of `agents`: the headline shows every cell's paired difference to it
+
+    @field_validator("baseline")
+    @classmethod
+    def _baseline_is_an_agent(cls, value: str | None, info: ValidationInfo) -> str | None:
+        agents = info.data.get("agents")
+        if value is not None and agents is not None and value not in agents:
+            raise ValueError(f"{value!r} is not one of this entry's agents (allowed: {', '.join(agents)})")
+        return value
 
 
 class DaskSettings(Strict):
@@ -191,6 +200,15 @@ class MLflowSettings(Strict):
     experiment: str = "perseval"
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
     artifact_root: str = "mlruns/artifacts"
+
+
+class StatisticsSettings(Strict):
+    """How every interval is computed (perseval.metrics.uncertainty): users are resampled `resamples` times
+    with `seed`, and intervals are at `level`. Point estimates never depend on these."""
+
+    level: float = Field(0.95, gt=0, lt=1)
+    resamples: int = Field(2000, ge=100)
+    seed: int = 0
 
 
 class ExperimentConfig(Strict):
@@ -208,6 +226,7 @@ class ExperimentConfig(Strict):
     benchmarks: list[BenchmarkEntry]
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()
+    statistics: StatisticsSettings = StatisticsSettings()
 
 
 class ResolvedExperiment(Strict):
@@ -283,4 +302,4 @@ def load_config(model: type[Strict], path: str | Path) -> Any:
 
 __all__ = ["AgentConfig", "BenchmarkEntry", "ChunkingConfig", "DaskSettings", "DeploymentConfig", "ExperimentConfig",
            "JudgeConfig", "MLflowSettings", "ModelConfig", "Price", "ResolvedExperiment", "RetrieverConfig", "Sampling",
-           "Strict", "VLLMSettings", "load_config", "read_yaml"]
+           "StatisticsSettings", "Strict", "VLLMSettings", "load_config", "read_yaml"]

@@ -16,7 +16,7 @@ from typing import Any
 
 from perseval import stages
 from perseval.capabilities import needs_index, needs_model
-from perseval.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, Sampling
+from perseval.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, Sampling, StatisticsSettings
 from perseval.experiment import bound
 from perseval.hashing import content_key
 from perseval.llm.identity import model_identity
@@ -67,8 +67,9 @@ def judge_key(rkey: str, spec: JudgeSpec) -> str:
                        spec.repeats if spec.uses_llm else 1, fingerprint)
 
 
-def score_key(jkey: str) -> str:
-    return content_key(*stages.SCORE.key_head, jkey)
+def score_key(jkey: str, statistics: StatisticsSettings | None = None) -> str:
+    """The statistics settings enter: the score table holds intervals made with them."""
+    return content_key(*stages.SCORE.key_head, jkey, (statistics or StatisticsSettings()).model_dump())
 
 
 def entry_seed(exp: ResolvedExperiment, entry: BenchmarkEntry) -> int:
@@ -97,13 +98,13 @@ def make_plan(exp: ResolvedExperiment) -> Plan:
             for run in _runs(exp, data, indexes, b.agents[aname]):
                 for spec in b.judges[bi]:
                     judged = JudgeUnit(judge_key(run.key, spec), run, spec, seed)
-                    cell = Cell(score_key(judged.key), bi, judged)
+                    cell = Cell(score_key(judged.key, e.statistics), bi, judged, e.statistics)
                     cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
         plan.cells += cells.values()
         cell_list = list(cells.values())
         ids = [(c.name, c.agent, c.run.agent.kind, c.key) for c in cell_list]
         plan.analyses.append(AnalysisUnit(content_key(*stages.ANALYSIS.key_head, params.model_dump(mode="json"), ids),
-                                          bi, data, cell_list))
+                                          bi, data, cell_list, e.statistics))
     plan.index = [i for i in plan.index if i.key in {r.index.key for r in plan.runs() if r.index}]  # only used ones
     return plan
 

@@ -116,3 +116,4 @@ class InstanceScore:
     value: float | None
     n_items: int = 0
     n_unscored: int = 0
+    user_id: str = ""  # the instance's user, the cluster of every interval (set by the score stage)

@@ -8,11 +8,12 @@ import mlflow
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
+from perseval.comparisons import baseline_comparisons, comparison_fields
 from perseval.config import ResolvedExperiment
 from perseval.cost import PlanCost
 from perseval.metrics.aggregate import OVERALL
 from perseval.owner import owner_tag
-from perseval.plan import Plan
+from perseval.plan import Cell, Plan
 from perseval.store import StageStore
 from perseval.tracking import (OWNER_KEY, ensure_experiment, log_cell, log_parent_summary, mark_abandoned_runs,
                                 tracking_lock)
@@ -38,13 +39,17 @@ def headline(plan: Plan, scores: dict[str, dict[str, Any]], costs: PlanCost | No
 
 
 def headline_rows(plan: Plan, scores: dict[str, dict[str, Any]],
-                  costs: PlanCost | None = None) -> list[dict[str, Any]]:
-    """One row per cell: the headline metric over the scored instances, beside it what was left out, and
-    (given `costs`) what the cell cost: tokens, seconds and dollars in total and spent by this run.
+                  costs: PlanCost | None = None, root: str | None = None) -> list[dict[str, Any]]:
+    """One row per cell: the headline metric over the scored instances with its user-clustered interval,
+    beside it what was left out, and (given `costs`) what the cell cost: tokens, seconds and dollars in
+    total and spent by this run. Given `root` (where the score outputs are), a cell of an entry that names
+    a baseline also carries its difference to the baseline cell (perseval.comparisons).
 
     A cell with nothing scored (e.g. a rubric judge bound to an agent that leaves no trajectory) has score
     None and n 0; as plain records, not a frame, so the summary never turns them into NaN and 0.0."""
     rows = []
+    compared = baseline_comparisons(plan, root, {c.key: scores[c.key]["headline_metric"] for c in plan.cells}) \
+        if root else {}
     for cell in plan.cells:
         s = scores[cell.key]
         table = cell_frame(s)
@@ -58,8 +63,53 @@ def headline_rows(plan: Plan, scores: dict[str, dict[str, Any]],
                      "invalid_outputs": s["outputs"].get("invalid", 0), "failed_outputs": s["outputs"].get("failed", 0),
                      "failed_judgments": s["judgments"].get("failed", 0),
                      "status": "complete" if is_complete(s) else "incomplete",
+                     **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high", "se")},
+                     "n_users": _int(overall.get("n_users")), "level": plan.exp.experiment.statistics.level,
+                     **comparison_fields(compared.get(cell.key), _baseline(plan, cell)),
                      **(costs.cells[cell.key]["cell"].row() if costs else {})})
     return rows
+
+
+def score_text(row: dict[str, Any]) -> str:
+    """"27.8 ± 12.3": the score and the half-width of its interval (the score alone where there is none)."""
+    if row.get("score") is None:
+        return ""
+    if row.get("ci_low") is None or row.get("ci_high") is None:
+        return f"{row['score']:.1f}"
+    return f"{row['score']:.1f} ± {(row['ci_high'] - row['ci_low']) / 2:.1f}"
+
+
+def delta_text(row: dict[str, Any]) -> str:
+    """"+11.1 [-5.0, 27.2]": the difference to the baseline and its interval; "(unpaired)" when the two
+    cells were not scored on the same instances; "baseline" on the baseline's own cell."""
+    if row.get("delta_vs_baseline") is None:
+        return "baseline" if row.get("baseline") == row.get("agent") else ""
+    text = f"{row['delta_vs_baseline']:+.1f}"
+    if row.get("delta_ci_low") is not None:
+        text += f" [{row['delta_ci_low']:+.1f}, {row['delta_ci_high']:+.1f}]"
+    return text if row.get("delta_paired") else text + " (unpaired)"
+
+
+def headline_note(rows: list[dict[str, Any]]) -> str:
+    """How to read the headline's uncertainty columns (printed under the table)."""
+    level = next((r["level"] for r in rows if r.get("level")), 0.95)
+    note = (f"± : half-width of the {100 * level:g}% user-clustered interval of the score (users resampled; with "
+            "fewer than 10 users, t on the cluster-robust SE); users: how many it rests on.")
+    tests = sum(r.get("delta_p") is not None for r in rows)
+    if any(r.get("baseline") for r in rows):
+        note += (" Δ: difference to the benchmark's baseline agent over the instances both cells scored, with its "
+                 f"paired user-clustered interval; p: sign-flip test over users, Holm-corrected across the {tests} "
+                 "comparison(s) of this table; MDE: the smallest difference detectable (80% power, α 0.05) with "
+                 "this many users - a smaller Δ is no evidence either way.")
+        few = min((r["delta_n_users"] for r in rows if r.get("delta_n_users") is not None), default=None)
+        if few is not None and few < 6:
+            note += (f" With {few} users no sign-flip p can be below {2 / 2 ** few:.3g} (2 of the 2^{few} sign "
+                     "patterns are as extreme as any result): add users.")
+    return note
+
+
+def _baseline(plan: Plan, cell: Cell) -> str | None:
+    return plan.exp.experiment.benchmarks[cell.bench_index].baseline
 
 
 def _float(value: Any) -> float | None:
@@ -77,6 +127,15 @@ def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict
     caller for its summary too); returns the parent run id."""
     with tracking_lock(exp.experiment.mlflow, base):
         return _track(exp, plan, root, scores, analyses, stats, costs, base, rows)
+
+
+UNCERTAINTY_METRICS = ("ci_low", "ci_high", "se", "n_users", "delta_vs_baseline", "delta_ci_low", "delta_ci_high",
+                       "delta_p", "mde")
+
+
+def uncertainty_metrics(row: dict[str, Any]) -> dict[str, float]:
+    """A cell's interval of its headline score (and its difference to the baseline) as MLflow metrics."""
+    return {k: float(row[k]) for k in UNCERTAINTY_METRICS if row.get(k) is not None}
 
 
 def cost_metrics(plan: Plan, costs: PlanCost) -> dict[str, float]:
@@ -99,10 +158,10 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
                                      f"analysis/{unit.data.entry.name}")
-        for cell in plan.cells:
+        for cell, row in zip(plan.cells, rows):  # headline_rows makes one row per cell, in this order
             s = scores[cell.key]
             table = cell_frame(s)
-            extra = {"outputs_invalid": float(s["outputs"].get("invalid", 0)),
+            extra = uncertainty_metrics(row) | {"outputs_invalid": float(s["outputs"].get("invalid", 0)),
                      "outputs_failed": float(s["outputs"].get("failed", 0)),
                      "judgments_unscored": float(s["judgments"].get("unscored", 0)),
                      "judgments_failed": float(s["judgments"].get("failed", 0))}

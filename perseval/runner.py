@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import traceback
+from dataclasses import replace
 from typing import Awaitable, Sequence, TypeVar
 
 from perseval.agents.base import Agent, AgentContext
@@ -66,5 +67,18 @@ def score_outputs(judges: Sequence[Judge], instances: dict[str, Instance], outpu
         groups.setdefault((j.instance_id, j.agent, j.repeat, j.judge_repeat, j.kind), []).append(j)
     scores: list[InstanceScore] = []
     for (iid, agent, rep, _jrep, item), js in sorted(groups.items()):
-        scores += by_item[item].score(instances[iid], by_output[(iid, agent, rep)], js)
+        inst, out = instances[iid], by_output[(iid, agent, rep)]
+        scores += _failed_not_unscored(by_item[item], inst, out, js, by_item[item].score(inst, out, js))
     return scores
+
+
+def _failed_not_unscored(judge: Judge, inst: Instance, out: AgentOutput, js: list[Judgment],
+                         scores: list[InstanceScore]) -> list[InstanceScore]:
+    """Failed and unscored are different facts: an item whose judgment failed (counted beside the scores as a
+    failed judgment) is not also counted unscored. Each judge counts its own items, so the counts are those
+    of a second scoring in which the failed judgments stand as scored; the values stay the first scoring's."""
+    if not any(j.status == "failed" for j in js):
+        return scores
+    as_scored = [replace(j, status="scored", score=0.0) if j.status == "failed" else j for j in js]
+    counts = {s.metric: s.n_unscored for s in judge.score(inst, out, as_scored)}
+    return [replace(s, n_unscored=min(s.n_unscored, counts.get(s.metric, s.n_unscored))) for s in scores]

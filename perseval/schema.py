@@ -40,6 +40,7 @@ SCORES = pa.schema([
     ("instance_id", pa.string()), ("agent", pa.string()), ("repeat", pa.int32()),
     ("judge", pa.string()), ("judge_repeat", pa.int32()), ("group", pa.string()),
     ("metric", pa.string()), ("value", pa.float64()), ("n_items", pa.int64()), ("n_unscored", pa.int64()),
+    ("user_id", pa.string()),
 ])
 
 SCHEMAS: dict[type, pa.Schema] = {

@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections import Counter, defaultdict
 from contextlib import AsyncExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import group_table, scores_frame
+from perseval.metrics.ci_tables import uncertainty_tables
 from perseval.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, shards
 from perseval.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
                               instant)
@@ -313,7 +314,7 @@ def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
 
 # ---- score --------------------------------------------------------------------------------------
 
-SCORE = Stage("score", 3)
+SCORE = Stage("score", 4)
 
 
 def score(cell: Cell, rt: Runtime) -> dict[str, Any]:
@@ -335,6 +336,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
     failed = Counter(by_id[o.instance_id].group for o in outputs if o.status == "failed")  # no score: counted
     bench = benchmark_class(cell.benchmark)
     scores += make_benchmark(cell.benchmark, cell.run.data.params).combine(scores)
+    scores = [replace(s, user_id=by_id[s.instance_id].user_id) for s in scores]  # the clusters of the intervals
     combined = [m for m in bench.combined_metrics if m in {s.metric for s in scores}]
     declared = list(dict.fromkeys([*combined, *(m for j in judges for m in j.metrics)]))
     headline = bench.headline_metric if bench.headline_metric in declared else declared[0]
@@ -347,7 +349,8 @@ def _score(cell: Cell, rt: Runtime) -> None:
                          "headline_metric": headline, "group_label": bench.group_label,
                          "outputs": dict(Counter(o.status for o in outputs)),
                          "judgments": dict(Counter(j.status for j in judgments)),
-                         "table": group_table(scores, metrics, failed).reset_index().to_dict("records"),
+                         "table": group_table(scores, metrics, failed, cell.statistics).reset_index()
+                                  .to_dict("records"),
                          "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
 
 
@@ -357,7 +360,7 @@ def score_summary(root: str, cell: Cell) -> dict[str, Any]:
 
 # ---- analyze ------------------------------------------------------------------------------------
 
-ANALYSIS = Stage("analysis", 4)
+ANALYSIS = Stage("analysis", 5)
 
 
 def analysis_frame(root: str, unit: AnalysisUnit) -> pd.DataFrame:
@@ -387,11 +390,15 @@ def _analyze(unit: AnalysisUnit, rt: Runtime) -> None:
     store.clear()
     entry = unit.data.entry
     bench: Benchmark = make_benchmark(entry.name, unit.data.params)
+    scores, instances = analysis_frame(rt.root, unit), load_instances(rt.root, unit.data.key)
     results = bench.analyze_run(AnalysisInputs(
-        analysis_frame(rt.root, unit), load_instances(rt.root, unit.data.key),
+        scores, instances,
         outputs=lambda: _cell_records(rt.root, unit, "run"), judgments=lambda: _cell_records(rt.root, unit, "judge"),
         documents=lambda: load_documents(rt.root, unit.data.key),
         agents={c.agent: c.run.agent.params for c in unit.cells}))
+    headlines = [StageStore(rt.root, "score", c.key).manifest().get("headline_metric") for c in unit.cells]
+    results |= uncertainty_tables(scores, instances, max(set(headlines), key=headlines.count, default=None),
+                                  unit.statistics)  # every benchmark's means with their intervals
     store.dir.mkdir(parents=True, exist_ok=True)
     files = [write_artifact(store.dir, name, obj) for name, obj in sorted(results.items())]
     store.mark_complete({"benchmark": entry.name, "files": files})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from perseval.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig
+from perseval.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, StatisticsSettings
 from perseval.params import Params
 from perseval.specs import AgentSpec, JudgeSpec
 
@@ -82,6 +82,7 @@ class Cell:
     key: str  # the score key
     bench_index: int
     judged: JudgeUnit
+    statistics: StatisticsSettings = field(default_factory=StatisticsSettings)  # how its intervals are made
 
     @property
     def run(self) -> RunUnit:
@@ -124,6 +125,7 @@ class AnalysisUnit:
     bench_index: int
     data: DataUnit
     cells: list[Cell]
+    statistics: StatisticsSettings = field(default_factory=StatisticsSettings)
 
 
 @dataclass

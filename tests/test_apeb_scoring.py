@@ -202,6 +202,16 @@ def test_analysis_tables_in_the_papers_layout(data):
     assert cells.loc[("llm", "intent", "hard"), "n"] == 6 and cells["invalid"].sum() == n_invalid
     by_cat = out["by_category_hit_at_1"]
     assert (by_cat.loc["oracle", "Overall"] == 100.0).all()
+    # each cell of the paper's table with its interval, users resampled (the instances' own users)
+    from perseval.metrics.uncertainty import cluster_mean
+
+    ci = out["table_hit_at_1_ci"].loc["random"].set_index("cell").loc["intent / hard"]
+    hard = [(i, o) for i, o in zip(data.instances, rnd) if i.payload["query_level"] == "intent"
+            and i.payload["candidate_set"] == "hard"]
+    values = rank[(rank["agent"] == "random") & (rank["metric"] == "hit@1")].set_index("instance_id")["value"]
+    est = cluster_mean([values[i.instance_id] for i, _ in hard], [i.user_id for i, _ in hard])
+    assert (ci["mean"], ci["ci_low"], ci["ci_high"], ci["n_users"]) == \
+        (pytest.approx(hit1.loc["random", "intent / hard"]), est.ci_low, est.ci_high, est.n_users)
     rub = out["rubric_rubric-j"]
     assert list(rub.index.get_level_values(0).unique()) == ["llm"]  # the oracle has no trajectory to grade
     assert rub.loc[("llm", "intent"), "intent_inference"] == 4.0 and rub.loc[("llm", "intent"), "unscored"] == 0

@@ -327,7 +327,8 @@ def test_score_arithmetic_on_hand_fixture() -> None:
     assert scores["personalization"].value == pytest.approx(80.0)  # mean of 80, 60, 100
     assert (scores["personalization"].n_items, scores["personalization"].n_unscored) == (4, 1)
     assert scores["recall"].value == pytest.approx(200 / 3)
-    assert (scores["recall"].n_items, scores["recall"].n_unscored) == (4, 1)
+    # claim-3 failed: counted as a failed judgment, not also as unscored (issue 24)
+    assert (scores["recall"].n_items, scores["recall"].n_unscored) == (4, 0)
     s = scores["recall"]
     assert (s.judge, s.judge_repeat, s.group, s.agent) == ("j", 1, "u1", "agent-a")
 

@@ -346,3 +346,18 @@ def test_table5_layout() -> None:
     assert t.loc["Original Query", "nDCG@10"] == pytest.approx(0.10) and t.loc["+CoT", "nDCG@20"] == pytest.approx(0.5)
     assert t.loc["Original Query", "Queries without oracle sessions"] == 1 and t.loc["+CoT", "Queries scored"] == 2
     assert t.loc["+CoT", "Oracle sessions per query"] == 0.5
+
+
+def test_table4_intervals_resample_users() -> None:
+    from perseval.benchmarks.bespoke.analysis import table4_ci
+    from perseval.metrics.uncertainty import cluster_mean
+
+    tones = [80.0, 60.0, 100.0, 40.0, 60.0, 20.0, 100.0, 80.0, 60.0, 40.0, 80.0, 100.0]
+    users = [f"u{k // 2}" for k in range(len(tones))]  # two queries per user
+    frame = pd.DataFrame([{"backbone": "m", "agent": "sel", "retriever": "minilm", "judge": "j", "agent_params": "{}",
+                           "instance_id": f"i{k}", "metric": "tone", "value": v, "n_unscored": 0, "user_id": users[k]}
+                          for k, v in enumerate(tones)])
+    row = table4_ci(frame, []).set_index(["Agent", "Column"]).loc[("sel", "Tone")]
+    est = cluster_mean(tones, users)
+    assert row["mean"] == pytest.approx(table4(frame).loc[0, "Tone"])
+    assert (row["ci_low"], row["ci_high"], row["n_users"], row["n"]) == (est.ci_low, est.ci_high, 6, 12)

@@ -120,3 +120,38 @@ def test_iba_paper_grid_mirrors_the_paper():
     for r in exp.retrievers.values():  # C.3: 256-token chunks, 50 overlap
         assert (r.chunking.size, r.chunking.overlap) == (256, 50)
     assert exp.agents["iba-rag"].params["top_k"] == 3  # C.3: top-3 passages
+
+
+STATS_BASE = {**BASE, "judges": []}  # apeb's own ranking judge: a loadable experiment
+
+
+def test_statistics_settings_default_and_enter_only_the_score_keys(tmp_path):
+    default = load_experiment(_write_experiment(tmp_path, STATS_BASE))
+    assert default.experiment.statistics.model_dump() == {"level": 0.95, "resamples": 2000, "seed": 0}
+    other = tmp_path / "other"
+    other.mkdir()
+    changed = load_experiment(_write_experiment(other, {**STATS_BASE, "statistics": {"level": 0.9, "seed": 3}}))
+    a, b = make_plan(default), make_plan(changed)
+    assert b.cells[0].statistics.level == 0.9 and b.cells[0].statistics.resamples == 2000
+    # new intervals: a new score key, but the same judge and run keys (no agent or judge re-runs)
+    assert a.cells[0].key != b.cells[0].key and a.cells[0].judged.key == b.cells[0].judged.key
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    with pytest.raises(ConfigError) as err:
+        load_experiment(_write_experiment(bad, {**STATS_BASE, "statistics": {"level": 95}}))
+    assert "statistics.level" in str(err.value)
+
+
+def test_a_baseline_must_be_one_of_the_entrys_agents(tmp_path):
+    entry = {"name": "apeb", "sample": 2, "agents": ["apeb-oracle", "apeb-no-history"]}
+    with_baseline = {**STATS_BASE, "benchmarks": [{**entry, "baseline": "apeb-oracle"}]}
+    ok = load_experiment(_write_experiment(tmp_path, with_baseline))
+    assert ok.experiment.benchmarks[0].baseline == "apeb-oracle"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    path = _write_experiment(bad, {**STATS_BASE, "benchmarks": [{**entry, "baseline": "apeb-direct"}]})
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    message = str(err.value)
+    assert str(path) in message and "benchmarks.0.baseline" in message
+    assert "apeb-oracle, apeb-no-history" in message and "'apeb-direct'" in message

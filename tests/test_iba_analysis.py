@@ -291,7 +291,11 @@ def test_figures_have_one_series_per_system():
     assert len(ax.get_lines()) == 2 and len(ax.get_lines()[0].get_xdata()) == 3  # buckets 1, 2, 3
     assert len(figs["fig_by_preferences"].axes[0].get_lines()) == 2
     domains = figs["fig_domains"].axes[0]
-    assert len(domains.containers) == 2 and all(len(c) == 2 for c in domains.containers)  # 2 systems x 2 domains
+    from matplotlib.container import BarContainer, ErrorbarContainer
+
+    bars = [c for c in domains.containers if isinstance(c, BarContainer)]
+    assert len(bars) == 2 and all(len(c) == 2 for c in bars)  # 2 systems x 2 domains
+    assert sum(isinstance(c, ErrorbarContainer) for c in domains.containers) == 2  # each series has error bars
     qa = figs["fig_qa_vs_task"].axes[0]
     assert len(qa.containers) == 2 and all(len(c) == 2 for c in qa.containers)  # QA, Task x 2 systems
     assert out["qa_vs_task"]["Gap"].tolist() == [20, 20]
@@ -335,3 +339,46 @@ def test_rule_scored_slots_join_each_llm_judges_view():
         statistics.stdev([20.0, 45.0]))
     only_rule = analyze(frame([row("rag", "iba.slots", "a1", 40.0)]).assign(judge_model="-"), instances, {})
     assert only_rule["table4_mean_over_judges"].loc["rag (m, r)", "Overall"] == pytest.approx(40.0)
+
+
+# --- error bars (issue 20) and Table 9 / Table 10 as the paper prints them (issue 19) -------------------
+
+
+def test_table9_in_the_papers_mean_plus_minus_std_cells():
+    rows = []
+    for jr, (w, p) in enumerate([(25.0, 50.0), (100.0, 0.0), (0.0, 100.0)]):
+        rows += [row("a", "Q4", "i1", w, judge_repeat=jr), row("a", "Q4", "i3", p, judge_repeat=jr, group=PLANNING)]
+    t9 = analyze(frame(rows), [], {})["table9_Q4"]
+    writing, planning, overall = [25, 100, 0], [50, 0, 100], [37.5, 50, 50]
+    cell = lambda v: f"{statistics.mean(v):.1f} ± {statistics.stdev(v):.1f}"  # noqa: E731
+    cells = [cell(writing), cell(planning), cell(overall)]
+    assert t9.loc["a (m, r)", ["Writing", "Plan.", "Overall"]].tolist() == cells
+    assert t9.loc["a (m, r)", "repeats"] == 3
+
+
+def test_table10_per_domain_and_its_paired_differences():
+    from perseval.metrics.uncertainty import paired_difference
+
+    bge = [40.0, 60.0, 20.0, 80.0, 50.0, 30.0, 70.0, 90.0, 10.0, 60.0, 40.0, 50.0]
+    mpnet = [50.0, 60.0, 40.0, 90.0, 40.0, 50.0, 80.0, 90.0, 30.0, 70.0, 40.0, 70.0]
+    rows = []
+    for k, (b, m) in enumerate(zip(bge, mpnet)):
+        group = WRITING if k % 2 else PLANNING
+        rows += [row("rag", "J", f"i{k}", b, retriever="bge", group=group),
+                 row("rag", "J", f"i{k}", m, retriever="mpnet", group=group)]
+    rows.append(row("other", "J", "i0", 30.0, retriever="bge"))
+    out = analyze(frame(rows), [], {})
+    by_domain = out["table10_retriever_swap_by_domain"]
+    w = [k for k in range(12) if k % 2]
+    assert by_domain.loc[("rag (m)", "bge"), "Writing"] == pytest.approx(statistics.mean(bge[k] for k in w))
+    assert by_domain.loc[("rag (m)", "Δ mpnet"), "Writing"] == pytest.approx(
+        statistics.mean(mpnet[k] - bge[k] for k in w))
+    assert by_domain.loc[("rag (m)", "Δ mpnet"), "Overall"] == out["table10_retriever_swap"].loc["rag (m)", "Δ mpnet"]
+    ci = out["table10_retriever_swap_ci"].loc["rag (m, mpnet)"]
+    d = paired_difference(mpnet, bge, [f"i{k}" for k in range(12)])  # users unknown: each instance its own
+    assert ci["against"] == "rag (m, bge)" and ci["Δ"] == pytest.approx(d.mean)
+    assert (ci["ci_low"], ci["ci_high"], ci["p (Holm)"]) == pytest.approx((d.ci_low, d.ci_high, d.p_value))
+    t4 = out["table4_mean_over_judges_ci"].reset_index()
+    overall = t4[(t4["system"] == "rag (m, bge)") & (t4["domain"] == "Overall")].iloc[0]
+    assert overall["mean"] == pytest.approx(statistics.mean(bge)) and overall["n_users"] == 12
+    assert overall["ci_low"] < overall["mean"] < overall["ci_high"]

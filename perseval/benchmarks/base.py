@@ -187,4 +187,5 @@ def build_all(bench: Benchmark, *, sample: int, seed: int, source: Path | None,
 ANALYSIS_COLUMNS = [
     "cell", "agent", "agent_kind", "agent_params", "backbone", "retriever", "judge", "judge_model",  # the cell
     "instance_id", "repeat", "judge_repeat", "group", "metric", "value", "n_items", "n_unscored",
+    "user_id",  # the instance's user: the cluster of every interval
 ]

@@ -15,6 +15,7 @@ import pandas as pd
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA
 from perseval.benchmarks.apeb.stats import OVERALL, dataset_tables
 from perseval.benchmarks.iba.plots import grouped_bars
+from perseval.metrics.ci_tables import ci_long, with_users
 from perseval.records import Instance
 
 RANK_METRICS = ("hit@1", "hit@5", "mrr")
@@ -48,8 +49,8 @@ def prepare(scores: pd.DataFrame, instances: list[Instance]) -> pd.DataFrame:
     """One row per (system, judge, instance, metric): the mean over repeats, with the instance's cell."""
     meta = pd.DataFrame([{"instance_id": i.instance_id, "query_level": i.payload.get("query_level", "?"),
                           "candidate_set": i.payload.get("candidate_set", "?")} for i in instances])
-    frame = scores.assign(system=_systems(scores)).merge(meta, on="instance_id", how="left")
-    keys = ["system", "judge", "instance_id", "group", "query_level", "candidate_set", "metric"]
+    frame = with_users(scores.assign(system=_systems(scores)), instances).merge(meta, on="instance_id", how="left")
+    keys = ["system", "judge", "instance_id", "user_id", "group", "query_level", "candidate_set", "metric"]
     return frame.groupby(keys, sort=False, dropna=False).agg(value=("value", "mean"),
                                                              n_unscored=("n_unscored", "sum")).reset_index()
 
@@ -66,6 +67,23 @@ def results_table(rank: pd.DataFrame, metric: str, order: list[str]) -> pd.DataF
     table.columns = [f"{lv} / {cs}" for lv, cs in cols]
     table.index.name = "system"
     return table
+
+
+def results_ci(rank: pd.DataFrame, metric: str, order: list[str]) -> pd.DataFrame:
+    """results_table's cells with their intervals (users resampled), long: system, cell, mean, ci_low, ..."""
+    rows = rank[rank["metric"] == metric]
+    rows = rows.assign(cell=rows["query_level"].astype(str) + " / " + rows["candidate_set"].astype(str))
+    inst = rows.groupby(["system", "cell", "instance_id"], sort=False).agg(
+        value=("value", "mean"), user_id=("user_id", "first")).reset_index()
+    long = ci_long(inst, ["system", "cell"])
+    long["_s"] = long["system"].map({s: i for i, s in enumerate(order)})
+    return long.sort_values(["_s", "cell"], kind="stable").drop(columns="_s").set_index("system")
+
+
+def _bounds(ci: pd.DataFrame, like: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    long = ci.reset_index()
+    return tuple(long.pivot_table(index="system", columns="cell", values=v, aggfunc="first", dropna=False)
+                 .reindex(index=like.index, columns=like.columns) for v in ("ci_low", "ci_high"))  # type: ignore
 
 
 def cells_long(rank: pd.DataFrame, order: list[str]) -> pd.DataFrame:
@@ -136,13 +154,15 @@ def analyze(scores: pd.DataFrame, instances: list[Instance]) -> Result:
     if not rank.empty:
         for metric in RANK_METRICS:
             out[f"table_{file_name(metric)}"] = results_table(rank, metric, order)
+            out[f"table_{file_name(metric)}_ci"] = results_ci(rank, metric, order)
         out["table_cells"] = cells_long(rank, order)
         out["by_category_hit_at_1"] = by_category(rank, "hit@1", order)
         invalid = invalid_table(rank, order)
         if invalid is not None:
             out["invalid_outputs"] = invalid
-        out["fig_hit_at_1"] = grouped_bars(out["table_hit_at_1"], "Hit@1 by query level / candidate set",
-                                           "Query level / candidate set", "Hit@1 (%)")
+        out["fig_hit_at_1"] = grouped_bars(out["table_hit_at_1"], "Hit@1 by query level / candidate set "
+                                           "(95% intervals over users)", "Query level / candidate set", "Hit@1 (%)",
+                                           errors=_bounds(out["table_hit_at_1_ci"], out["table_hit_at_1"]))
     rubric = frame[frame["metric"].isin(CRITERIA)]
     if not rubric.empty:
         out.update(rubric_tables(rubric, order))

@@ -16,6 +16,7 @@ import pandas as pd
 
 from perseval.benchmarks.base import AnalysisInputs
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
+from perseval.metrics.ci_tables import ci_long, instance_level, with_users
 from perseval.params import Params
 
 TABLE4_COLUMNS = {"need_alignment": "Need Align.", "content_depth": "Content Depth", "tone": "Tone",
@@ -135,9 +136,24 @@ def requests_table(outputs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def table4_ci(scores: pd.DataFrame, instances: list[Any]) -> pd.DataFrame:
+    """Table 4's columns with their intervals, long: one row per cell x criterion (recall, Avg. of each
+    instance's five parts): mean, ci_low, ci_high, se, n, n_users (users resampled)."""
+    if scores.empty:
+        return pd.DataFrame()
+    rows = with_users(scores, instances)
+    rows = rows[rows["metric"].isin([*TABLE4_COLUMNS, "avg"])].assign(
+        metric=lambda f: f["metric"].map({**TABLE4_COLUMNS, "avg": "Avg. (per instance)"}),
+        value=lambda f: pd.to_numeric(f["value"], errors="coerce"))
+    long = ci_long(instance_level(rows, [*CELL, "metric"]), [*CELL, "metric"])
+    return long.rename(columns={"backbone": "Model", "agent": "Agent", "retriever": "Retriever", "judge": "Judge",
+                                "metric": "Column"})
+
+
 def response_analysis(inputs: AnalysisInputs, stats: dict[str, pd.DataFrame]) -> dict[str, Any]:
     table = table4(inputs.scores, inputs.agents)
-    out: dict[str, Any] = {"table4": table, "requests_per_setting": requests_table(inputs.outputs()),
+    out: dict[str, Any] = {"table4": table, "table4_ci": table4_ci(inputs.scores, inputs.instances),
+                           "requests_per_setting": requests_table(inputs.outputs()),
                            "feedback_per_response": feedback_table(inputs.judgments()), **stats}
     pairs = gold_pairs(table, inputs.agents) if not table.empty else pd.DataFrame()
     if not pairs.empty:

@@ -21,10 +21,14 @@ from typing import Any, TYPE_CHECKING
 import pandas as pd
 from pydantic import Field
 
+from perseval.benchmarks.iba.analysis_ci import (ablation_pairs, paired_table, retriever_base, retriever_pairs,
+                                                 retriever_swap_by_domain, table4_ci, table9_mean_std)
 from perseval.benchmarks.iba.analysis_frame import OVERALL, UNSCORED, Prepared, prepare
 from perseval.benchmarks.iba.analysis_slices import by_evidence, by_preferences, qa_vs_task, static_vs_dynamic
-from perseval.benchmarks.iba.analysis_tables import ablation_table, domain_table, repeat_std_table, retriever_swap
+from perseval.benchmarks.iba.analysis_tables import (ablation_table, default_base, domain_table, repeat_std_table,
+                                                     retriever_swap)
 from perseval.benchmarks.iba.plots import grouped_bars, line_figure
+from perseval.metrics.ci_tables import with_users
 from perseval.params import Params
 from perseval.records import Instance
 
@@ -70,7 +74,7 @@ def analyze(scores: pd.DataFrame, instances: list[Instance], params: dict[str, A
     params = dict(params or {})
     if scores is None or scores.empty:
         return {}
-    prep = prepare(judge_views(scores), instances, str(params.get("metric", "score")))
+    prep = prepare(judge_views(with_users(scores, instances)), instances, str(params.get("metric", "score")))
     if prep.task.empty:
         return {}
     out: Result = {}
@@ -83,15 +87,29 @@ def analyze(scores: pd.DataFrame, instances: list[Instance], params: dict[str, A
 def domain_tables(prep: Prepared, params: dict[str, Any]) -> Result:
     task, order = prep.task, prep.order
     table4 = domain_table(task, order)
-    out: Result = {"table4_mean_over_judges": table4}
+    out: Result = {"table4_mean_over_judges": table4, "table4_mean_over_judges_ci": table4_ci(task, order)}
     for judge, rows in task.groupby("judge", sort=False):
         out[f"table_judge_{safe_name(judge)}"] = domain_table(rows, order)
         if rows["judge_repeat"].nunique() > 1:
-            out[f"table9_std_over_repeats_{safe_name(judge)}"] = repeat_std_table(rows, order)
-    optional = {"table5_ablation": ablation_table(table4, prep.systems, params),
-                "table10_retriever_swap": retriever_swap(table4, prep.systems, params)}
+            std = repeat_std_table(rows, order)
+            out[f"table9_std_over_repeats_{safe_name(judge)}"] = std
+            out[f"table9_{safe_name(judge)}"] = table9_mean_std(rows, order, std)  # the paper's "mean ± std"
+    table5 = ablation_table(table4, prep.systems, params)
+    base = retriever_base(prep.systems, params)
+    optional = {"table5_ablation": table5,
+                "table5_ablation_ci": paired_table(task, ablation_pairs(table5, prep.systems, _ablation_base(
+                    prep, table5, params))),
+                "table10_retriever_swap": retriever_swap(table4, prep.systems, params),
+                "table10_retriever_swap_by_domain": retriever_swap_by_domain(table4, prep.systems, base),
+                "table10_retriever_swap_ci": paired_table(task, retriever_pairs(prep.systems, base) if base else [])}
     out.update({k: v for k, v in optional.items() if v is not None})
     return out
+
+
+def _ablation_base(prep: Prepared, table5: pd.DataFrame | None, params: dict[str, Any]) -> str | None:
+    if table5 is None:
+        return None
+    return params.get("ablation_base") or default_base(prep.systems[prep.systems["system"].isin(table5.index)])
 
 
 def slice_tables(prep: Prepared, params: dict[str, Any]) -> Result:
@@ -108,12 +126,23 @@ def _scores_only(table: pd.DataFrame) -> pd.DataFrame:
     return table.drop(columns=[c for c in ("n", UNSCORED, OVERALL) if c in table.columns])
 
 
+def _bounds(ci: pd.DataFrame | None, like: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(low, high) frames shaped like `like` (systems x domains) from a long interval table."""
+    if ci is None or ci.empty:
+        return None
+    long = ci.reset_index()
+    low, high = (long.pivot_table(index="system", columns="domain", values=v, aggfunc="first", dropna=False)
+                 .reindex(index=like.index, columns=like.columns) for v in ("ci_low", "ci_high"))
+    return low, high
+
+
 def figures(tables: Result) -> Result:
     """Figure 5 (a)-(d) style plots and per-domain bars, from the tables just built."""
     out: Result = {}
     if "table4_mean_over_judges" in tables:
-        out["fig_domains"] = grouped_bars(_scores_only(tables["table4_mean_over_judges"]),
-                                          "Score by domain (mean over judges)", "Domain")
+        means = _scores_only(tables["table4_mean_over_judges"])
+        out["fig_domains"] = grouped_bars(means, "Score by domain (mean over judges; 95% intervals over users)",
+                                          "Domain", errors=_bounds(tables.get("table4_mean_over_judges_ci"), means))
     if "by_evidence" in tables:
         out["fig_by_evidence"] = line_figure(_scores_only(tables["by_evidence"]),
                                              "Score by number of evidence items", "Evidence items")

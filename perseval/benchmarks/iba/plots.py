@@ -63,14 +63,22 @@ def line_figure(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCOR
     return fig
 
 
-def grouped_bars(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCORE_LABEL) -> Figure:
-    """Groups = columns of `table`; one bar series (one bar container) per row."""
+def grouped_bars(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCORE_LABEL,
+                 errors: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> Figure:
+    """Groups = columns of `table`; one bar series (one bar container) per row; `errors`: (low, high)
+    interval bounds shaped like `table`, drawn as error bars (none where a bound is missing)."""
     fig, ax = _figure(len(table.columns), len(table), bars=True)
     x = np.arange(len(table.columns))
     width = 0.8 / max(1, len(table))
     for i, (name, row) in enumerate(table.iterrows()):
         offset = (i - (len(table) - 1) / 2) * width
-        ax.bar(x + offset, row.to_numpy(dtype=float), width, label=str(name), color=_color(i, len(table)))
+        values = row.to_numpy(dtype=float)
+        yerr = None
+        if errors is not None:
+            low, high = (e.loc[name].to_numpy(dtype=float) for e in errors)
+            yerr = np.nan_to_num(np.vstack([values - low, high - values]), nan=0.0).clip(min=0)
+        ax.bar(x + offset, values, width, label=str(name), color=_color(i, len(table)), yerr=yerr,
+               capsize=2 if yerr is not None else 0, error_kw={"elinewidth": 0.8})
     _xticks(ax, x, table.columns)
     _finish(ax, title, xlabel, ylabel, len(table))
     return fig

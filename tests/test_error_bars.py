@@ -1,0 +1,123 @@
+"""Error bars where a score is shown: the headline rows (interval, users, difference to the baseline with
+its paired interval, Holm-corrected p and detectable difference), the printed table, MLflow metrics, and
+failed judgments counted apart from unscored items."""
+from __future__ import annotations
+
+
+import numpy as np
+import pytest
+from rich.console import Console
+from statsmodels.stats.multitest import multipletests
+
+import flows.cli as cli
+from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+from perseval.experiment import load_experiment
+from perseval.metrics.aggregate import group_table
+from perseval.metrics.uncertainty import cluster_mean, paired_difference
+from perseval.plan import make_plan
+from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.report import delta_text, headline_rows, score_text, uncertainty_metrics
+from perseval.runner import score_outputs
+from perseval.store import StageStore
+
+from .conftest import CONFIGS
+
+USERS = ["u0", "u0", "u1", "u1", "u2", "u2", "u3", "u3"]
+
+
+def _cell_scores(cell, values):
+    return [InstanceScore(f"i{k}", cell.agent, 0, cell.judge, 0, "G", "score", v, 1, int(v is None), user_id=USERS[k])
+            for k, v in enumerate(values)]
+
+
+@pytest.fixture
+def quickstart(tmp_path):
+    exp = load_experiment(CONFIGS / "experiments" / "quickstart.yaml")
+    exp.experiment.benchmarks[0].baseline = "iba-no-history"
+    exp.experiment.benchmarks[1].baseline = None
+    exp.experiment.benchmarks[2].baseline = None
+    exp.experiment.statistics.resamples = 400
+    return make_plan(exp), str(tmp_path)
+
+
+def _store(plan, root, values_of):
+    scores = {}
+    rng = np.random.default_rng(0)
+    for cell in plan.cells:
+        values = values_of.get(cell.name, list(rng.choice([0.0, 100.0], size=len(USERS))))
+        records = _cell_scores(cell, values)
+        StageStore(root, "score", cell.key).write_records(0, records, InstanceScore)
+        table = group_table(records, ["score"], None, cell.statistics)
+        scores[cell.key] = {"table": table.reset_index().to_dict("records"), "headline_metric": "score",
+                            "metrics": ["score"], "outputs": {"ok": len(values)},
+                            "judgments": {"scored": len(values), "failed": 2 if "rag" in cell.name else 0}}
+    return scores
+
+
+RAG = [100.0, 80.0, 60.0, 100.0, 40.0, 90.0, 70.0, None]
+NO_HISTORY = [50.0, 70.0, 20.0, 60.0, 40.0, 30.0, 50.0, 10.0]
+
+
+def test_headline_rows_carry_the_interval_and_the_paired_difference_to_the_baseline(quickstart):
+    plan, root = quickstart
+    judge = "smollm2-judge"
+    values = {f"iba/iba-rag/smollm2-135m/minilm/{judge}": RAG, f"iba/iba-no-history/smollm2-135m/-/{judge}": NO_HISTORY}
+    rows = headline_rows(plan, _store(plan, root, values), root=root)
+    by_name = {"/".join(r[k] for k in ("benchmark", "agent", "backbone", "retriever", "judge")): r for r in rows}
+    rag = by_name[f"iba/iba-rag/smollm2-135m/minilm/{judge}"]
+    base = by_name[f"iba/iba-no-history/smollm2-135m/-/{judge}"]
+    est = cluster_mean(RAG, USERS, resamples=400)
+    assert (rag["score"], rag["ci_low"], rag["ci_high"], rag["se"], rag["n_users"]) == \
+        (pytest.approx(est.mean), est.ci_low, est.ci_high, est.se, 4)
+    # differences (i7 unscored in iba-rag: not a pair): 50, 10, 40, 40, 0, 60, 20 -> mean 220 / 7
+    assert rag["delta_vs_baseline"] == pytest.approx(220 / 7) and rag["delta_paired"] is True
+    assert rag["baseline"] == "iba-no-history" and base["delta_vs_baseline"] is None
+    d = paired_difference(RAG, NO_HISTORY, USERS, resamples=400)
+    assert (rag["delta_ci_low"], rag["delta_ci_high"], rag["mde"]) == (d.ci_low, d.ci_high, d.mde)
+    # the two iba judges each compare iba-rag and the oracle with the baseline: four tests, Holm-corrected together
+    compared = [r for r in rows if r["delta_vs_baseline"] is not None]
+    assert len(compared) == 4 and all(r["benchmark"] == "iba" for r in compared)
+    raw = [paired_difference(*[[s.value for s in StageStore(root, "score", c.key).read_records(InstanceScore)]
+                               for c in (cell, base_cell)], USERS, resamples=400).p_value
+           for cell, base_cell in _pairs(plan)]
+    assert [r["delta_p"] for r in compared] == pytest.approx(list(multipletests(raw, method="holm")[1]))
+    assert rag["delta_p"] >= d.p_value  # 4 users: at best p = 2/16 before the correction
+    assert by_name["apeb/apeb-direct/smollm2-135m/-/apeb.ranking"]["baseline"] is None
+    assert delta_text(base) == "baseline" and delta_text(rag).startswith(f"+{220 / 7:.1f} [")
+    assert score_text(rag) == f"{est.mean:.1f} ± {(est.ci_high - est.ci_low) / 2:.1f}"
+    metrics = uncertainty_metrics(rag)
+    assert metrics["n_users"] == 4.0 and metrics["delta_vs_baseline"] == pytest.approx(220 / 7)
+    assert "delta_p" not in uncertainty_metrics(base) and uncertainty_metrics(base)["ci_low"] == base["ci_low"]
+
+
+def _pairs(plan):
+    cells = {c.name: c for c in plan.cells}
+    for c in plan.cells:
+        if c.benchmark == "iba" and c.agent != "iba-no-history":
+            yield c, cells[f"iba/iba-no-history/smollm2-135m/-/{c.judge}"]
+
+
+def test_the_printed_headline_shows_error_bars_and_failed_judgments_apart(quickstart, monkeypatch):
+    plan, root = quickstart
+    rows = headline_rows(plan, _store(plan, root, {}), root=root)
+    console = Console(width=400, record=True)
+    monkeypatch.setattr(cli, "console", console)
+    cli._print_headline(rows)
+    text = console.export_text()
+    header = next(line for line in text.splitlines() if "score ± CI" in line)
+    assert "Δ vs baseline [CI]" in header and "p (Holm)" in header and "failed judg" in header
+    rag = next(line for line in text.splitlines() if "iba-rag" in line and "smollm2-judge" in line)
+    assert score_text(rows[0]) in rag and "incomplete" in rag
+    assert "Holm-corrected across the 4 comparison(s)" in text and "80% power" in text
+
+
+def test_a_failed_judgment_is_counted_failed_not_unscored():
+    inst = Instance("i1", "iba", "u1", "G", "task", {}, {"checkpoints": []})
+    out = AgentOutput("i1", "a", 0, "answer")
+    js = [Judgment("i1", "a", 0, "j", 0, "c1", "checkpoint", 1.0, "scored"),
+          Judgment("i1", "a", 0, "j", 0, "c2", "checkpoint", None, "unscored"),
+          Judgment("i1", "a", 0, "j", 0, "c3", "checkpoint", None, "failed")]
+    (score,) = score_outputs([CheckpointJudge()], {"i1": inst}, [out], js)
+    assert (score.value, score.n_items, score.n_unscored) == (100.0, 3, 1)  # c3 failed: not also unscored
+    (alone,) = score_outputs([CheckpointJudge()], {"i1": inst}, [out], js[:2])
+    assert (alone.value, alone.n_unscored) == (100.0, 1)
