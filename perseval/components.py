@@ -64,6 +64,14 @@ class JudgeSpec:
         return any(judge_class(k).uses_llm for k in self.kinds)
 
 
+def _other_kind(kind: str, bench: str) -> bool:
+    """Whether `kind` is a registered judge kind of a benchmark other than `bench`."""
+    try:
+        return judge_class(kind).benchmark != bench
+    except ConfigError:
+        return False
+
+
 def _spec(exp: ResolvedExperiment, name: str, bench: str) -> JudgeSpec | None:
     """The binding of judge `name` on benchmark `bench`, or None when it judges another benchmark."""
     cfg = exp.judges[name]
@@ -72,7 +80,8 @@ def _spec(exp: ResolvedExperiment, name: str, bench: str) -> JudgeSpec | None:
     if cfg.kind is None:
         if not bench_cls.llm_judges:
             return None
-        unknown = sorted(set(cfg.params) - set(bench_cls.llm_judges))
+        # a judge YAML shared by several benchmarks holds each one's kinds; only a kind of none is a typo
+        unknown = sorted(k for k in set(cfg.params) - set(bench_cls.llm_judges) if not _other_kind(k, bench))
         if unknown:
             raise ConfigError(f"{where}: key 'params': without `kind` params are keyed by judge kind; {unknown} "
                               f"is not one of {list(bench_cls.llm_judges)}")

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
+from perseval.overrides import Overrides, apply_overrides
 from perseval.params import error_lines, invalid
 
 
@@ -176,6 +177,7 @@ class ExperimentConfig(Strict):
     retrievers: list[str]
     judges: list[str] = []
     benchmarks: list[BenchmarkEntry]
+    overrides: Overrides = Overrides()  # this experiment's agent / judge / model settings (perseval.overrides)
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()
 
@@ -321,6 +323,7 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
             agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
         for role, name in components.construction_models(bench, exp.backbones, str(path), i).items():
             need_model(name, path, f"benchmarks.{i}.params.construction.{role}_model")
+    models, judges, agents = apply_overrides(exp.overrides, str(path), models, judges, agents, res.files)
     deployments = {m: _deployment(res, exp, path, cfg) for m, cfg in models.items()}
     resolved = ResolvedExperiment(path=str(path), experiment=exp, models=models, deployments=deployments,
                                   retrievers=retrievers, judges=judges, agents=agents, plugins=plugins,
