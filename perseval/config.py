@@ -323,7 +323,7 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
             agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
         for role, name in components.construction_models(bench, exp.backbones, str(path), i).items():
             need_model(name, path, f"benchmarks.{i}.params.construction.{role}_model")
-    models, judges, agents = apply_overrides(exp.overrides, str(path), models, judges, agents, res.files)
+    models, judges, agents = apply_overrides(exp.overrides, str(path), models, judges, agents, res)
     deployments = {m: _deployment(res, exp, path, cfg) for m, cfg in models.items()}
     resolved = ResolvedExperiment(path=str(path), experiment=exp, models=models, deployments=deployments,
                                   retrievers=retrievers, judges=judges, agents=agents, plugins=plugins,

@@ -17,6 +17,7 @@ effective settings, so an override equal to the YAML's value leaves every key as
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Mapping, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -61,8 +62,8 @@ def merged(base: Mapping[str, Any], change: Mapping[str, Any]) -> dict[str, Any]
 
 
 def _unknown(where: str, key: str, what: str, name: str, known: Mapping[str, Any]) -> ConfigError:
-    return ConfigError(f"{where}: key '{key}': {what} {name!r} is not used by this experiment "
-                       f"(its {what}s: {sorted(known)})")
+    return ConfigError(f"{where}: key '{key}': there is no {what} {name!r} (this experiment's {what}s: "
+                       f"{sorted(known)})")
 
 
 def _sampling(sampling: C, change: Mapping[str, Any], where: str, key: str) -> C:
@@ -110,12 +111,18 @@ def _judge(cfg: Any, change: JudgeOverride, where: str) -> Any:
 
 
 def apply_overrides(overrides: Overrides, where: str, models: dict[str, Any], judges: dict[str, Any],
-                    agents: dict[str, Any], files: Mapping[str, str]) -> tuple[dict, dict, dict]:
-    """The experiment's components with its `overrides:` applied (new objects; the loaded ones are kept)."""
+                    agents: dict[str, Any], resolver: Any) -> tuple[dict, dict, dict]:
+    """The experiment's components with its `overrides:` applied (new objects; the loaded ones are kept).
+
+    `resolver` (perseval.config._Resolver) tells where each loaded component came from and where named
+    configs are looked up: an override of a component this experiment does not use is ignored when such a
+    config exists (an experiment trimmed to fewer agents keeps its overrides), and an error otherwise."""
+    files: Mapping[str, str] = resolver.files
     for kind, names, known in (("agent", overrides.agents, agents), ("judge", overrides.judges, judges),
                                ("model", overrides.models, models)):
         for name in names:
-            if name not in known:
+            exists = any((Path(root) / f"{kind}s" / f"{name}.yaml").exists() for root in resolver.roots)
+            if name not in known and not exists:
                 raise _unknown(where, f"overrides.{kind}s.{name}", kind, name, known)
     agents = {n: _agent(a, overrides.agents[n], where, files) if n in overrides.agents else a
               for n, a in agents.items()}

@@ -51,7 +51,7 @@ def test_validate_checks_everything_without_starting_a_server(tmp_path):
     root = tmp_path / "configs"
     shutil.copytree(CONFIGS, root)
     agent = root / "agents" / "apeb-direct.yaml"
-    agent.write_text(agent.read_text().replace("history_items: 30", "history_itmes: 30"))
+    agent.write_text(agent.read_text().replace("history_items: null", "history_itmes: null"))
     bad = runner.invoke(app, ["validate", str(root / "experiments" / "quickstart.yaml")])
     assert bad.exit_code == 2 and "apeb-direct.yaml" in bad.output and "history_itmes" in bad.output
     assert "Traceback" not in bad.output
