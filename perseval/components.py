@@ -81,11 +81,13 @@ def _spec(exp: ResolvedExperiment, name: str, bench: str) -> JudgeSpec | None:
         if not bench_cls.llm_judges:
             return None
         # a judge YAML shared by several benchmarks holds each one's kinds; only a kind of none is a typo
-        unknown = sorted(k for k in set(cfg.params) - set(bench_cls.llm_judges) if not _other_kind(k, bench))
+        own = (*bench_cls.llm_judges, *bench_cls.optional_llm_judges)
+        unknown = sorted(k for k in set(cfg.params) - set(own) if not _other_kind(k, bench))
         if unknown:
             raise ConfigError(f"{where}: key 'params': without `kind` params are keyed by judge kind; {unknown} "
-                              f"is not one of {list(bench_cls.llm_judges)}")
+                              f"is not one of {list(own)}")
         raw = {k: cfg.params.get(k, {}) for k in bench_cls.llm_judges}
+        raw.update({k: cfg.params[k] for k in bench_cls.optional_llm_judges if k in cfg.params})
     else:
         cls = _lookup(judge_class, cfg.kind, where, "kind")
         if cls.benchmark != bench:

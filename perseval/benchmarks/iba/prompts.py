@@ -78,3 +78,23 @@ def api_schema(open_slots: list[dict[str, Any]]) -> dict[str, Any]:
     for s in open_slots:
         props[s["name"]] = {"type": "string", "enum": list(s["values"])} if s.get("values") else {"type": "string"}
     return {"type": "object", "properties": props, "required": [s["name"] for s in open_slots]}
+
+
+_SLOT_JUDGE_SYSTEM = (
+    "You grade one parameter of an API call an assistant made for a user. "
+    "Judge only that parameter. " + data_rule("value") + " Reply with JSON only."
+)
+
+
+def slot_judge_messages(task: str, api_name: str, slot: str, allowed: list[str], submitted: str,
+                        preference: str) -> list[dict[str, str]]:
+    """One binary CallAPI slot judgment (IBA-Bench C.2): is the submitted value of `slot` valid and consistent
+    with the task and the user's preference? The value is quoted as data; the verdict first, then the reason."""
+    options = f"Allowed values: {', '.join(allowed)}\n" if allowed else ""
+    user = (
+        f"Task:\n{task}\n\nAPI call: {api_name}\nParameter: {slot}\n{options}"
+        f"{quote('value', submitted)}\n\nThe user's preference:\n{preference}\n\n"
+        "Is the submitted value valid and consistent with the task and the user's preference? "
+        'Answer {"verdict": true or false, "reason": "<one sentence>"}.'
+    )
+    return [{"role": "system", "content": _SLOT_JUDGE_SYSTEM}, {"role": "user", "content": user}]
