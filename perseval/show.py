@@ -22,8 +22,9 @@ from typing import Any
 
 from perseval.components import benchmark_params, judge_specs, make_agent
 from perseval.config import ModelConfig, ResolvedExperiment
+from perseval.params import EVERY_FIELD
 from perseval.plan import Plan, make_plan
-from perseval.registry import benchmark_class
+from perseval.registry import benchmark_class, judge_class
 
 MISSING = object()
 
@@ -48,15 +49,20 @@ def _agents(exp: ResolvedExperiment, plan: Plan, index: int) -> dict[str, Any]:
         cfg = exp.agents[name]
         agent = make_agent(cfg, exp.file_of("agents", name))
         mine = [r for r in runs if r.agent.name == name]
-        out[name] = {"kind": cfg.kind, "params": agent.params.model_dump(mode="json"),
+        out[name] = {"kind": cfg.kind, "params": agent.params.model_dump(mode="json", context=EVERY_FIELD),
                      "needs": sorted(agent.requires()),
                      "backbones": sorted({r.backbone for r in mine if r.backbone}),
                      "retrievers": sorted({r.index.retriever.name for r in mine if r.index})}
     return out
 
 
+def _every_field(kind: str, params: dict[str, Any]) -> dict[str, Any]:
+    return judge_class(kind).Params.model_validate(params).model_dump(mode="json", context=EVERY_FIELD)
+
+
 def _judges(exp: ResolvedExperiment, index: int) -> dict[str, Any]:
-    return {s.name: {"kinds": list(s.kinds), "params": s.params, "model": s.model,
+    return {s.name: {"kinds": list(s.kinds), "params": {k: _every_field(k, p) for k, p in s.params.items()},
+                     "model": s.model,
                      "sampling": s.sampling.model_dump(mode="json") if s.sampling and s.uses_llm else None,
                      "repeats": s.repeats if s.uses_llm else 1}
             for s in judge_specs(exp, index)}
@@ -66,7 +72,7 @@ def _benchmark(exp: ResolvedExperiment, plan: Plan, index: int) -> dict[str, Any
     entry = exp.experiment.benchmarks[index]
     params = benchmark_params(entry, exp.path, index)
     return {"name": entry.name, "sample": entry.sample, "seed": plan.data[index].seed, "source": entry.source,
-            "params": params.model_dump(mode="json"),
+            "params": params.model_dump(mode="json", context=EVERY_FIELD),
             "construction_models": benchmark_class(entry.name).construction_models(params, exp.experiment.backbones),
             "agents": _agents(exp, plan, index), "judges": _judges(exp, index)}
 
