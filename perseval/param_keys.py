@@ -29,10 +29,15 @@ class KeyStableParams(Params):
         if (info.context or {}).get(EFFECTIVE) or not isinstance(data, dict):
             return data
         fields = type(self).model_fields
-        for name in self.key_neutral:
+        for name in self.neutral_fields():
             if name in data and getattr(self, name) == fields[name].get_default(call_default_factory=True):
                 del data[name]
         return data
+
+    def neutral_fields(self) -> frozenset[str]:
+        """The fields left out of this dump at their default (a subclass may keep one in: a value whose
+        meaning changed must get a new key, so that no output stored under the old meaning is reused)."""
+        return self.key_neutral
 
 
 def effective_params(params: Params) -> dict[str, Any]:
