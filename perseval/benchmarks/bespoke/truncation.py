@@ -8,11 +8,15 @@ policy (`history_truncation`), and what it cut is recorded (`HistoryCut`, in the
                 short glimpses; the cut is applied where the text is formatted, `share_budget`)
   oldest_first  whole sessions kept from the newest back while they fit; the older ones are dropped
                 (a contiguous recent window, as a context-limited reader of a long history would keep).
-                When even the newest session alone is over the budget, its beginning is kept.
+                Chat and search sessions are fitted apart, each source to its share of the budget (in
+                proportion to its characters), so that neither is dropped whole: the release has no
+                timestamps, and the run gives a user's chats first, then their searches, each in the
+                order of its table, which is taken as time order. When even a source's newest session
+                alone is over its share, that session's beginning is kept.
   error         a history over the budget fails the output with its size in the error (counted as
                 failed, never silently dropped)
 
-Sessions are in time order (oldest first), as the run gives them; a session's size is its stripped text.
+A session's size is its stripped text; the kept sessions keep the order they were given in.
 """
 from __future__ import annotations
 
@@ -61,20 +65,33 @@ def fit_history(sessions: Sequence[Document], budget: int | None,
     if policy == "error":
         raise HistoryOverBudget(f"the history has {total} characters in {len(sessions)} sessions, over its budget "
                                 f"of {budget} (history_truncation: error; oldest_first keeps the newest sessions)")
-    kept: list[Document] = []
-    used = 0
-    for doc in reversed(sessions):  # newest first
-        if used + _size(doc) > budget:
-            break
-        kept.append(doc)
-        used += _size(doc)
-    if not kept:  # the newest session alone is over the budget: keep its beginning
-        newest = sessions[-1]
-        kept, used = [replace(newest, text=newest.text.strip()[:budget].rstrip() + CUT_MARK)], budget
-    kept.reverse()
+    by_source: dict[str, list[tuple[int, Document]]] = {}
+    for i, doc in enumerate(sessions):
+        by_source.setdefault(str(doc.meta.get("source", "")), []).append((i, doc))
+    kept: dict[int, tuple[Document, int]] = {}  # position in `sessions` -> (the session as shown, its chars)
+    for group in by_source.values():
+        share = budget * sum(_size(d) for _, d in group) // total
+        kept.update(_newest_within(group, share))
     cut.sessions_dropped = len(sessions) - len(kept)
-    cut.chars_cut = total - min(used, total)
-    return kept, cut
+    cut.chars_cut = total - sum(n for _, n in kept.values())
+    return [kept[i][0] for i in sorted(kept)], cut
+
+
+def _newest_within(group: list[tuple[int, Document]], share: int) -> dict[int, tuple[Document, int]]:
+    """Whole sessions from the newest back while they fit `share`; when the newest alone does not fit, its
+    beginning cut to the share. Position -> (session as shown, characters of it shown)."""
+    out: dict[int, tuple[Document, int]] = {}
+    used = 0
+    for i, doc in reversed(group):
+        if used + _size(doc) > share:
+            break
+        out[i] = doc, _size(doc)
+        used += _size(doc)
+    if not out and share > 0:
+        i, doc = group[-1]
+        head = doc.text.strip()[:share].rstrip()
+        out[i] = replace(doc, text=head + CUT_MARK), len(head)
+    return out
 
 
 def share_budget(budget: int | None, policy: Truncation) -> int | None:
