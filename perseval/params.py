@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler, ValidationError, \
+    model_serializer
 
 from perseval.errors import ConfigError
 
@@ -19,6 +20,20 @@ class Params(BaseModel):
     """Base of every component's parameters: unknown keys are errors, values are read-only."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Fields added after outputs were cached, each with the value that reproduces the old behaviour: a dump
+    # (and so every key made from one) leaves such a field out while it holds that value, so adding a
+    # setting invalidates nothing that still computes the same, and setting it to anything else does.
+    key_compatible: ClassVar[dict[str, Any]] = {}
+
+    @model_serializer(mode="wrap")
+    def _without_legacy_values(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name, old in self.key_compatible.items():
+                if name in data and getattr(self, name) == old:
+                    del data[name]
+        return data
 
 
 class NoParams(Params):

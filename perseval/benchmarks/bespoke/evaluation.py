@@ -38,7 +38,7 @@ from perseval.judges.base import answer_budget
 from perseval.judges.binary import REASON_CHARS
 from perseval.judges.quoting import data_rule, quote
 from perseval.llm.base import ChatModel
-from perseval.param_keys import KeyStableParams
+from perseval.params import Params
 
 CHARS_PER_TOKEN = 4  # a budget in tokens is applied as characters at this rate (no tokenizer of the judge here)
 FIELDS_MAX_TOKENS = 1024  # the official line format after a <think> block (and uncapped JSON feedback)
@@ -47,8 +47,7 @@ Variant = Literal["feedback", "scores_only", "none"]
 ANSWER_FORMATS = {"score_then_feedback": "json", "reason_then_score": "fields"}
 
 
-class EvaluatorParams(KeyStableParams):
-    key_neutral = frozenset({"feedback_chars"})  # added later; at 200 the JSON schema is today's
+class EvaluatorParams(Params):
     variant: Variant = "feedback"
     max_shots: int = Field(5, ge=0)  # the official evaluator class's default (its run script passes 6)
     rubric: Literal["release", "derive"] = "release"  # the rubric source of every personalized variant
@@ -75,10 +74,13 @@ class EvaluatorParams(KeyStableParams):
             data["feedback_chars"] = None
         return data
 
-    def neutral_fields(self) -> frozenset[str]:
-        # scores_only derived its rubric whatever `rubric` said before the source was shared: with the
-        # release's rubric it now computes something else, so it must not reuse outputs stored under its old key
-        return frozenset() if (self.variant, self.rubric) == ("scores_only", "release") else self.key_neutral
+    @property
+    def key_compatible(self) -> dict[str, Any]:  # type: ignore[override]
+        """`feedback_chars` came later; at 200 the JSON schema is the one sent before, so no new key. But
+        scores_only derived its rubric whatever `rubric` said before the source was shared: with the
+        release's rubric it now computes something else, so it keeps the field in its dump and gets a new
+        key (no output stored under the old meaning is reused)."""
+        return {} if (self.variant, self.rubric) == ("scores_only", "release") else {"feedback_chars": REASON_CHARS}
 
 
 @dataclass

@@ -36,14 +36,14 @@ from perseval.benchmarks.bespoke.respond import answer_messages, raw_context
 from perseval.benchmarks.bespoke.truncation import (HistoryCut, HistoryOverBudget, Truncation, fit_history,
                                                     share_budget)
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.param_keys import KeyStableParams
+from perseval.params import Params
 from perseval.records import AgentOutput, Document, Instance, Passage
 from perseval.registry import register_agent
 
 
-class ResponderParams(KeyStableParams):
-    # fields added after keys were published; at their default they leave today's keys as they were
-    key_neutral = frozenset({"history_truncation", "profiler_model"})
+class ResponderParams(Params):
+    # added after outputs were cached: at these values they compute what was computed before (no new key)
+    key_compatible = {"history_truncation": "share", "profiler_model": None}
     user_context: Literal["none", "raw", "profile"] = "none"
     query_aware: bool = False
     history_selection: Literal["none", "llm", "retriever"] = "none"
