@@ -19,6 +19,7 @@ from perseval.benchmarks.bespoke.evaluation import EvaluatorParams
 from perseval.benchmarks.bespoke.judges.criteria import CriteriaJudge
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.benchmarks.bespoke.truncation import HistoryOverBudget, fit_history
+from perseval.components import judge_specs
 from perseval.config import load_experiment
 from perseval.errors import ConfigError
 from perseval.freshness import pending
@@ -260,3 +261,32 @@ def test_new_params_at_their_defaults_leave_the_dump_and_so_the_keys_as_they_wer
     # a dump validates back to the same params (judge specs are dumped, then built from the dump)
     for p in (ResponderParams(), EvaluatorParams(variant="scores_only"), EvaluatorParams(answer_format="fields")):
         assert type(p).model_validate(p.model_dump(mode="json")) == p
+
+
+# --- the paper config's effective settings -----------------------------------------------------------
+
+def test_the_paper_config_profiles_with_the_profiler_and_judges_as_the_official_evaluator(tmp_path,
+                                                                                          monkeypatch) -> None:
+    shutil.copytree(Path(__file__).parent / "data" / "bespoke_sample", tmp_path / "data" / "bespoke")
+    monkeypatch.chdir(tmp_path)
+    exp = load_experiment(CONFIGS / "experiments" / "bespoke_paper.yaml")
+    plan = make_plan(exp)
+    responders = [r for r in plan.runs() if r.agent.kind == BespokeResponder.kind]
+    assert responders
+    for run in responders:
+        p = ResponderParams(**run.agent.params)
+        makes_context = p.user_context == "profile" or p.history_selection == "llm"
+        assert set(run.roles) == ({"profiler"} if makes_context else set())
+        assert all(m.name == "qwen3-30b-a3b-instruct" for m in run.roles.values())
+        assert p.max_tokens == 4096 and p.search_chars is None
+        assert p.user_context == "none" or p.history_truncation == "oldest_first"  # no silent overflow
+    gold = next(ResponderParams(**r.agent.params) for r in responders if r.agent.params.get("search") == "gold")
+    assert gold.search_k is None
+    (criteria,) = [s for i in range(len(exp.experiment.benchmarks)) for s in judge_specs(exp, i)
+                   if "bespoke.criteria" in s.kinds]
+    ep = EvaluatorParams(**criteria.params["bespoke.criteria"])
+    assert (ep.max_shots, ep.answer_format, ep.feedback_chars, ep.rubric) == (6, "fields", None, "release")
+    meta = [EvaluatorParams(**r.agent.params) for r in plan.runs() if r.agent.kind == "bespoke.evaluator"]
+    assert {m.variant for m in meta} == {"none", "scores_only", "feedback"}
+    assert {(m.max_shots, m.answer_format, m.feedback_chars, m.rubric) for m in meta} == {(6, "fields", None,
+                                                                                           "release")}
