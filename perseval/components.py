@@ -45,6 +45,11 @@ def construction_models(entry: BenchmarkEntry, backbones: Sequence[str], where: 
     return benchmark_class(entry.name).construction_models(params, backbones)
 
 
+def agent_role_models(cfg: AgentConfig, where: str) -> dict[str, str]:
+    """Role -> model name of the models a configured agent uses besides its backbone (Agent.role_models)."""
+    return make_agent(cfg, where).role_models()
+
+
 # --- judges bound to a benchmark entry ---------------------------------------------------------------
 
 @dataclass

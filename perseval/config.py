@@ -321,6 +321,8 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
                               "path is read from the folder perseval runs in)")
         for name in bench.agents:
             agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
+            for role, model in components.agent_role_models(agents[name], res.files[f"agents/{name}"]).items():
+                need_model(model, res.files[f"agents/{name}"], f"params.{role}_model")
         for role, name in components.construction_models(bench, exp.backbones, str(path), i).items():
             need_model(name, path, f"benchmarks.{i}.params.construction.{role}_model")
     models, judges, agents = apply_overrides(exp.overrides, str(path), models, judges, agents, res)

@@ -72,6 +72,7 @@ class RunUnit:
     model: ModelConfig | None
     repeats: int
     seed: int
+    roles: dict[str, ModelConfig] = field(default_factory=dict)  # role models besides the backbone (a profiler)
 
     @property
     def label(self) -> str:
@@ -169,10 +170,12 @@ def index_key(dkey: str, retriever: RetrieverConfig) -> str:
 
 
 def run_key(dkey: str, ikey: str | None, agent: AgentConfig, params: Any, model: ModelConfig | None, repeats: int,
-            seed: int) -> str:
+            seed: int, roles: dict[str, ModelConfig] | None = None) -> str:
+    # role models enter only when there are some, so the keys of agents without any stay as they were
+    role_part = [{r: model_fingerprint(m, m.sampling) for r, m in sorted(roles.items())}] if roles else []
     return content_key("run", STAGE_VERSIONS["run"], dkey, ikey, agent.name, agent.kind,
                        params.model_dump(mode="json"), model_fingerprint(model, model.sampling) if model else None,
-                       repeats, seed)
+                       repeats, seed, *role_part)
 
 
 def judge_key(rkey: str, spec: JudgeSpec, model: ModelConfig | None) -> str:
@@ -228,12 +231,14 @@ def _runs(exp: ResolvedExperiment, data: DataUnit, indexes: list[IndexUnit], age
     needs = agent.requires()
     backbones: list[str | None] = list(e.backbones) if "llm" in needs else [None]
     uses_index = "retrieve" in needs or ("search" in needs and agent.search_spec() == "corpus")
+    roles = {role: exp.models[name] for role, name in agent.role_models().items()}
     out = []
     for index in (indexes if uses_index else [None]):
         for bb in backbones:
             model = exp.models[bb] if bb else None
-            key = run_key(data.key, index.key if index else None, agent_cfg, agent.params, model, e.repeats, e.seed)
-            out.append(RunUnit(key, data, index, agent_cfg, bb, model, e.repeats, e.seed))
+            key = run_key(data.key, index.key if index else None, agent_cfg, agent.params, model, e.repeats, e.seed,
+                          roles)
+            out.append(RunUnit(key, data, index, agent_cfg, bb, model, e.repeats, e.seed, roles))
     return out
 
 
