@@ -46,7 +46,8 @@ def exact_judge(messages: list[dict]) -> str:
 
 
 def _output(inst: Instance, slots: dict | None, status: str = "ok") -> AgentOutput:
-    return AgentOutput(inst.instance_id, "a", 0, json.dumps(slots or {}), parsed=slots, status=status)  # type: ignore[arg-type]
+    return AgentOutput(inst.instance_id, "a", 0, json.dumps(slots or {}), parsed=slots,
+                       status=status)  # type: ignore[arg-type]
 
 
 def _judge(judge, inst, out, binding):
@@ -161,3 +162,28 @@ def test_the_paper_config_binds_the_slot_judge_to_every_judge_and_the_quickstart
     quick = load_experiment(CONFIGS / "experiments" / "quickstart.yaml")
     assert {s.name: s.kinds for s in judge_specs(quick, 0)} == {"smollm2-judge": ("iba.checkpoint",),
                                                                  "iba.slots": ("iba.slots",)}
+
+
+def test_the_iba_analysis_stage_reports_the_agreement(api_instances):
+    """IbaBenchmark.analyze_run, as the analysis stage calls it: the agreement table beside the paper's
+    tables, from the rule cell's and the LLM judge's judgments of the same outputs."""
+    from perseval.benchmarks.base import ANALYSIS_COLUMNS, AnalysisInputs
+
+    rows, judged = [], []
+    for inst in api_instances:
+        out = AgentOutput(inst.instance_id, "a", 0, "{}", parsed=dict(inst.gold["slots"]))
+        for judge, binding, model in ((SlotJudge(), JudgeBinding("iba.slots"), "-"),
+                                      (SlotLlmJudge(), JudgeBinding("j", ScriptedChat(exact_judge)), "m")):
+            js = _judge(judge, inst, out, binding)
+            judged.append(_frame(js, binding.name))
+            for s in judge.score(inst, out, js):
+                rows.append({**asdict(s), "cell": f"iba/a/b/-/{binding.name}", "agent_kind": "rag",
+                             "agent_params": "{}", "backbone": "b", "retriever": "-", "judge_model": model})
+    scores = pd.DataFrame(rows)[ANALYSIS_COLUMNS]
+    frame = pd.concat(judged, ignore_index=True)
+    bench = make_benchmark("iba", {"noise_per_evidence": 1, "scenarios": ["Food ordering"]})
+    out = bench.analyze_run(AnalysisInputs(scores, api_instances, outputs=lambda: pd.DataFrame(),
+                                           judgments=lambda: frame, documents=lambda: []))
+    table = out["slot_judge_agreement"]
+    assert table.loc["j", "agreement_pct"] == 100.0 and table.loc["j", "n"] == len(frame) // 2
+    assert "table4_mean_over_judges" in out

@@ -134,8 +134,7 @@ class IbaBenchmark(Benchmark):
 
     def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
         api_ids = {i.instance_id for i in inputs.instances if i.payload.get("action_type") == "call_api"}
-        return {**self.analyze(inputs.scores, inputs.instances),
-                **slot_agreement_tables(inputs.scores, api_ids, inputs.judgments)}
+        return {**super().analyze_run(inputs), **slot_agreement_tables(inputs.scores, api_ids, inputs.judgments)}
 
     def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
         # the analyses tell QA probes from tasks by the instance's action type, on one metric
