@@ -110,6 +110,24 @@ def _judge(cfg: Any, change: JudgeOverride, where: str) -> Any:
     return cfg.model_copy(update=update)
 
 
+def _role_models(agents: Mapping[str, Any], overrides: Overrides, where: str, models: Mapping[str, Any],
+                 resolver: Any) -> dict[str, Any]:
+    """The models an overridden agent now names for a role of its own (e.g. a profiler) that the experiment
+    did not load yet, loaded as the resolver loads every named config."""
+    from perseval.components import agent_role_models  # the registry-backed constructors (imported late: no cycle)
+    from perseval.config import ModelConfig
+
+    out: dict[str, Any] = {}
+    for name in overrides.agents:
+        if name not in agents:
+            continue
+        for role, model in agent_role_models(agents[name], where).items():
+            if model not in models and model not in out:
+                key = f"overrides.agents.{name}.{role}_model"
+                out[model] = resolver.named("models", ModelConfig, model, where, key)
+    return out
+
+
 def apply_overrides(overrides: Overrides, where: str, models: dict[str, Any], judges: dict[str, Any],
                     agents: dict[str, Any], resolver: Any) -> tuple[dict, dict, dict]:
     """The experiment's components with its `overrides:` applied (new objects; the loaded ones are kept).
@@ -127,6 +145,7 @@ def apply_overrides(overrides: Overrides, where: str, models: dict[str, Any], ju
     agents = {n: _agent(a, overrides.agents[n], where, files) if n in overrides.agents else a
               for n, a in agents.items()}
     judges = {n: _judge(j, overrides.judges[n], where) if n in overrides.judges else j for n, j in judges.items()}
+    models = {**models, **_role_models(agents, overrides, where, models, resolver)}
     models = {n: m.model_copy(update={"sampling": _sampling(m.sampling, overrides.models[n].sampling, where,
                                                             f"overrides.models.{n}.sampling")})
               if n in overrides.models else m for n, m in models.items()}

@@ -124,6 +124,21 @@ def test_a_bad_override_names_the_experiment_file_and_the_key(tmp_path, override
     assert str(exp) in str(err.value) and all(n in str(err.value) for n in needles), str(err.value)
 
 
+def test_a_model_an_override_names_for_an_agent_role_is_loaded(tmp_path):
+    """An override giving an agent a model of its own (the Bespoke profiler) loads that model like any other."""
+    def tree(model: str, name: str) -> Path:
+        exp = _tree(tmp_path, {"agents": {"bespoke-static-profile": {"profiler_model": model}}}, name)
+        data = yaml.safe_load(exp.read_text())
+        data["benchmarks"][1]["agents"] = ["bespoke-static-profile"]
+        exp.write_text(yaml.safe_dump(data))
+        return exp
+
+    exp = load_experiment(tree("qwen3-4b-instruct", "a"))
+    assert "qwen3-4b-instruct" in exp.models and exp.deployments["qwen3-4b-instruct"].kind == "vllm"
+    with pytest.raises(ConfigError, match="overrides.agents.bespoke-static-profile.profiler_model"):
+        load_experiment(tree("no-such-model", "b"))
+
+
 def test_an_override_of_an_agent_the_experiment_does_not_run_is_ignored(tmp_path):
     """A copy of the quickstart trimmed to fewer agents keeps its overrides (a name that exists nowhere fails
     above)."""
