@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Callable
 
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
 
 RULE_JUDGE = "iba.slots"
 OUTPUT = ["agent", "backbone", "retriever", "instance_id", "repeat", "item_id"]
@@ -18,6 +17,8 @@ COLUMNS = ["n", "agreement_pct", "kappa", "llm_pass_pct", "rule_pass_pct", "llm_
 
 
 def _row(pairs: pd.DataFrame, unscored: int) -> dict[str, float | int | None]:
+    from sklearn.metrics import cohen_kappa_score  # heavy: only when an analysis needs it, not on validation
+
     llm, rule = pairs["score_llm"].round().astype(int), pairs["score_rule"].round().astype(int)
     n = len(pairs)
     # kappa is undefined when both raters give one label throughout
