@@ -24,16 +24,20 @@ class Params(BaseModel):
     # Fields added after outputs were cached, each with the value that reproduces the old behaviour: a dump
     # (and so every key made from one) leaves such a field out while it holds that value, so adding a
     # setting invalidates nothing that still computes the same, and setting it to anything else does.
+    # `model_dump(context=EVERY_FIELD)` keeps them all (what `perseval show` prints).
     key_compatible: ClassVar[dict[str, Any]] = {}
 
     @model_serializer(mode="wrap")
     def _without_legacy_values(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
         data = handler(self)
-        if isinstance(data, dict):
+        if isinstance(data, dict) and not (info.context or {}).get("every_field"):
             for name, old in self.key_compatible.items():
                 if name in data and getattr(self, name) == old:
                     del data[name]
         return data
+
+
+EVERY_FIELD = {"every_field": True}
 
 
 class NoParams(Params):

@@ -26,6 +26,7 @@ from perseval.freshness import pending
 from perseval.judges.base import JudgeBinding
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
+from perseval.params import EVERY_FIELD
 from perseval.plan import make_plan, run_key, shards
 from perseval.records import AgentOutput, Document
 from perseval.search import make_search
@@ -250,7 +251,9 @@ def test_json_feedback_is_capped_at_200_by_default_and_uncapped_on_request(data)
 def test_new_params_at_their_defaults_leave_the_dump_and_so_the_keys_as_they_were() -> None:
     default = ResponderParams().model_dump(mode="json")
     assert not {"history_truncation", "profiler_model"} & set(default)
-    assert ResponderParams().history_truncation == "share" and ResponderParams().profiler_model is None
+    shown = ResponderParams().model_dump(mode="json", context=EVERY_FIELD)  # what `perseval show` prints
+    assert (shown["history_truncation"], shown["profiler_model"]) == ("share", None)
+    assert EvaluatorParams().model_dump(mode="json", context=EVERY_FIELD)["feedback_chars"] == 200
     assert ResponderParams(history_truncation="oldest_first").model_dump(mode="json")["history_truncation"] == \
         "oldest_first"
     assert "feedback_chars" not in EvaluatorParams().model_dump(mode="json")
