@@ -9,11 +9,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.bespoke.agents.responder import BespokeResponder, ResponderParams
+from perseval.benchmarks.bespoke.analysis import requests_table
 from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
 from perseval.benchmarks.bespoke.evaluation import EvaluatorParams
 from perseval.benchmarks.bespoke.judges.criteria import CriteriaJudge
@@ -92,6 +94,9 @@ def test_the_profiler_sees_the_fitted_history_and_the_trace_says_what_was_cut(da
     assert record["truncation"]["sessions_dropped"] == len(history) - len(shown)
     assert record["chars_cut"] == total - sum(len(d.text.strip()) for d in shown)
     assert out.status == "ok"
+    table = requests_table(pd.DataFrame([{"agent": "a", "backbone": "b", "trace": out.trace, "status": out.status}]))
+    row = table.iloc[0]
+    assert (row["histories_cut"], row["history_chars_cut"]) == (1, record["chars_cut"])
 
 
 def test_an_over_budget_history_under_error_fails_the_output_with_its_size(data) -> None:
@@ -117,6 +122,8 @@ def test_profiles_and_selection_go_to_the_profiler_and_the_answer_to_the_backbon
     out = asyncio.run(agent.act(inst.public(), ctx, 0, "a"))
     assert len(profiler.calls) == len(history) + 1  # one selection per session, then the profile
     assert len(backbone.calls) == 1 and "PROFILE: wants plain words" in backbone.calls[0]["messages"][-1]["content"]
+    row = requests_table(pd.DataFrame([{"agent": "a", "backbone": "b", "trace": out.trace, "status": "ok"}])).iloc[0]
+    assert (row["llm_calls"], row["profiler_calls"]) == (1, len(history) + 1)
     requests = next(t for t in out.trace if t["step"] == "requests")
     assert (requests["llm_calls"], requests["profiler_calls"], requests["profiler"]) == (1, len(history) + 1,
                                                                                          "profiler")
