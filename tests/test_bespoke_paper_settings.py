@@ -9,11 +9,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.bespoke.agents.responder import BespokeResponder, ResponderParams
+from perseval.benchmarks.bespoke.analysis import requests_table
 from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
 from perseval.benchmarks.bespoke.evaluation import EvaluatorParams
 from perseval.benchmarks.bespoke.judges.criteria import CriteriaJudge
@@ -26,6 +28,7 @@ from perseval.freshness import pending
 from perseval.judges.base import JudgeBinding
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
+from perseval.params import EVERY_FIELD
 from perseval.plan import make_plan, run_key, shards
 from perseval.records import AgentOutput, Document
 from perseval.search import make_search
@@ -91,6 +94,9 @@ def test_the_profiler_sees_the_fitted_history_and_the_trace_says_what_was_cut(da
     assert record["truncation"]["sessions_dropped"] == len(history) - len(shown)
     assert record["chars_cut"] == total - sum(len(d.text.strip()) for d in shown)
     assert out.status == "ok"
+    table = requests_table(pd.DataFrame([{"agent": "a", "backbone": "b", "trace": out.trace, "status": out.status}]))
+    row = table.iloc[0]
+    assert (row["histories_cut"], row["history_chars_cut"]) == (1, record["chars_cut"])
 
 
 def test_an_over_budget_history_under_error_fails_the_output_with_its_size(data) -> None:
@@ -116,6 +122,8 @@ def test_profiles_and_selection_go_to_the_profiler_and_the_answer_to_the_backbon
     out = asyncio.run(agent.act(inst.public(), ctx, 0, "a"))
     assert len(profiler.calls) == len(history) + 1  # one selection per session, then the profile
     assert len(backbone.calls) == 1 and "PROFILE: wants plain words" in backbone.calls[0]["messages"][-1]["content"]
+    row = requests_table(pd.DataFrame([{"agent": "a", "backbone": "b", "trace": out.trace, "status": "ok"}])).iloc[0]
+    assert (row["llm_calls"], row["profiler_calls"]) == (1, len(history) + 1)
     requests = next(t for t in out.trace if t["step"] == "requests")
     assert (requests["llm_calls"], requests["profiler_calls"], requests["profiler"]) == (1, len(history) + 1,
                                                                                          "profiler")
@@ -250,7 +258,9 @@ def test_json_feedback_is_capped_at_200_by_default_and_uncapped_on_request(data)
 def test_new_params_at_their_defaults_leave_the_dump_and_so_the_keys_as_they_were() -> None:
     default = ResponderParams().model_dump(mode="json")
     assert not {"history_truncation", "profiler_model"} & set(default)
-    assert ResponderParams().history_truncation == "share" and ResponderParams().profiler_model is None
+    shown = ResponderParams().model_dump(mode="json", context=EVERY_FIELD)  # what `perseval show` prints
+    assert (shown["history_truncation"], shown["profiler_model"]) == ("share", None)
+    assert EvaluatorParams().model_dump(mode="json", context=EVERY_FIELD)["feedback_chars"] == 200
     assert ResponderParams(history_truncation="oldest_first").model_dump(mode="json")["history_truncation"] == \
         "oldest_first"
     assert "feedback_chars" not in EvaluatorParams().model_dump(mode="json")
