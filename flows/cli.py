@@ -248,6 +248,20 @@ def validate(config: Path = CONFIG) -> None:
 
 
 @app.command()
+def show(config: Path = CONFIG,
+         as_json: bool = typer.Option(False, "--json", help="print JSON (what tests and protocol sheets read)")) -> None:
+    """Print the effective settings of every cell after every override: what a run will send (starts nothing)."""
+    import yaml
+
+    from perseval.show import effective_settings
+
+    apply_offline_env()
+    exp, plan = _load_or_exit(config)
+    settings = effective_settings(exp, plan)
+    typer.echo(json.dumps(settings, indent=2) if as_json else yaml.safe_dump(settings, sort_keys=False))
+
+
+@app.command()
 def construct(config: Path = CONFIG,
               output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
               dask_address: Optional[str] = typer.Option(None, help="an existing Dask scheduler")) -> None:

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
+from perseval.overrides import Overrides
 from perseval.params import error_lines, invalid
 
 
@@ -224,6 +225,7 @@ class ExperimentConfig(Strict):
     retrievers: list[str]
     judges: list[str] = []
     benchmarks: list[BenchmarkEntry]
+    overrides: Overrides = Overrides()  # this experiment's agent / judge / model settings (perseval.overrides)
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()
     statistics: StatisticsSettings = StatisticsSettings()

@@ -19,6 +19,7 @@ from perseval.components import lookup
 from perseval.config import (DEPLOYMENT_FORMATS, AgentConfig, BenchmarkEntry, DeploymentConfig, ExperimentConfig,
                              JudgeConfig, ModelConfig, ResolvedExperiment, RetrieverConfig, Strict, load_config)
 from perseval.errors import ConfigError
+from perseval.overrides import apply_overrides
 from perseval.params import Params, validate_params
 from perseval.registry import (agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
                                retriever_class)
@@ -111,12 +112,18 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
         bench_params.append(params)
         for role, name in benchmark_class(bench.name).construction_models(params, exp.backbones).items():
             need_model(name, path, f"benchmarks.{i}.params.construction.{role}_model")
+    models, judges, agents = apply_overrides(exp.overrides, str(path), models, judges, agents, res)
+    specs = {name: agent_spec(cfg, res.files[f"agents/{name}"]) for name, cfg in agents.items()}
+    for name, spec in specs.items():  # models an agent uses besides its backbone (a profiler), served too
+        for role, model in spec.roles.items():
+            key = f"overrides.agents.{name}.{role}_model" if name in exp.overrides.agents else f"params.{role}_model"
+            need_model(model, path if name in exp.overrides.agents else res.files[f"agents/{name}"], key)
     deployments = {m: _deployment(res, exp, path, cfg) for m, cfg in models.items()}
     resolved = ResolvedExperiment(path=str(path), experiment=exp, models=models, deployments=deployments,
                                   retrievers=retrievers, judges=judges, agents=agents, plugins=plugins,
                                   files=res.files)
     checks.check_experiment(resolved, res.roots)  # degenerate or repeated settings (no cells, a name twice, a bad GGUF)
-    resolved._bound = bind(resolved, bench_params)
+    resolved._bound = bind(resolved, bench_params, specs)
     checks.check_cells(resolved, resolved._bound.agents, res.roots)
     return resolved
 
@@ -150,11 +157,13 @@ def bound(exp: ResolvedExperiment) -> Bound:
     return exp._bound
 
 
-def bind(exp: ResolvedExperiment, bench_params: list[Params] | None = None) -> Bound:
-    """Every component's kind and params, agent/benchmark fit and judge bindings; raises ConfigError."""
+def bind(exp: ResolvedExperiment, bench_params: list[Params] | None = None,
+         agents: dict[str, AgentSpec] | None = None) -> Bound:
+    """Every component's kind and params, agent/benchmark fit and judge bindings; raises ConfigError.
+    `bench_params` / `agents`: those already validated while loading (each is validated once)."""
     entries = exp.experiment.benchmarks
     benchmarks = bench_params or [benchmark_params(e, exp.path, i) for i, e in enumerate(entries)]
-    agents = {name: agent_spec(cfg, exp.file_of("agents", name)) for name, cfg in exp.agents.items()}
+    agents = agents or {name: agent_spec(cfg, exp.file_of("agents", name)) for name, cfg in exp.agents.items()}
     for entry in entries:
         for name in entry.agents:
             _check_fit(exp, agents[name], entry)
@@ -175,7 +184,7 @@ def agent_spec(cfg: AgentConfig, where: str) -> AgentSpec:
         needs = capabilities(agent.requires(), f"{where}: agent kind {cfg.kind!r}")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return AgentSpec(cfg.name, cfg.kind, agent.params, needs, agent.search_spec())
+    return AgentSpec(cfg.name, cfg.kind, agent.params, needs, agent.search_spec(), dict(agent.role_models()))
 
 
 def _check_fit(exp: ResolvedExperiment, spec: AgentSpec, entry: BenchmarkEntry) -> None:
@@ -234,6 +243,14 @@ def _rule_spec(kind: str) -> JudgeSpec:
     return JudgeSpec(kind, (kind,), {kind: validate_params(judge_class(kind).Params, {}, kind)})
 
 
+def _other_kind(kind: str, bench: str) -> bool:
+    """Whether `kind` is a registered judge kind of a benchmark other than `bench`."""
+    try:
+        return judge_class(kind).benchmark != bench
+    except ConfigError:
+        return False
+
+
 def _spec(exp: ResolvedExperiment, name: str, bench: str) -> JudgeSpec | None:
     """The binding of judge `name` on benchmark `bench`, or None when it judges another benchmark."""
     if name not in exp.judges:
@@ -244,11 +261,14 @@ def _spec(exp: ResolvedExperiment, name: str, bench: str) -> JudgeSpec | None:
     if cfg.kind is None:
         if not bench_cls.llm_judges:
             return None
-        unknown = sorted(set(cfg.params) - set(bench_cls.llm_judges))
+        # a judge YAML shared by several benchmarks holds each one's kinds; only a kind of none is a typo
+        own = (*bench_cls.llm_judges, *bench_cls.optional_llm_judges)
+        unknown = sorted(k for k in set(cfg.params) - set(own) if not _other_kind(k, bench))
         if unknown:
             raise ConfigError(f"{where}: key 'params': without `kind` params are keyed by judge kind; {unknown} "
-                              f"is not one of {list(bench_cls.llm_judges)}")
+                              f"is not one of {list(own)}")
         raw = {k: cfg.params.get(k, {}) for k in bench_cls.llm_judges}
+        raw.update({k: cfg.params[k] for k in bench_cls.optional_llm_judges if k in cfg.params})
     else:
         cls = lookup(judge_class, cfg.kind, where, "kind")
         if cls.benchmark != bench:

@@ -68,6 +68,7 @@ class Pending:
         """Models that some pending run or judge shard needs: only these are served."""
         run_keys, judge_keys = {k for k, _ in self.runs}, {k for k, _ in self.judges}
         needed = {r.backbone for r in plan.runs() if needs_model(r.agent.needs) and r.key in run_keys}
+        needed |= {m.name for r in plan.runs() if r.key in run_keys for m in r.roles.values()}
         needed |= {j.model.name for j in plan.judgings() if j.judge.uses_llm and j.model and j.key in judge_keys}
         return {m for m in needed if m}
 

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler, ValidationError, \
+    model_serializer
 
 from perseval.errors import ConfigError
 from perseval.plugin_files import PLUGIN_MODULE_PREFIX, import_plugin_file
@@ -33,6 +34,21 @@ class Params(BaseModel):
         source = getattr(module, "__file__", None) if cls.__module__.startswith(PLUGIN_MODULE_PREFIX) else None
         return _restore, (cls.__module__, cls.__qualname__, source, pickle.dumps(self.__getstate__()))
 
+    # Fields added after outputs were cached, each with the value that reproduces the old behaviour: a dump
+    # (and so every key made from one) leaves such a field out while it holds that value, so adding a
+    # setting invalidates nothing that still computes the same, and setting it to anything else does.
+    # `model_dump(context=EVERY_FIELD)` keeps them all (what `perseval show` prints).
+    key_compatible: ClassVar[dict[str, Any]] = {}
+
+    @model_serializer(mode="wrap")
+    def _without_legacy_values(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not (info.context or {}).get("every_field"):
+            for name, old in self.key_compatible.items():
+                if name in data and getattr(self, name) == old:
+                    del data[name]
+        return data
+
 
 def _restore(module: str, qualname: str, source: str | None, state: bytes) -> Params:
     if module not in sys.modules and source:
@@ -43,6 +59,9 @@ def _restore(module: str, qualname: str, source: str | None, state: bytes) -> Pa
     obj = cls.__new__(cls)
     obj.__setstate__(pickle.loads(state))  # noqa: S301 (our own state, pickled just above)
     return obj
+
+
+EVERY_FIELD = {"every_field": True}
 
 
 class NoParams(Params):

@@ -55,10 +55,12 @@ def index_key(dkey: str, retriever: RetrieverConfig) -> str:
 
 
 def run_key(dkey: str, ikey: str | None, agent: AgentSpec, model: ModelConfig | None, repeats: int,
-            seed: int) -> str:
+            seed: int, roles: dict[str, ModelConfig] | None = None) -> str:
+    # role models enter only when there are some, so the keys of agents without any stay as they were
+    role_part = [{r: model_fingerprint(m, m.sampling) for r, m in sorted(roles.items())}] if roles else []
     return content_key(*stages.RUN.key_head, dkey, ikey, agent.name, agent.kind,
                        agent.params.model_dump(mode="json"), model_fingerprint(model, model.sampling) if model else None,
-                       repeats, seed)
+                       repeats, seed, *role_part)
 
 
 def judge_key(rkey: str, spec: JudgeSpec) -> str:
@@ -113,9 +115,10 @@ def _runs(exp: ResolvedExperiment, data: DataUnit, indexes: list[IndexUnit], age
     """The runs of one agent: per backbone when it uses a model, per retriever when it retrieves or searches."""
     e = exp.experiment
     models = [exp.models[bb] for bb in e.backbones] if needs_model(agent.needs) else [None]
+    roles = {role: exp.models[name] for role, name in agent.roles.items()}
     out = []
     for index in (indexes if needs_index(agent.needs, agent.search) else [None]):
         for model in models:
-            key = run_key(data.key, index.key if index else None, agent, model, e.repeats, data.seed)
-            out.append(RunUnit(key, data, index, agent, model, e.repeats, data.seed))
+            key = run_key(data.key, index.key if index else None, agent, model, e.repeats, data.seed, roles)
+            out.append(RunUnit(key, data, index, agent, model, e.repeats, data.seed, roles))
     return out

@@ -20,6 +20,7 @@ class AgentSpec:
     params: Params
     needs: frozenset[Capability]
     search: str | dict[str, Any] | None = None
+    roles: dict[str, str] = field(default_factory=dict)  # role -> model name besides the backbone (a profiler)
 
 
 @dataclass(frozen=True)

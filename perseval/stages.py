@@ -262,11 +262,15 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
         if unit.model is not None and needs_model(unit.agent.needs):
             ctx.llm = rt.client(unit.model, unit.model.sampling, "agent", unit.seed)
             clients.append(ctx.llm)
+        for role, model in unit.roles.items():  # a profiler: served like the backbone, under its own role
+            client = rt.client(model, model.sampling, f"agent.{role}", unit.seed)
+            ctx.roles[role] = client
+            clients.append(client)
         try:
             return await run_agent_shard(agent, unit.agent.name, items, ctx, unit.repeats)
         finally:
-            if ctx.llm is not None:
-                await ctx.llm.aclose()  # type: ignore[attr-defined]
+            for client in clients:
+                await client.aclose()
 
     outputs = redact_records(asyncio.run(work()))  # no key reaches a stored text
     rt.store("run", unit.key).write_records(shard, outputs, AgentOutput, _cost_info(rt, t0, clients))

@@ -50,6 +50,7 @@ class RunUnit:
     model: ModelConfig | None  # the backbone; None: an agent that uses no model (oracles)
     repeats: int
     seed: int
+    roles: dict[str, ModelConfig] = field(default_factory=dict)  # role models besides the backbone (a profiler)
 
     @property
     def backbone(self) -> str | None:

@@ -18,7 +18,7 @@ import yaml
 from perseval.experiment import load_experiment
 from perseval.plan import make_plan
 
-from .conftest import config_tree
+from .conftest import config_tree, cpu_overrides
 
 MODEL = "smollm2-small"
 EXP = {
@@ -26,6 +26,7 @@ EXP = {
     "backbones": [MODEL], "retrievers": ["minilm"], "judges": ["judge-small"],
     "benchmarks": [{"name": "iba", "sample": 2, "agents": ["iba-no-history"],
                     "params": {"noise_per_evidence": 2, "scenarios": ["Academic paper writing", "Weekly plan"]}}],
+    "overrides": cpu_overrides(),  # the CPU budgets (the shipped agent YAMLs hold the paper's)
     "dask": {"n_workers": 1, "threads_per_worker": 1},  # one shard at a time: a kill falls between parts
     "mlflow": {"experiment": "recovery", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},
 }

@@ -16,6 +16,15 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def cpu_overrides() -> dict:
+    """The CPU protocol's agent budgets, as the shipped CPU experiments set them (iba_cpu.yaml and
+    apeb_cpu.yaml `overrides:`): for a test's own experiment on the embedded model."""
+    agents: dict = {}
+    for name in ("iba_cpu", "apeb_cpu"):
+        agents.update(yaml.safe_load((CONFIGS / "experiments" / f"{name}.yaml").read_text())["overrides"]["agents"])
+    return {"agents": agents}
+
+
 def config_tree(root: Path, model: str, max_tokens: int) -> Path:
     """A config folder of its own under `root`: the shipped agents, retrievers and deployments, the embedded
     SmolLM2 as `model` with answers of at most `max_tokens`, and empty judges/ and experiments/."""

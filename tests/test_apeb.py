@@ -373,5 +373,5 @@ def test_the_paper_experiment_validates():
     assert (entry.name, entry.sample) == ("apeb", 5648) and {"apeb-react", "apeb-vqra", "apeb-pps"} <= set(entry.agents)
     assert {exp.deployments[m].kind for m in exp.experiment.backbones} == {"vllm"}
     assert all(exp.deployments[m].name.endswith("-tools") for m in exp.experiment.backbones)
-    assert {j.kind for j in exp.judges.values()} == {"apeb.rubric"}
+    assert {j.kind for j in exp.judges.values()} == {"apeb.rubric", "apeb.ranking_strict"}  # strict exactly-5 beside
     assert make_plan(exp).cells

@@ -183,14 +183,36 @@ def test_variants_see_what_table3_says(data) -> None:
     assert "[Example" not in generic[-1]["content"]
     scores_only, _ = ep_messages(EvaluatorParams(variant="scores_only"), inst.query, g["need"], "derived", g["shots"], "r")
     assert "feedback:" not in scores_only[-1]["content"] and "Tone score:" in scores_only[-1]["content"]
+    meta = Instance("m", "bespoke-meta", "u", "u", inst.query, {}, {**g, "response": "resp"})
     model = ScriptedChat(answer)
-    out = asyncio.run(BespokeEvaluator({"variant": "scores_only"}).act(
-        Instance("m", "bespoke-meta", "u", "u", inst.query, {}, {**g, "response": "resp"}), AgentContext(llm=model),
-        0, "e"))
+    out = asyncio.run(BespokeEvaluator({"variant": "scores_only", "rubric": "derive"}).act(
+        meta, AgentContext(llm=model), 0, "e"))
     derive = model.calls[0]["messages"][-1]["content"]
-    assert "BEGIN ANALYSIS" in derive and '"feedback"' not in derive  # rubric from score-only pairs
+    assert "BEGIN ANALYSIS" in derive and '"feedback"' not in derive  # rubric from score-only pairs (C.2)
     assert out.parsed["rubric"] == "Need alignment: 5 = everything asked"
     assert out.parsed["scores"] == dict(zip(CRITERIA, (4, 3, 5, 2)))
+
+
+def test_table3_variants_share_one_rubric_source(data) -> None:
+    """The personalized variants differ only in the examples' feedback: same rubric, same source."""
+    g = data.instances[0].gold
+    meta = Instance("m", "bespoke-meta", "u", "u", data.instances[0].query, {}, {**g, "response": "resp"})
+    for source in ("release", "derive"):
+        sent: dict[str, list[dict]] = {}
+        for variant in ("feedback", "scores_only"):
+            model = ScriptedChat(answer)
+            out = asyncio.run(BespokeEvaluator({"variant": variant, "rubric": source}).act(
+                meta, AgentContext(llm=model), 0, "e"))
+            sent[variant] = model.calls
+            expected = g["rubric"] if source == "release" else "Need alignment: 5 = everything asked"
+            assert out.parsed["rubric"] == expected
+            assert f"<rubric>\n{expected}\n</rubric>" in model.calls[-1]["messages"][-1]["content"]
+        n_requests = {v: len(c) for v, c in sent.items()}
+        assert n_requests == ({"feedback": 1, "scores_only": 1} if source == "release" else
+                              {"feedback": 2, "scores_only": 2})  # derive: one rubric request before rating
+        if source == "derive":  # each derives from the pairs it is shown
+            assert '"feedback"' in sent["feedback"][0]["messages"][-1]["content"]
+            assert '"feedback"' not in sent["scores_only"][0]["messages"][-1]["content"]
 
 
 def test_official_field_answers_are_parsed() -> None:

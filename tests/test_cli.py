@@ -1,5 +1,6 @@
 """The command line: every command has --help; `agreement` reports B.1's numbers."""
 import csv
+import json
 
 import pytest
 from typer.testing import CliRunner
@@ -52,7 +53,7 @@ def test_validate_checks_everything_without_starting_a_server(tmp_path):
     root = tmp_path / "configs"
     shutil.copytree(CONFIGS, root)
     agent = root / "agents" / "apeb-direct.yaml"
-    agent.write_text(agent.read_text().replace("history_items: 30", "history_itmes: 30"))
+    agent.write_text(agent.read_text().replace("history_items: null", "history_itmes: null"))
     bad = runner.invoke(app, ["validate", str(root / "experiments" / "quickstart.yaml")])
     assert bad.exit_code == 2 and "apeb-direct.yaml" in bad.output and "history_itmes" in bad.output
     assert "Traceback" not in bad.output
@@ -68,3 +69,22 @@ def test_label_sample_refuses_what_it_cannot_sample_before_building_anything(tmp
                                   "--out-dir", str(tmp_path / "l")])
     assert unknown.exit_code == 2 and "'gpt-x' is not a model" in unknown.output and "smollm2-135m" in unknown.output
     assert not (tmp_path / "l").exists()
+def test_show_prints_the_effective_settings_as_json_and_starts_nothing(tmp_path):
+    """`perseval show --json`: what each cell will send after the experiment's overrides (the quickstart's
+    CPU budgets over the agent YAMLs' paper ones), one row per cell with its keys."""
+    from perseval.experiment import load_experiment
+    from perseval.plan import make_plan
+
+    from .conftest import CONFIGS
+
+    config = CONFIGS / "experiments" / "quickstart.yaml"
+    result = runner.invoke(app, ["show", str(config), "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.output)
+    assert shown["benchmarks"]["iba"]["agents"]["iba-rag"]["params"]["max_tokens"] == 192
+    assert shown["benchmarks"]["apeb"]["agents"]["apeb-direct"]["params"]["history_items"] == 30
+    assert shown["models"]["smollm2-135m"]["deployment"]["kind"] == "embedded"
+    plan = make_plan(load_experiment(config))
+    assert {c["name"]: c["run_key"] for c in shown["cells"]} == {c.name: c.run.key for c in plan.cells}
+    plain = runner.invoke(app, ["show", str(config)])
+    assert plain.exit_code == 0 and "iba-rag:" in plain.output and "max_tokens: 192" in plain.output

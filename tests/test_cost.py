@@ -23,7 +23,7 @@ from perseval.stages import Runtime, construct, judge, run_shard, score
 from perseval.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, cpu_overrides
 
 USAGE_IN, USAGE_OUT = 3, 2  # what tests/http_stub.completion reports per request
 
@@ -114,7 +114,8 @@ def _configs(root: Path, price: dict | None) -> Path:
     (cfg / "deployments" / "stub-endpoint.yaml").write_text(yaml.safe_dump(
         {"name": "stub-endpoint", "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "retries": 0}))
     exp = {"name": "cost", "seed": 3, "shard_size": 2, "backbones": ["stub-api"], "retrievers": [],
-           "benchmarks": [{"name": "apeb", "sample": 3, "agents": ["apeb-direct"]}]}
+           "benchmarks": [{"name": "apeb", "sample": 3, "agents": ["apeb-direct"]}],
+           "overrides": cpu_overrides()}
     (cfg / "experiments" / "cost.yaml").write_text(yaml.safe_dump(exp))
     return cfg / "experiments" / "cost.yaml"
 

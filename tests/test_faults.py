@@ -356,7 +356,7 @@ def _break(case: str, path: Path) -> None:
     elif case == "duplicate":
         path.write_text(text + "repeats: 2\n")
     elif case == "param_type":
-        path.write_text(text.replace("history_items: 30", "history_items: many"))
+        path.write_text(text.replace("history_items: null", "history_items: many"))
     else:
         path.write_text(text.replace("  - name: apeb\n", "  - name: apeb\n    source: no-such-release\n"))
 

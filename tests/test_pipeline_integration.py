@@ -13,7 +13,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 
-from .conftest import config_tree
+from .conftest import config_tree, cpu_overrides
 
 pytestmark = pytest.mark.integration
 
@@ -27,6 +27,7 @@ TINY = {
         {"name": "bespoke", "sample": 1, "agents": ["bespoke-raw-history"]},
         {"name": "apeb", "sample": 1, "agents": ["apeb-no-history", "apeb-oracle"]},
     ],
+    "overrides": cpu_overrides(),  # the CPU budgets (the shipped agent YAMLs hold the paper's)
     "dask": {"n_workers": 2, "threads_per_worker": 1},
     "mlflow": {"experiment": "tiny", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},
 }

@@ -66,7 +66,7 @@ def test_a_new_judge_setting_rejudges_without_rerunning_agents(tmp_path, base):
 
 def test_an_agent_param_reruns_that_agent_only(tmp_path, base):
     root = tree(tmp_path)
-    edit(root / "agents" / "iba-rag.yaml", params__passage_chars=500)
+    edit(root / "agents" / "iba-rag.yaml", params__top_k=2)  # (its budgets are the experiment's overrides)
     other = plan_of(root)
     assert changed(base, other, "data") == set()
     assert changed(base, other, "run") == {c.name for c in base.cells if c.agent == "iba-rag"}

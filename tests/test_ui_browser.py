@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 
 from perseval.llm.deployments import free_port
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, cpu_overrides
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
@@ -32,7 +32,7 @@ EXPERIMENT = {
     "name": "ui-demo", "seed": 5, "shard_size": 2, "backbones": ["smollm2-135m"], "retrievers": ["minilm"],
     "judges": ["smollm2-judge"],
     "benchmarks": [{"name": "iba", "sample": 2, "params": {"noise_per_evidence": 2}, "agents": ["iba-rag", "iba-oracle"]}],
-    "dask": {"n_workers": 2, "threads_per_worker": 1}, "mlflow": {"experiment": "perseval-ui-demo"}}
+    "overrides": cpu_overrides(), "dask": {"n_workers": 2, "threads_per_worker": 1}, "mlflow": {"experiment": "perseval-ui-demo"}}
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment
 from perseval.llm.identity import cached_file_digest, resolve_gguf
 
-from .conftest import CONFIGS, REPO, config_tree
+from .conftest import CONFIGS, REPO, config_tree, cpu_overrides
 
 pytestmark = [
     pytest.mark.vllm_cpu,
@@ -67,6 +67,7 @@ IBA_SLICE = {
     "backbones": [MODEL], "retrievers": [], "judges": [JUDGE],
     "benchmarks": [{"name": "iba", "sample": 2, "agents": ["iba-no-history", "iba-oracle"],
                     "params": {"noise_per_evidence": 3, "scenarios": ["Food ordering", "Academic paper writing"]}}],
+    "overrides": cpu_overrides(),  # the CPU budgets (the shipped agent YAMLs hold the paper's)
     # one worker: the vLLM server already takes both cores of a small machine
     "dask": {"n_workers": 1, "threads_per_worker": 1},
     "mlflow": {"experiment": "vllm-cpu", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},

@@ -11,7 +11,7 @@ None in the context. Every agent gets the run's seed: an agent that draws random
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, ClassVar
 
 from perseval.benchmarks.base import TaskFormat
@@ -34,6 +34,7 @@ class AgentContext:
     search: Search | None = None  # the search back end (corpus index, gold information, web)
     task: TaskFormat | None = None  # the benchmark's prompt and answer extraction
     seed: int = 0  # the run's seed (the benchmark entry's, or the experiment's): every random draw derives from it
+    roles: dict[str, ChatModel] = field(default_factory=dict)  # role models by role (see Agent.role_models)
 
 
 class Agent(Configurable, ABC):
@@ -47,6 +48,11 @@ class Agent(Configurable, ABC):
     def requires(self) -> frozenset[str]:
         """The capabilities this configured agent uses (may depend on params: no retrieval at top_k 0)."""
         return self.needs
+
+    def role_models(self) -> dict[str, str]:
+        """Models besides the backbone that this configured agent sends some requests to, by role (e.g. a
+        profiler): the experiment loads and serves them, and the run gives them in `AgentContext.roles`."""
+        return {}
 
     def search_spec(self) -> str | dict[str, Any] | None:
         """Which search back end to bind when the agent requires `search` (see perseval.search)."""

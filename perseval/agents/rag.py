@@ -22,7 +22,12 @@ class RagParams(Params):
     top_k: int = Field(3, ge=0)  # passages retrieved with the task text; 0 = no history
     max_tokens: int = Field(192, ge=1)  # completion budget of a free-text answer
     json_max_tokens: int = Field(64, ge=1)  # completion budget of a structured (JSON) answer
-    passage_chars: int = Field(600, ge=1)  # characters kept of each passage in the prompt
+    passage_chars: int | None = Field(600, ge=1)  # characters kept of each passage in the prompt; None: all
+
+
+def whole(passages: list[Passage]) -> int:
+    """A per-passage character budget that cuts none of `passages` (`passage_chars: null`)."""
+    return max((len(p.text) for p in passages), default=1)
 
 
 def passage_trace(query: str, k: int, passages: list[Passage]) -> dict[str, Any]:
@@ -49,7 +54,7 @@ class RagAgent(Agent):
         assert ctx.llm is not None and ctx.task is not None  # required, so the runner provides them
         k = self.params.top_k
         passages = await ctx.retrieve(instance.user_id, instance.query, k) if k > 0 and ctx.retrieve else []
-        prompt = ctx.task.prompt(instance, passages, self.params.passage_chars)
+        prompt = ctx.task.prompt(instance, passages, self.params.passage_chars or whole(passages))
         budget = self.params.json_max_tokens if prompt.json_schema else self.params.max_tokens
         result = await ctx.llm.chat(prompt.messages, json_schema=prompt.json_schema, max_tokens=budget, repeat=repeat)
         out = AgentOutput(instance.instance_id, name, repeat, result.text,

@@ -96,6 +96,8 @@ class Benchmark(Configurable, ABC):
     group_label: ClassVar[str] = "group"  # what `Instance.group` means here (domain, task type...)
     llm_judges: ClassVar[tuple[str, ...]] = ()  # judge kinds a judge YAML without `kind` is bound to
     rule_judges: ClassVar[tuple[str, ...]] = ()  # judge kinds that need no model, applied unless configured
+    # LLM judge kinds a judge YAML without `kind` runs only when its params name them (`params: {<kind>: {}}`)
+    optional_llm_judges: ClassVar[tuple[str, ...]] = ()
     task_format: ClassVar[TaskFormat | None] = None  # None: only this benchmark's own agents can run it
     combined_metrics: ClassVar[tuple[str, ...]] = ()  # metrics `combine` makes from several judges' metrics
 

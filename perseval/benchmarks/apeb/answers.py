@@ -11,6 +11,11 @@ then send one correction turn that keeps the usable ids and asks the model for t
 Every system (direct, ReAct, VQRA, the baselines) goes through `extract`; the ranking judge checks what
 was submitted with `check_ranking` (not repaired again), scores an invalid output as a miss and counts
 it in the `valid` metric, so invalid outputs are counted per system.
+
+The strict reading of "exactly 5" (`strict_problem`, judge `apeb.ranking_strict`, beside the repaired one):
+an output counts only if the system's first answer already was exactly k distinct candidate ids - nothing
+dropped by the repair rule and no correction turn; anything else is invalid and scores 0 on every strict
+metric. The repair stays what the systems do; the strict judge only reads their traces.
 """
 from __future__ import annotations
 
@@ -108,6 +113,24 @@ def check_ranking(instance: Instance, output: AgentOutput) -> tuple[list[str] | 
     if len(ranking) != k or len(set(ranking)) != k or not set(ranking) <= ids:
         return None, f"ranking must be {k} distinct candidate ids, got {ranking!r}"
     return list(ranking), ""
+
+
+def strict_problem(instance: Instance, output: AgentOutput) -> str:
+    """Why `output` fails the strict reading of exactly-5 (empty when it passes): a repaired first answer
+    or a correction turn (the trace's answer steps, agents/common.ask_ranking), else a submitted text that
+    is not exactly k distinct candidate ids as written."""
+    _, problem = check_ranking(instance, output)
+    if problem:
+        return problem
+    answers = [s for s in output.trace if s.get("step") == "answer"]
+    if any(s.get("repair") for s in answers):
+        return "the answer needed repair: " + json.dumps(next(s["repair"] for s in answers if s.get("repair")))
+    if any(s.get("attempt", 1) > 1 for s in answers):
+        return "the answer needed a correction turn"
+    parsed = parse_ranking(output.text, candidate_ids(instance), ranking_size(instance))
+    if not answers and (parsed.repaired or len(parsed.ranking) != ranking_size(instance)):
+        return f"the submitted text is not exactly {ranking_size(instance)} distinct candidate ids"
+    return ""
 
 
 def ranking_output(instance: Instance, name: str, repeat: int, ranked_ids: Sequence[str],

@@ -116,22 +116,29 @@ def feedback_table(judgments: pd.DataFrame) -> pd.DataFrame:
 
 
 def requests_table(outputs: pd.DataFrame) -> pd.DataFrame:
-    """Per agent and backbone: model requests per response (sent, answered from the cache) and history kept."""
+    """Per agent and backbone: model requests per response (sent, answered from the cache; the profiler's
+    apart when it is its own model), history kept by selection, and the histories cut to their budget."""
     if outputs.empty:
         return pd.DataFrame()
     rows = []
     for (agent, backbone), grp in outputs.groupby(["agent", "backbone"]):
-        calls = cached = kept = considered = 0
+        n = {k: 0 for k in ("calls", "cached", "profiler", "profiler_cached", "kept", "considered", "cut", "chars")}
         for trace in grp["trace"]:
             for step in trace or []:
                 if step.get("step") == "requests":
-                    calls, cached = calls + step["llm_calls"], cached + step["cached"]
+                    n["calls"], n["cached"] = n["calls"] + step["llm_calls"], n["cached"] + step["cached"]
+                    n["profiler"] += step.get("profiler_calls", 0)
+                    n["profiler_cached"] += step.get("profiler_cached", 0)
                 if step.get("step") == "history" and step.get("selection") == "llm":
-                    considered += len(step["decisions"])
-                    kept += sum(d["keep"] for d in step["decisions"])
-        rows.append({"agent": agent, "backbone": backbone, "responses": len(grp), "llm_calls": calls,
-                     "from_cache": cached, "llm_calls_per_response": calls / len(grp),
-                     "sessions_judged": considered, "sessions_kept": kept,
+                    n["considered"] += len(step["decisions"])
+                    n["kept"] += sum(d["keep"] for d in step["decisions"])
+                if step.get("step") == "context" and step.get("chars_cut"):
+                    n["cut"], n["chars"] = n["cut"] + 1, n["chars"] + step["chars_cut"]
+        rows.append({"agent": agent, "backbone": backbone, "responses": len(grp), "llm_calls": n["calls"],
+                     "from_cache": n["cached"], "llm_calls_per_response": n["calls"] / len(grp),
+                     "profiler_calls": n["profiler"], "profiler_from_cache": n["profiler_cached"],
+                     "sessions_judged": n["considered"], "sessions_kept": n["kept"],
+                     "histories_cut": n["cut"], "history_chars_cut": n["chars"],
                      "failed": int((grp["status"] == "failed").sum())})
     return pd.DataFrame(rows)
 

@@ -1,17 +1,26 @@
 """The personalization evaluator E_p (section 3.4, C.1, C.2), shared by the criteria judge and the
 meta-evaluation's evaluator agent.
 
-What it sees follows the official evaluator (augustinLib/BESPOKE) by default: the first `max_shots` = 5
-R-J pairs of the query in release order, the query's rubric and gold need, and the whole response, none
-of them clipped. A configured `prompt_budget_tokens` is the one thing that may clip them (shots first, then
-the rubric, then the response), and every clip is reported (`Clip`), never silent.
+What it sees follows the official evaluator (augustinLib/BESPOKE): the first `max_shots` R-J pairs of the
+query in release order (5 is the default of the official evaluator class; its run script passes 6), the
+query's rubric and gold need, and the whole response, none of them clipped. A configured
+`prompt_budget_tokens` is the one thing that may clip them (shots first, then the rubric, then the
+response), and every clip is reported (`Clip`), never silent.
 
-Three variants (Table 3, C.2): `feedback` (full E_p), `scores_only` (R-J pairs without feedback, and a
-rubric derived from those score-only pairs), `none` (no personalization: query, response and general
-criterion definitions only). The rubric is the release's `personalized_rubric` (what the official evaluator
-reads; the authors derived it with GPT-5 from the R-J pairs) or, with `rubric: derive`, derived by the
-evaluator's own model from the R-J pairs with the prompt of Table 16; a derived rubric is one request per
-(query, variant), answered from the request cache after the first time.
+Answer layout (`answer_format`): `json` (also written `score_then_feedback`, the default) asks for a JSON
+object with each criterion's score before its feedback, so a cut answer keeps its scores, each feedback at
+most `feedback_chars` characters (200; None: no limit); `fields` (also written `reason_then_score`) is the
+official layout: step-by-step thoughts in a <think> block, then "Need Alignment Score: n" / "... Feedback:"
+lines, feedback never capped.
+
+Three variants (Table 3, C.2): `feedback` (full E_p), `scores_only` (R-J pairs without feedback), `none`
+(no personalization: query, response and general criterion definitions only). One `rubric` source serves
+both personalized variants, so they differ only in the feedback of the examples: `release`, the release's
+`personalized_rubric` (what the official evaluator reads; the authors derived it with GPT-5 from the full
+R-J pairs), or `derive`, derived by the evaluator's own model with the prompt of Table 16 from the pairs
+the variant is shown (with feedback for `feedback`, scores only for `scores_only`, as C.2 builds the
+w/o-feedback rubric); a derived rubric is one request per (query, variant), answered from the request cache
+after the first time.
 """
 from __future__ import annotations
 
@@ -20,29 +29,58 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES, RESPONSE_TEXT_KEY
 from perseval.benchmarks.bespoke.loader import rating_score
-from perseval.benchmarks.bespoke.prompts import CRITERIA_SCHEMA, parse_criteria
+from perseval.benchmarks.bespoke.prompts import criteria_schema, parse_criteria
 from perseval.judges.base import answer_budget
+from perseval.judges.binary import REASON_CHARS
 from perseval.judges.quoting import data_rule, quote
 from perseval.llm.base import ChatModel
 from perseval.params import Params
 
 CHARS_PER_TOKEN = 4  # a budget in tokens is applied as characters at this rate (no tokenizer of the judge here)
-FIELDS_MAX_TOKENS = 1024  # the official line format after a <think> block
+FIELDS_MAX_TOKENS = 1024  # the official line format after a <think> block (and uncapped JSON feedback)
 Variant = Literal["feedback", "scores_only", "none"]
+# the protocol's names of the two answer layouts -> the values stored (and keyed) since before they had them
+ANSWER_FORMATS = {"score_then_feedback": "json", "reason_then_score": "fields"}
 
 
 class EvaluatorParams(Params):
     variant: Variant = "feedback"
-    max_shots: int = Field(5, ge=0)  # the official evaluator's default
-    rubric: Literal["release", "derive"] = "release"  # scores_only always derives (from score-only pairs)
+    max_shots: int = Field(5, ge=0)  # the official evaluator class's default (its run script passes 6)
+    rubric: Literal["release", "derive"] = "release"  # the rubric source of every personalized variant
     prompt_budget_tokens: int | None = Field(None, ge=256)  # None: nothing is clipped
     answer_format: Literal["json", "fields"] = "json"  # fields: the official "Need Alignment Score: n" lines
-    max_tokens: int | None = Field(None, ge=1)  # None: json sized from CRITERIA_SCHEMA; fields leaves room to think
+    feedback_chars: int | None = Field(REASON_CHARS, ge=1)  # json: longest feedback per criterion (None: any)
+    max_tokens: int | None = Field(None, ge=1)  # None: capped json sized from its schema, else FIELDS_MAX_TOKENS
     rubric_max_tokens: int = Field(400, ge=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _layout(cls, data: Any) -> Any:
+        """The protocol's layout names; the official layout has no schema, so its feedback is never capped."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        fmt = ANSWER_FORMATS.get(data.get("answer_format"), data.get("answer_format"))  # type: ignore[arg-type]
+        if fmt is not None:
+            data["answer_format"] = fmt
+        if fmt == "fields":
+            if data.get("feedback_chars") is not None:
+                raise ValueError("feedback_chars: the reason_then_score (fields) layout has no answer schema and "
+                                 "never caps feedback; leave feedback_chars unset or null")
+            data["feedback_chars"] = None
+        return data
+
+    @property
+    def key_compatible(self) -> dict[str, Any]:  # type: ignore[override]
+        """`feedback_chars` came later; at 200 the JSON schema is the one sent before, so no new key. But
+        scores_only derived its rubric whatever `rubric` said before the source was shared: with the
+        release's rubric it now computes something else, so it keeps the field in its dump and gets a new
+        key (no output stored under the old meaning is reused)."""
+        return {} if (self.variant, self.rubric) == ("scores_only", "release") else {"feedback_chars": REASON_CHARS}
 
 
 @dataclass
@@ -233,14 +271,14 @@ async def evaluate(model: ChatModel, p: EvaluatorParams, gold: dict[str, Any], q
     rubric = ""
     if p.variant != "none":
         rubric = gold.get("rubric", "")
-        if p.variant == "scores_only" or p.rubric == "derive":
+        if p.rubric == "derive":  # from the pairs this variant is shown (C.2), by the evaluator's model
             rubric, error = await derive_rubric(model, query, gold["need"], list(gold.get("shots", [])),
                                                 p.variant == "feedback", repeat=repeat, max_tokens=p.rubric_max_tokens)
             if error:
                 return Evaluation({n: None for n in CRITERIA}, {n: "" for n in CRITERIA}, "", "failed", error)
     messages, clip = ep_messages(p, query, gold.get("need", ""), rubric, shots, response)
-    schema = CRITERIA_SCHEMA if p.answer_format == "json" else None
-    budget = p.max_tokens or (answer_budget(CRITERIA_SCHEMA) if schema else FIELDS_MAX_TOKENS)
+    schema = criteria_schema(p.feedback_chars) if p.answer_format == "json" else None
+    budget = p.max_tokens or (answer_budget(schema) if schema and p.feedback_chars else FIELDS_MAX_TOKENS)
     res = await model.chat(messages, json_schema=schema, max_tokens=budget, repeat=repeat)
     if res.status != "ok":
         return Evaluation({n: None for n in CRITERIA}, {n: "" for n in CRITERIA}, res.text, "failed", res.error,

@@ -14,22 +14,26 @@ from typing import Any, Sequence
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, SCORE_MAX, SCORE_MIN
 from perseval.benchmarks.bespoke.loader import rating_score
-from perseval.judges.binary import REASON
+from perseval.judges.binary import REASON, REASON_CHARS
 from perseval.judges.quoting import data_rule, quote
 from perseval.parsing import judge_object
 
 
-_RATING = {
-    "type": "object",
-    "properties": {"score": {"type": "integer", "minimum": SCORE_MIN, "maximum": SCORE_MAX},
-                   "feedback": REASON},
-    "required": ["score", "feedback"],
-}
-CRITERIA_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {name: _RATING for name in CRITERIA},
-    "required": list(CRITERIA),
-}
+def criteria_schema(feedback_chars: int | None = REASON_CHARS) -> dict[str, Any]:
+    """E_p's JSON answer: per criterion a score 1..5 and feedback of at most `feedback_chars` characters
+    (None: no limit, as the official evaluator, whose feedback mirrors the length of the examples')."""
+    feedback = REASON if feedback_chars == REASON_CHARS else \
+        {"type": "string", **({"maxLength": feedback_chars} if feedback_chars is not None else {})}
+    rating = {
+        "type": "object",
+        "properties": {"score": {"type": "integer", "minimum": SCORE_MIN, "maximum": SCORE_MAX},
+                       "feedback": feedback},
+        "required": ["score", "feedback"],
+    }
+    return {"type": "object", "properties": {name: rating for name in CRITERIA}, "required": list(CRITERIA)}
+
+
+CRITERIA_SCHEMA: dict[str, Any] = criteria_schema()
 
 
 def clip(text: str, limit: int) -> str:

@@ -3,7 +3,7 @@
 Modules: taxonomy (scenarios.yaml), personas, noise, construct (+ llm_construct), release (official
 layout), qa (QA probes), prompts, answers (task format and the one API-call extraction), benchmark
 (registered as "iba"), analysis*; agents/ (oracle, IBA-Agent); judges/ (iba.checkpoint, iba.slots, the
-validation labeller).
+LLM slot judge iba.slot_llm, the validation labeller).
 """
 from perseval.benchmarks.iba.taxonomy import Taxonomy, load_taxonomy
 

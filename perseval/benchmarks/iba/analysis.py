@@ -59,13 +59,16 @@ def judge_views(scores: pd.DataFrame) -> pd.DataFrame:
     a rule judge scored (CallAPI slots), which are the same for every judge - so Tables 6-8 cover every
     instance and Table 4 is their mean, as in the paper. The rule rows are repeated for each of the judge's
     repeats, so Table 9's std over repeats is the LLM judge's alone. Without an LLM judge, the rule rows
-    are the only view."""
+    are the only view. A judge that scored CallAPI slots itself (iba.slot_llm) takes no rule rows for them."""
     rule = scores["judge_model"].eq("-")
     if not rule.any() or rule.all():
         return scores
     views = [scores[~rule]]
+    unit = ["agent", "backbone", "retriever", "instance_id", "repeat", "metric"]
     for judge, rows in scores[~rule].groupby("judge", sort=False):
-        views += [scores[rule].assign(judge=judge, judge_repeat=rep) for rep in sorted(rows["judge_repeat"].unique())]
+        own = pd.MultiIndex.from_frame(rows[unit])
+        missing = scores[rule][~pd.MultiIndex.from_frame(scores[rule][unit]).isin(own)]
+        views += [missing.assign(judge=judge, judge_repeat=rep) for rep in sorted(rows["judge_repeat"].unique())]
     return pd.concat(views, ignore_index=True)
 
 

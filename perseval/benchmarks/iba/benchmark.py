@@ -25,13 +25,15 @@ from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 import pandas as pd
 from pydantic import Field
 
-from perseval.benchmarks.base import Benchmark, BenchmarkData, build_all
+from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData, build_all
 from perseval.benchmarks.iba.analysis import AnalysisParams, analyze
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.construct import ConstructParams, build_stats, iter_build, plan_build
 from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
 from perseval.benchmarks.iba.qa import QA_ACTION, make_qa_probes
 from perseval.benchmarks.iba.release import load_release, sample_release
+from perseval.benchmarks.iba.slot_agreement import slot_agreement_tables
+from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
@@ -62,6 +64,7 @@ class IbaBenchmark(Benchmark):
     group_label = "domain"
     llm_judges = ("iba.checkpoint",)
     rule_judges = ("iba.slots",)
+    optional_llm_judges = ("iba.slot_llm",)  # the paper's LLM-judged CallAPI slots, beside the rule scorer
     task_format = IbaTask()
 
     @classmethod
@@ -128,6 +131,10 @@ class IbaBenchmark(Benchmark):
         assert models is not None
         return SurfaceWriter(taxonomy, Writers(models["user"], models["assistant"], models["task"]),
                              self.params.construction)
+
+    def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
+        api_ids = {i.instance_id for i in inputs.instances if i.payload.get("action_type") == "call_api"}
+        return {**super().analyze_run(inputs), **slot_agreement_tables(inputs.scores, api_ids, inputs.judgments)}
 
     def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
         # the analyses tell QA probes from tasks by the instance's action type, on one metric

@@ -19,7 +19,7 @@ from perseval.records import AgentOutput, Instance
 
 class HistoryParams(Params):
     use_history: bool = True
-    history_items: int = Field(30, ge=0)  # the last N history events, in time order
+    history_items: int | None = Field(30, ge=0)  # the last N history events, in time order; None: every event
     retrieve_k: int | None = Field(None, ge=1)  # instead: the top-k history passages retrieved with the query
     max_tokens: int = Field(64, ge=1)  # of the ranking answer
 
@@ -39,6 +39,8 @@ async def history_lines(instance: Instance, ctx: AgentContext, p: HistoryParams,
         return [f"- {x.text}" for x in await ctx.retrieve(instance.user_id, query, p.retrieve_k)]
     assert ctx.documents is not None
     docs = ctx.documents(instance.user_id)
+    if p.history_items is None:
+        return [history_line(d) for d in docs]
     return [history_line(d) for d in docs[-p.history_items:]] if p.history_items > 0 else []
 
 

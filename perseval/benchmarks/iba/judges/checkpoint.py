@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
+from pydantic import Field
+
 from perseval.benchmarks.iba.answers import is_api_task
-from perseval.benchmarks.iba.prompts import judge_messages
+from perseval.benchmarks.iba.prompts import MAX_RESPONSE_CHARS, judge_messages
 from perseval.benchmarks.iba.qa import QA_ACTION
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.binary import binary_verdict
@@ -21,6 +23,9 @@ QA_METRIC = "qa_score"
 
 class CheckpointParams(Params):
     max_tokens: int | None = None  # None: sized from the verdict schema (perseval.judges.base.answer_budget)
+    # characters of the response the judge sees; None: the whole response (the paper clips nothing)
+    response_chars: int | None = Field(MAX_RESPONSE_CHARS, ge=1)
+    key_compatible = {"response_chars": MAX_RESPONSE_CHARS}  # the clip every judge had before it was a param
 
 
 def instance_metric(instance: Instance) -> str:
@@ -58,7 +63,8 @@ class CheckpointJudge(Judge):
             return self.judgment(instance, output, binding, checkpoint["id"], 0.0,
                                  feedback=f"agent output {output.status}; not sent to the judge")
         assert binding.model is not None  # an LLM judge kind: the plan binds a model
-        v = await binary_verdict(binding.model, judge_messages(instance.query, output.text, checkpoint["statement"]),
+        v = await binary_verdict(binding.model, judge_messages(instance.query, output.text, checkpoint["statement"],
+                                                              self.params.response_chars),
                                  quoted=[output.text], repeat=binding.repeat, max_tokens=self.params.max_tokens)
         return self.judgment(instance, output, binding, checkpoint["id"], v.score, v.status, v.raw,  # type: ignore[arg-type]
                              v.feedback)

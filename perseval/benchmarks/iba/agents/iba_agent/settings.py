@@ -26,7 +26,7 @@ class Settings(Params):
     min_passages: int = Field(3, ge=0)
     max_steps: int = Field(8, ge=1)  # controller turns of the FC loop
     # --- prompt sizes: the embedded model has a 4096-token context ---
-    passage_chars: int = Field(600, ge=0)  # per passage in the RAG-style prompt (as the rag agent)
+    passage_chars: int | None = Field(600, ge=0)  # per passage in the RAG-style prompt (as the rag agent); None: all
     # the compact evidence shares evidence_total_chars among the kept passages, at least evidence_chars each:
     # ten passages get 300 characters of the user's side, three get 1000, so a preference stated late in
     # a long turn still reaches the extraction when few passages were kept

@@ -1,0 +1,89 @@
+"""The protocol sheets (docs/protocols/) hold the paper configs to their papers: every row's paper-config and
+CPU-config values are the effective ones `perseval show` computes, and a departure from the paper is marked."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perseval.experiment import load_experiment
+from perseval.protocols import Row, check_row, check_sheet, read_sheet
+from perseval.show import MISSING, effective_settings
+from tests.conftest import CONFIGS, REPO
+from tests.test_bespoke_layout import official  # noqa: F401 (fixture)
+
+SHEETS = REPO / "docs" / "protocols"
+
+
+def _settings(config: str) -> dict:
+    return effective_settings(load_experiment(REPO / config))
+
+
+@pytest.mark.parametrize("name", ["iba", "apeb"])
+def test_the_paper_and_cpu_configs_run_what_their_sheet_says(name):
+    sheet = read_sheet(SHEETS / f"{name}.md")
+    assert len(sheet.rows) >= 15
+    assert check_sheet(sheet, _settings(sheet.paper_config), _settings(sheet.cpu_config)) == []
+
+
+def test_the_bespoke_configs_run_what_their_sheet_says(official, monkeypatch):
+    sheet = read_sheet(SHEETS / "bespoke.md")
+    paper_config, cpu_config = (REPO / sheet.paper_config).resolve(), (REPO / sheet.cpu_config).resolve()
+    monkeypatch.chdir(official.parent)  # the paper config reads the release from data/bespoke
+    shutil.copytree(official, official.parent / "data" / "bespoke")
+    paper = effective_settings(load_experiment(paper_config))
+    cpu = effective_settings(load_experiment(cpu_config))
+    assert check_sheet(sheet, paper, cpu) == []
+
+
+def test_an_override_chain_that_replaces_a_paper_value_is_caught(tmp_path):
+    """The bug class the sheets exist for: a paper config whose override quietly restores a CPU budget."""
+    root = tmp_path / "configs"
+    shutil.copytree(CONFIGS, root)
+    exp = root / "experiments" / "iba_paper.yaml"
+    data = yaml.safe_load(exp.read_text())
+    data["overrides"]["agents"] = {"iba-agent-wo-btda": {"max_tokens": 192}}
+    exp.write_text(yaml.safe_dump(data))
+    sheet = read_sheet(SHEETS / "iba.md")
+    problems = check_sheet(sheet, effective_settings(load_experiment(exp)), _settings(sheet.cpu_config))
+    assert len(problems) == 1 and "iba-agent-wo-btda/params/max_tokens" in problems[0] and "192" in problems[0]
+
+
+def _row(**kw) -> Row:
+    base = dict(line=9, path="a/b", paper=3, section="C.3", paper_config=3, cpu_config=1, cpu_path=None,
+                status="same", why="")
+    return Row(**{**base, **kw})
+
+
+@pytest.mark.parametrize("row, needle", [
+    (_row(paper_config=4), "a departure not marked deliberate"),
+    (_row(status="deliberate", paper_config=4), "needs its reason"),
+    (_row(status="unstated"), "status unstated"),
+    (_row(path=None, status="same"), "must be marked missing or deliberate"),
+    (_row(paper=4, paper_config=4, status="same"), "effective value is 3"),
+    (_row(cpu_config=2), "CPU config's effective value at a/b is 1"),
+    (_row(cpu_config=MISSING, cpu_path="x/y"), "at x/y is 5, the sheet says —"),
+])
+def test_each_kind_of_disagreement_is_reported(row, needle):
+    problems = check_row(row, {"a": {"b": 3}}, {"a": {"b": 1}, "x": {"y": 5}})
+    assert any(needle in p for p in problems), problems
+
+
+def test_a_sheet_without_its_table_or_with_a_bad_status_is_refused(tmp_path):
+    from perseval.errors import ConfigError
+    bad = tmp_path / "x.md"
+    bad.write_text("Paper config: `a.yaml` · CPU config: `b.yaml`\n\nno table\n")
+    with pytest.raises(ConfigError, match="no table"):
+        read_sheet(bad)
+    text = (SHEETS / "apeb.md").read_text().replace("| same |", "| close enough |", 1)
+    bad.write_text(text)
+    with pytest.raises(ConfigError, match=r"line \d+: status 'close enough'"):
+        read_sheet(bad)
+
+
+def test_every_sheet_names_configs_that_exist():
+    for path in sorted(SHEETS.glob("*.md")):
+        sheet = read_sheet(path)
+        assert Path(REPO / sheet.paper_config).is_file() and Path(REPO / sheet.cpu_config).is_file(), path
