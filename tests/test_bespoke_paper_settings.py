@@ -282,19 +282,19 @@ def test_the_paper_config_profiles_with_the_profiler_and_judges_as_the_official_
     responders = [r for r in plan.runs() if r.agent.kind == BespokeResponder.kind]
     assert responders
     for run in responders:
-        p = ResponderParams(**run.agent.params)
+        p = run.agent.params
         makes_context = p.user_context == "profile" or p.history_selection == "llm"
         assert set(run.roles) == ({"profiler"} if makes_context else set())
         assert all(m.name == "qwen3-30b-a3b-instruct" for m in run.roles.values())
         assert p.max_tokens == 4096 and p.search_chars is None
         assert p.user_context == "none" or p.history_truncation == "oldest_first"  # no silent overflow
-    gold = next(ResponderParams(**r.agent.params) for r in responders if r.agent.params.get("search") == "gold")
+    gold = next(r.agent.params for r in responders if r.agent.params.search == "gold")
     assert gold.search_k is None
     (criteria,) = [s for i in range(len(exp.experiment.benchmarks)) for s in judge_specs(exp, i)
                    if "bespoke.criteria" in s.kinds]
-    ep = EvaluatorParams(**criteria.params["bespoke.criteria"])
+    ep = criteria.params["bespoke.criteria"]
     assert (ep.max_shots, ep.answer_format, ep.feedback_chars, ep.rubric) == (6, "fields", None, "release")
-    meta = [EvaluatorParams(**r.agent.params) for r in plan.runs() if r.agent.kind == "bespoke.evaluator"]
+    meta = [r.agent.params for r in plan.runs() if r.agent.kind == "bespoke.evaluator"]
     assert {m.variant for m in meta} == {"none", "scores_only", "feedback"}
     assert {(m.max_shots, m.answer_format, m.feedback_chars, m.rubric) for m in meta} == {(6, "fields", None,
                                                                                            "release")}

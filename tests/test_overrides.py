@@ -131,6 +131,7 @@ def test_a_model_an_override_names_for_an_agent_role_is_loaded(tmp_path):
         exp = _tree(tmp_path, {"agents": {"bespoke-static-profile": {"profiler_model": model}}}, name)
         data = yaml.safe_load(exp.read_text())
         data["benchmarks"][1]["agents"] = ["bespoke-static-profile"]
+        data["benchmarks"][1].pop("baseline", None)  # the quickstart's baseline agent is no longer listed
         exp.write_text(yaml.safe_dump(data))
         return exp
 
@@ -145,7 +146,7 @@ def test_an_override_of_an_agent_the_experiment_does_not_run_is_ignored(tmp_path
     above)."""
     exp = _tree(tmp_path, yaml.safe_load(QUICKSTART.read_text())["overrides"])
     data = yaml.safe_load(exp.read_text())
-    data["benchmarks"] = [{**data["benchmarks"][0], "agents": ["iba-oracle"]}]
+    data["benchmarks"] = [{**data["benchmarks"][0], "agents": ["iba-oracle"], "baseline": None}]
     exp.write_text(yaml.safe_dump(data))
     assert set(load_experiment(exp).agents) == {"iba-oracle"}
 
