@@ -19,6 +19,7 @@ from prefect.futures import PrefectFuture, as_completed
 
 from perseval.config import load_experiment
 from perseval.cost import UnitRecords, plan_cost
+from perseval.gains import with_controls
 from perseval.freshness import data_done, index_done, pending
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
@@ -98,7 +99,7 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
     costs = plan_cost(exp, plan, UnitRecords(root, shard_ids), rt.run_id)
-    rows = headline_rows(plan, scores, costs)
+    rows = with_controls(plan, root, headline_rows(plan, scores, costs))  # gains beside scores
     parent = track(exp, plan, root, scores, analyses, stats, costs, rows, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,

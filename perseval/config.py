@@ -149,6 +149,7 @@ class BenchmarkEntry(Strict):
     params: dict[str, Any] = {}
     agents: list[str]
     judges: list[str] | None = None  # None: the experiment's `judges`
+    controls: list[Literal["swapped-history"]] | None = None  # None: the experiment's `controls` (perseval.controls)
 
 
 class DaskSettings(Strict):
@@ -176,6 +177,8 @@ class ExperimentConfig(Strict):
     retrievers: list[str]
     judges: list[str] = []
     benchmarks: list[BenchmarkEntry]
+    # extra runs that say what a score means (perseval.controls): swapped-history = another user's history
+    controls: list[Literal["swapped-history"]] = []
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perseval.components import JudgeSpec, benchmark_params, judge_specs, make_agent
+from perseval.controls import Control, control_label, control_runs
 from perseval.config import (AgentConfig, BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig,
                              Sampling)
 from perseval.hashing import content_key
@@ -72,10 +73,11 @@ class RunUnit:
     model: ModelConfig | None
     repeats: int
     seed: int
+    control: Control | None = None  # a control variant (perseval.controls); None: the plain run
 
     @property
     def label(self) -> str:
-        return f"{self.data.entry.name}/{self.agent.name}/{self.backbone or '-'}"
+        return f"{self.data.entry.name}/{self.agent.name}/{self.backbone or '-'}{control_label(self.control)}"
 
 
 @dataclass
@@ -127,7 +129,8 @@ class Cell:
 
     @property
     def name(self) -> str:
-        return "/".join([self.benchmark, self.agent, self.backbone or "-", self.retriever, self.judge])
+        return "/".join([self.benchmark, self.agent, self.backbone or "-", self.retriever, self.judge]) + \
+            control_label(self.run.control)
 
 
 @dataclass
@@ -205,15 +208,18 @@ def make_plan(exp: ResolvedExperiment) -> Plan:
         plan.index += indexes
         specs = judge_specs(exp, bi)
         cells = {}
+        controls = entry.controls if entry.controls is not None else e.controls
         for aname in entry.agents:
-            for run in _runs(exp, data, indexes, exp.agents[aname]):
+            plain = _runs(exp, data, indexes, exp.agents[aname])
+            needs = make_agent(exp.agents[aname], exp.file_of("agents", aname)).requires()
+            for run in plain + control_runs(plain, needs, controls, seed):
                 for spec in specs:
                     model = exp.models[spec.model] if spec.model else None
                     judged = JudgeUnit(judge_key(run.key, spec, model), run, spec, model, e.seed)
                     cell = Cell(score_key(judged.key), bi, judged)
                     cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
         plan.cells += cells.values()
-        cell_list = list(cells.values())
+        cell_list = [c for c in cells.values() if c.run.control is None]  # the paper's tables: plain runs only
         ids = [(c.name, c.agent, exp.agents[c.agent].kind, c.key) for c in cell_list]
         plan.analyses.append(AnalysisUnit(content_key("analysis", STAGE_VERSIONS["analysis"],
                                                       params.model_dump(mode="json"), ids), bi, data, cell_list))

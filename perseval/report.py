@@ -10,6 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from perseval.config import ResolvedExperiment
 from perseval.cost import PlanCost
+from perseval.gains import control_metrics
 from perseval.metrics.aggregate import OVERALL
 from perseval.owner import owner_tag
 from perseval.plan import Plan
@@ -46,6 +47,8 @@ def headline_rows(plan: Plan, scores: dict[str, dict[str, Any]],
     None and n 0; as plain records, not a frame, so the summary never turns them into NaN and 0.0."""
     rows = []
     for cell in plan.cells:
+        if cell.run.control is not None:  # a control's score is shown beside its plain cell (perseval.gains)
+            continue
         s = scores[cell.key]
         table = cell_frame(s)
         metric = s["headline_metric"]
@@ -109,6 +112,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
             spend = costs.cells[cell.key]  # the cell's tokens, seconds and dollars, in total and per stage
             extra |= spend["cell"].metrics() | spend["run"].metrics("run") | spend["judge"].metrics("judge")
             extra["score.wall_seconds"] = spend["score"].wall_seconds
+            extra |= control_metrics(cell, rows)  # the gains beside the score (perseval.gains)
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
             log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s))
