@@ -248,6 +248,41 @@ def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, 
     console.print(f"mean AC1 over dimensions: {report['mean_ac1']}")
 
 
+@app.command("judge-check")
+def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML (already run)"),
+                labels: Optional[Path] = typer.Argument(None, exists=True, dir_okay=False,
+                                                        help="human labels CSV (docs/judge-labels.md); omitted: "
+                                                             "the data's own (Bespoke meta-test)"),
+                judge_labels: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                                            help="the judge's labels in the same layout, instead "
+                                                                 "of the run's stored judgments"),
+                output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
+                out: Optional[Path] = typer.Option(None, help="also write the table here (.csv)"),
+                log: bool = typer.Option(True, help="log a 'judge-check' run to the experiment's MLflow")) -> None:
+    """A judge against human labels, per criterion: Pearson, Spearman, quadratic-weighted kappa and
+    Krippendorff's alpha with user-resampled bootstrap intervals, and the confusion matrices."""
+    from perseval.errors import PersevalError
+    from perseval.judges.check import format_table, judge_check as check, log_validity
+
+    apply_offline_env()
+    exp, _ = _load_or_exit(config)
+    if output_root:
+        exp.experiment.output_root = output_root
+    try:
+        table, matrices = check(exp, labels, judge_labels, seed=exp.experiment.seed)
+    except PersevalError as exc:
+        _error(exc)
+        raise typer.Exit(2)
+    console.print(format_table(table))
+    for key, matrix in matrices.items():
+        console.print(f"\nconfusion {key} (rows: human, columns: judge)\n{matrix.to_markdown()}")
+    if out:
+        table.to_csv(out, index=False)
+    if log:
+        run_id = log_validity(exp.experiment.mlflow, exp.experiment.name, table, matrices)
+        console.print(f"MLflow run id: {run_id}")
+
+
 @app.command()
 def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run ids (parent runs) and/or experiment "
                                                                "names; default: perseval-quickstart"),
