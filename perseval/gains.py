@@ -21,6 +21,7 @@ from perseval.components import make_agent
 from perseval.config import ResolvedExperiment
 from perseval.controls import SWAPPED_HISTORY, uses_history
 from perseval.metrics.aggregate import per_instance, scores_frame
+from perseval.metrics.uncertainty import paired_difference
 from perseval.plan import Cell, Plan
 from perseval.records import AgentOutput, Instance, InstanceScore
 from perseval.stages import load_documents, load_instances
@@ -66,8 +67,6 @@ def _difference(root: str, a: Cell, b: Cell, users: dict[str, str], values: dict
     score_b = _mean([vb[i] for i in vb])
     if not shared:
         return score_b, None
-    from perseval.metrics.uncertainty import paired_difference  # engineer stats' module (issue on error bars)
-
     diff = paired_difference([va[i] for i in shared], [vb[i] for i in shared], [users[i] for i in shared])
     return score_b, diff
 

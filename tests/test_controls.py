@@ -121,12 +121,13 @@ def test_a_benchmark_entry_can_switch_controls_off(tmp_path):
 # --- known answers on computed runs --------------------------------------------------------------------------------
 
 def _compute(plan, root: str, rt: Runtime, cells) -> None:
-    construct(plan.data[0], rt)
+    """The stages of `cells`, as the flow runs them (every data unit built, every index)."""
+    for unit in plan.data:
+        construct(unit, rt)
     for unit in plan.index:
         index(unit, rt)
-    n = len(load_instances(root, plan.data[0].key))
     for c in cells:
-        for s in shards(n, rt.shard_size):
+        for s in shards(len(load_instances(root, c.run.data.key)), rt.shard_size):
             run_shard(c.run, s, rt)
             judge(c.judged, s, rt)
         score(c, rt)
@@ -168,3 +169,52 @@ def test_a_ranking_agent_that_ignores_the_history_gains_exactly_nothing_from_it(
     _compute(plan, root, Runtime(root, "r", str(tmp_path / "c.sqlite"), 4), cells.values())
     own, swapped = instance_values(root, cells[False]), instance_values(root, cells[True])
     assert len(own) == 16 and own == swapped
+
+
+# --- the gains beside the headline ---------------------------------------------------------------------------------
+
+def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains_are_0_by_construction(tmp_path):
+    from perseval.gains import NO_HISTORY_NOTE, control_fields, control_metrics, with_controls
+
+    exp = {"name": "t", "seed": 5, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],
+           "judges": ["smollm2-judge"], "controls": [SWAPPED_HISTORY],
+           "benchmarks": [{"name": "iba", "sample": 6, "agents": ["iba-oracle"],
+                           "params": {"noise_per_evidence": 2, "scenarios": ["Food ordering"]}},
+                          {"name": "apeb", "sample": 4, "agents": ["apeb-blind", "apeb-random"]}]}
+    plan = make_plan(load_experiment(_tree(tmp_path, exp, {"apeb-blind": {"kind": "test.apeb-history-blind"}})))
+    root = str(tmp_path / "runs")
+    rt = Runtime(root, "r", str(tmp_path / "c.sqlite"), 4)
+    _compute(plan, root, rt, [c for c in plan.cells if c.judge != "smollm2-judge"])
+    plan.cells = [c for c in plan.cells if c.judge != "smollm2-judge"]  # the LLM-judged cells were not run
+    fields = control_fields(plan, root)
+    by_name = {c.name: fields.get(c.key) for c in plan.cells if c.run.control is None}
+    oracle = by_name["iba/iba-oracle/-/-/iba.slots"]
+    swapped = [c for c in plan.cells if c.agent == "iba-oracle" and c.run.control][0]
+    wrong = instance_values(root, swapped)
+    assert oracle["swapped_score"] == pytest.approx(sum(wrong.values()) / len(wrong))
+    assert oracle["personalization_gain"] == pytest.approx(100.0 - oracle["swapped_score"])
+    assert oracle["personalization_gain_ci_low"] > 0 and oracle["personalization_gain_users"] == 6
+    blind = by_name["apeb/apeb-blind/-/-/apeb.ranking"]
+    assert blind["personalization_gain"] == 0.0 and blind["personalization_gain_ci_low"] <= 0.0 \
+        <= blind["personalization_gain_ci_high"]
+    assert blind["personalization_gain_n"] == 16 and blind["personalization_gain_users"] == 4
+    assert by_name["apeb/apeb-random/-/-/apeb.ranking"] == {"controls_note": NO_HISTORY_NOTE,
+                                                            "personalization_gain": 0.0, "history_gain": 0.0}
+    rows = [{"benchmark": c.benchmark, "agent": c.agent, "backbone": c.backbone or "-", "retriever": c.retriever,
+             "judge": c.judge, "score": 1.0} for c in plan.cells if c.run.control is None]
+    shown = with_controls(plan, root, rows)
+    assert [r["score"] for r in shown] == [1.0] * len(rows)  # the score itself never moves
+    assert next(r for r in shown if r["agent"] == "iba-oracle")["swapped_score"] == oracle["swapped_score"]
+    metrics = control_metrics(next(c for c in plan.cells if c.agent == "iba-oracle" and not c.run.control), shown)
+    assert metrics["controls.personalization_gain"] == pytest.approx(oracle["personalization_gain"])
+
+
+def test_the_no_history_reference_is_the_same_kind_without_history_else_the_named_one():
+    from perseval.gains import no_history_agent
+
+    exp = load_experiment(CONFIGS / "experiments" / "quickstart.yaml")
+    assert no_history_agent(exp, 0, "iba-rag") == "iba-no-history"
+    assert no_history_agent(exp, 1, "bespoke-raw-history") == "bespoke-no-context"
+    assert no_history_agent(exp, 2, "apeb-direct") == "apeb-no-history"
+    exp2 = load_experiment(CONFIGS / "experiments" / "iba_cpu.yaml")
+    assert no_history_agent(exp2, 0, "iba-agent") == "iba-no-history"  # another kind: by its name
