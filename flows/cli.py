@@ -38,8 +38,28 @@ def _print_headline(rows: list[dict]) -> None:
     for r in rows:
         table.add_row(*[_cell_text(c, r) for c in cols])
     console.print(table)
+    controls = _controls_table(rows)
+    if controls is not None:
+        console.print(controls)
     if rows and "tokens_in" in rows[0]:
         console.print(_cost_table(rows))
+
+
+def _controls_table(rows: list[dict]) -> Table | None:
+    """Beside each score, what it means (perseval.gains): own vs swapped-history vs no-history, the
+    gains with their user-resampled 95% intervals, and how much gold evidence reached the context."""
+    from perseval.gains import CONTROL_COLUMNS, gain_text
+
+    shown = [r for r in rows if any(k in r for k in CONTROL_COLUMNS)]
+    if not shown:
+        return None
+    table = Table(title="Controls: personalization gain = own - swapped history; history gain = own - no history")
+    for label in ["cell", "score", "swapped", "personalization gain [95% CI]", "no history", "history gain [95% CI]",
+                  "evidence recall", "score: evidence in / missed"]:
+        table.add_column(label, justify="left" if label == "cell" else "right")
+    for r in shown:
+        table.add_row(*gain_text(r))
+    return table
 
 
 def _cost_table(rows: list[dict]) -> Table:

@@ -166,3 +166,29 @@ def control_metrics(cell: Cell, rows: list[dict[str, Any]]) -> dict[str, float]:
     if row is None or cell.run.control is not None:
         return {}
     return {f"controls.{m}": float(row[m]) for m in GAIN_METRICS if isinstance(row.get(m), (int, float))}
+
+
+CONTROL_COLUMNS = ("swapped_score", "personalization_gain", "no_history_score", "history_gain", "evidence_recall",
+                   "controls_note")
+
+
+def _num(v: Any) -> str:
+    return "-" if v is None or v != v else f"{v:.1f}"
+
+
+def _gain(r: dict[str, Any], prefix: str) -> str:
+    if r.get(prefix) is None:
+        return "-"
+    lo, hi = r.get(f"{prefix}_ci_low"), r.get(f"{prefix}_ci_high")
+    return _num(r[prefix]) + ("" if lo is None or hi is None else f" [{_num(lo)}, {_num(hi)}]")
+
+
+def gain_text(r: dict[str, Any]) -> list[str]:
+    """One row of the controls table as text (the CLI prints it under the headline)."""
+    cell = "/".join(str(r[k]) for k in ROW_IDENTITY)
+    split = "-" if "evidence_recall" not in r else \
+        f"{_num(r.get('score_evidence_reached'))} (n={r.get('n_evidence_reached')}) / " \
+        f"{_num(r.get('score_evidence_missed'))} (n={r.get('n_evidence_missed')})"
+    pg = _gain(r, "personalization_gain") if "controls_note" not in r else r["controls_note"]
+    return [cell, _num(r.get("score")), _num(r.get("swapped_score")), pg, _num(r.get("no_history_score")),
+            _gain(r, "history_gain"), _num(r.get("evidence_recall")), split]

@@ -11,6 +11,7 @@ from mlflow.tracking import MlflowClient
 from perseval.config import ResolvedExperiment
 from perseval.cost import PlanCost
 from perseval.gains import control_metrics
+from perseval.judges.check import log_run_validity
 from perseval.metrics.aggregate import OVERALL
 from perseval.owner import owner_tag
 from perseval.plan import Plan
@@ -98,6 +99,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
     mark_abandoned_runs(MlflowClient(), experiment.experiment_id)  # runs a killed perseval left RUNNING
     with mlflow.start_run(run_name=exp.experiment.name, tags={OWNER_KEY: owner_tag()}) as parent:
         log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs)})
+        log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.judges.check)
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),

@@ -147,3 +147,37 @@ def test_judge_check_reads_the_judgments_a_computed_run_stored(tmp_path):
     with pytest.raises(InputError, match="no labelled item has a judge score"):
         (tmp_path / "other.csv").write_text("instance_id,item_id,human\nnope,x,1\n")
         judge_check(exp, tmp_path / "other.csv")
+
+
+def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp_path):
+    """Real meta-test pairs of the bundled sample; an evaluator whose scores are the human's (x20) agrees
+    perfectly, one off by one step on need alignment does not."""
+    from perseval.config import load_experiment
+    from perseval.judges.check import meta_test_pairs
+    from perseval.plan import make_plan
+    from perseval.records import InstanceScore
+    from perseval.stages import Runtime, construct, load_instances
+    from perseval.store import StageStore
+
+    from .test_controls import _tree
+
+    exp_cfg = {"name": "m", "seed": 1, "backbones": ["smollm2-135m"], "retrievers": [], "judges": ["smollm2-judge"],
+               "benchmarks": [{"name": "bespoke-meta", "sample": 3, "agents": ["bespoke-meta-feedback"]}]}
+    plan = make_plan(load_experiment(_tree(tmp_path, exp_cfg)))
+    root = str(tmp_path / "runs")
+    construct(plan.data[0], Runtime(root, "r", str(tmp_path / "c.sqlite"), 4))
+    insts = load_instances(root, plan.data[0].key)
+    crits = ["need_alignment", "content_depth", "tone", "explanation_style"]
+    scores = [InstanceScore(i.instance_id, "bespoke-meta-feedback", 0, "j", 0, i.group, c,
+                            20.0 * (i.gold["human"][c]["score"] + (1 if c == "tone" and k % 2 else 0)))
+              for k, i in enumerate(insts) for c in crits]
+    for cell in plan.cells:
+        StageStore(root, "score", cell.key).write_records(0, scores, InstanceScore)
+    pairs = {p.criterion: p for p in meta_test_pairs(plan, root)}
+    assert set(pairs) == set(crits) and len(pairs["tone"].human) == len(insts) > 3
+    table, _ = validity_table(list(pairs.values()), resamples=100)
+    by = table.set_index("criterion")
+    assert by.loc["need_alignment", "kappa"] == pytest.approx(1.0)
+    assert by.loc["tone", "kappa"] == pytest.approx(cohen_kappa_score(
+        [round(v) for v in pairs["tone"].judge], pairs["tone"].human, weights="quadratic")) and \
+        by.loc["tone", "kappa"] < 1.0

@@ -120,3 +120,11 @@ def format_table(table: pd.DataFrame) -> str:
                         "kappa_ci_high", "alpha", "alpha_level", "alpha_ci_low", "alpha_ci_high") if c in table]
     return table[cols].to_markdown(index=False, floatfmt=".3f")
 
+
+
+def log_run_validity(plan: Plan, root: str) -> None:
+    """Into the active (parent) MLflow run: the validity table of every evaluator whose data carries human
+    labels (Bespoke's meta-test), beside the paper's Table 3. Nothing when the plan has none."""
+    pairs = meta_test_pairs(plan, root)
+    if pairs:
+        log_validity_artifacts(*validity_table(pairs, seed=plan.exp.experiment.seed))

@@ -146,7 +146,7 @@ def scale_level(judge: Sequence[float], human: Sequence[float]) -> str:
 def criterion_row(judge: Sequence[float], human: Sequence[float], clusters: Sequence[str] | None = None, *,
                   seed: int = 0, resamples: int = BOOTSTRAP_RESAMPLES) -> dict[str, Any]:
     """n, the four statistics and their intervals for one criterion. Judge scores are rounded to the
-    nearest human category for kappa, alpha and the confusion matrix (a mean over repeats is not one)."""
+    nearest category for kappa, alpha and the confusion matrix (`snap`: a mean over repeats is not one)."""
     h = np.asarray(human, dtype=float)
     j = snap(np.asarray(judge, dtype=float), _categories(human))
     cl = np.asarray(clusters if clusters is not None else [str(i) for i in range(len(h))])
@@ -162,17 +162,20 @@ def criterion_row(judge: Sequence[float], human: Sequence[float], clusters: Sequ
 
 
 def snap(values: np.ndarray, categories: list[float]) -> np.ndarray:
-    """Each value moved to the nearest of `categories` (ties to the lower one)."""
+    """Judge scores as categories: on a whole-number human scale each is rounded half up to a whole
+    number (a judge may use a grade no human used); else moved to the nearest human category."""
     if not categories:
         return values
+    if all(float(c).is_integer() for c in categories):
+        return np.floor(values + 0.5)
     cats = np.asarray(categories)
     return cats[np.abs(values[:, None] - cats[None, :]).argmin(1)]
 
 
 def confusion(judge: Sequence[float], human: Sequence[float]) -> pd.DataFrame:
-    """Rows: human category; columns: judge category (snapped to the human ones); counts."""
-    cats = _categories(human)
-    j = snap(np.asarray(judge, dtype=float), cats)
+    """Rows and columns: every category either side used (judge scores snapped as `snap` does); counts."""
+    j = snap(np.asarray(judge, dtype=float), _categories(human))
+    cats = _categories(human, j)
     frame = pd.crosstab(pd.Series(np.asarray(human, dtype=float), name="human"), pd.Series(j, name="judge"))
     return frame.reindex(index=cats, columns=cats, fill_value=0)
 
