@@ -41,6 +41,13 @@ def _print_headline(rows: list[dict]) -> None:
     controls = _controls_table(rows)
     if controls is not None:
         console.print(controls)
+    from perseval.probes import NOT_INTERPRETABLE, flagged_judges
+
+    for judge in flagged_judges(rows):
+        probed = next(r for r in rows if f"{r['benchmark']}/{r['judge']}" == judge)
+        console.print(f"[red]{judge}: {NOT_INTERPRETABLE}[/red] (on answers of known verdict: AUC "
+                      f"{probed.get('judge_auc')}, passes {probed.get('judge_pass_rate_gold')}% of gold and "
+                      f"{probed.get('judge_pass_rate_bad')}% of known-bad items)", soft_wrap=True)
     if rows and "tokens_in" in rows[0]:
         console.print(_cost_table(rows))
 

@@ -179,6 +179,8 @@ class ExperimentConfig(Strict):
     benchmarks: list[BenchmarkEntry]
     # extra runs that say what a score means (perseval.controls): swapped-history = another user's history
     controls: list[Literal["swapped-history"]] = []
+    # answers of known verdict each LLM judge also judges, for this many instances per benchmark (perseval.probes)
+    judge_probes: int = Field(0, ge=0)
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()
 

@@ -12,6 +12,7 @@ from perseval.config import ResolvedExperiment
 from perseval.cost import PlanCost
 from perseval.gains import control_metrics
 from perseval.judges.check import log_run_validity
+from perseval.probes import flag_tags
 from perseval.metrics.aggregate import OVERALL
 from perseval.owner import owner_tag
 from perseval.plan import Plan
@@ -100,6 +101,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
     with mlflow.start_run(run_name=exp.experiment.name, tags={OWNER_KEY: owner_tag()}) as parent:
         log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs)})
         log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.judges.check)
+        mlflow.set_tags(flag_tags(rows))  # a probed judge that does not discriminate (perseval.probes)
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
