@@ -108,7 +108,10 @@ def control_fields(plan: Plan, root: str) -> dict[str, dict[str, Any]]:
                 score, diff = _difference(root, cell, swapped, u, values)
                 fields |= {"swapped_score": score, **_gain_fields("personalization_gain", diff)}
             ref = no_history_agent(exp, cell.bench_index, cell.agent)
-            base = by_identity.get(((cell.bench_index, ref, cell.backbone, "-", cell.judge), None)) if ref else None
+            # the reference on the same retriever when it searches a corpus with it (bespoke-no-context), else none
+            base = next((by_identity[k] for r in (cell.retriever, "-")
+                         if (k := ((cell.bench_index, ref, cell.backbone, r, cell.judge), None)) in by_identity),
+                        None) if ref else None
             if base is not None:
                 score, diff = _difference(root, cell, base, u, values)
                 fields |= {"no_history_agent": ref, "no_history_score": score, **_gain_fields("history_gain", diff)}

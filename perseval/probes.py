@@ -137,7 +137,8 @@ def probe_report(judgments: list[Judgment], labels: dict[tuple[str, str, str], i
     bad = [s for y, s in scored if y == 0]
     report["auc"] = auc
     report["pass_rate.bad"] = 100.0 * sum(bad) / len(bad) if bad else None
-    report["discriminates"] = auc is not None and auc >= DISCRIMINATION_AUC and \
+    # None: nothing of known verdict was judged (no instance with such items), so nothing to say
+    report["discriminates"] = None if not scored else auc is not None and auc >= DISCRIMINATION_AUC and \
         (not bad or sum(bad) / len(bad) < PASSES_EVERYTHING)
     report["unscored"] = sum(1 for j in judgments if j.status != "scored")
     return report
@@ -193,10 +194,10 @@ def with_probe_flags(plan: Plan, root: str, rows: list[dict[str, Any]]) -> list[
     out = []
     for r in rows:
         rep = reports.get((r["benchmark"], r["judge"]))
-        if rep is not None:
+        if rep is not None and rep["discriminates"] is not None:
             r = {**r, "judge_auc": rep["auc"], "judge_pass_rate_gold": rep[f"pass_rate.{GOOD}"],
                  "judge_pass_rate_bad": rep["pass_rate.bad"], "judge_discriminates": rep["discriminates"]}
-            if not rep["discriminates"]:
+            if rep["discriminates"] is False:
                 r["judge_flag"] = NOT_INTERPRETABLE
         out.append(r)
     return out

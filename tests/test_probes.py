@@ -64,3 +64,9 @@ def test_a_judge_that_reads_separates_good_from_bad_and_one_that_passes_everythi
                                        [j.score for j in known])  # judged, but its verdict is not known
     assert len(yes.calls) == len(lazy) and bad["n_items"] == len(known) <= len(lazy)  # one request per item
     assert NOT_INTERPRETABLE == "judge does not discriminate: scores not interpretable"
+
+
+def test_a_judge_with_nothing_of_known_verdict_to_judge_is_not_flagged():
+    call_api = build(sample=4, scenarios=["Food ordering"]).instances  # slots only: no checkpoint to probe
+    assert probe_answers(call_api, 3, seed=1) == ([], {})
+    assert probe_report([], {})["discriminates"] is None
