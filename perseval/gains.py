@@ -16,6 +16,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+import pandas as pd
+
 from perseval.attribution import attribution_fields, evidence_recall, evidence_turns
 from perseval.components import make_agent
 from perseval.config import ResolvedExperiment
@@ -196,3 +198,50 @@ def gain_text(r: dict[str, Any]) -> list[str]:
     pg = _gain(r, "personalization_gain") if "controls_note" not in r else r["controls_note"]
     return [cell, _num(r.get("score")), _num(r.get("swapped_score")), pg, _num(r.get("no_history_score")),
             _gain(r, "history_gain"), _num(r.get("evidence_recall")), split]
+
+
+# --- per metric (Bespoke: recall should barely move under the swap, the E_p criteria should) ----------------
+
+def metric_values(root: str, cell: Cell) -> dict[str, dict[str, float]]:
+    """Metric -> instance id -> value (mean over repeats) of every metric a cell's score stage wrote."""
+    store = StageStore(root, "score", cell.key)
+    inst = per_instance(scores_frame(store.read_records(InstanceScore) if store.parts() else []))
+    return {str(m): {str(i): float(v) for i, v in zip(g["instance_id"], g["value"])}
+            for m, g in inst.groupby("metric")}
+
+
+def gains_by_metric(plan: Plan, root: str) -> pd.DataFrame:
+    """One row per (plain cell with a swapped-history run, metric): own, swapped, the paired gain and its
+    user-resampled interval. Where one judge scores several metrics (Bespoke's recall and E_p criteria)
+    this says which of them the user's history moves."""
+    by_identity = {(_identity(c), c.run.control.name if c.run.control else None): c for c in plan.cells}
+    rows = []
+    for cell in plan.cells:
+        swapped = by_identity.get((_identity(cell), SWAPPED_HISTORY)) if cell.run.control is None else None
+        if swapped is None:
+            continue
+        users = {i.instance_id: i.user_id for i in _instances(root, cell.run.data.key)}
+        own, other = metric_values(root, cell), metric_values(root, swapped)
+        for metric in sorted(set(own) & set(other)):
+            shared = sorted(set(own[metric]) & set(other[metric]))
+            if not shared:
+                continue
+            d = paired_difference([own[metric][i] for i in shared], [other[metric][i] for i in shared],
+                                  [users[i] for i in shared])
+            rows.append({"cell": cell.name, "metric": metric, "own": _mean([own[metric][i] for i in shared]),
+                         "swapped": _mean([other[metric][i] for i in shared]), "gain": d.mean, "ci_low": d.ci_low,
+                         "ci_high": d.ci_high, "p_value": d.p_value, "n": d.n, "users": d.n_users})
+    return pd.DataFrame(rows)
+
+
+def log_control_tables(plan: Plan, root: str, rows: list[dict[str, Any]]) -> None:
+    """Into the active (parent) MLflow run: controls/gains_by_metric and controls/cells (every control
+    and evidence field of the headline rows), when the run has any."""
+    from perseval.tracking import log_table
+
+    by_metric = gains_by_metric(plan, root)
+    if not by_metric.empty:
+        log_table(by_metric.set_index(["cell", "metric"]), "gains_by_metric", "controls")
+    cells = pd.DataFrame([r for r in rows if any(k in r for k in CONTROL_COLUMNS)])
+    if not cells.empty:
+        log_table(cells.set_index(list(ROW_IDENTITY)), "cells", "controls")

@@ -10,7 +10,7 @@ from mlflow.tracking import MlflowClient
 
 from perseval.config import ResolvedExperiment
 from perseval.cost import PlanCost
-from perseval.gains import control_metrics
+from perseval.gains import control_metrics, log_control_tables
 from perseval.judges.check import log_run_validity
 from perseval.probes import flag_tags
 from perseval.metrics.aggregate import OVERALL
@@ -102,6 +102,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
         log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs)})
         log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.judges.check)
         mlflow.set_tags(flag_tags(rows))  # a probed judge that does not discriminate (perseval.probes)
+        log_control_tables(plan, root, rows)  # the gains per metric and the controls of every cell (perseval.gains)
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),

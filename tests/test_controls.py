@@ -174,7 +174,7 @@ def test_a_ranking_agent_that_ignores_the_history_gains_exactly_nothing_from_it(
 # --- the gains beside the headline ---------------------------------------------------------------------------------
 
 def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains_are_0_by_construction(tmp_path):
-    from perseval.gains import NO_HISTORY_NOTE, control_fields, control_metrics, with_controls
+    from perseval.gains import NO_HISTORY_NOTE, control_fields, control_metrics, gains_by_metric, with_controls
 
     exp = {"name": "t", "seed": 5, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],
            "judges": ["smollm2-judge"], "controls": [SWAPPED_HISTORY],
@@ -207,6 +207,10 @@ def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains
     assert next(r for r in shown if r["agent"] == "iba-oracle")["swapped_score"] == oracle["swapped_score"]
     metrics = control_metrics(next(c for c in plan.cells if c.agent == "iba-oracle" and not c.run.control), shown)
     assert metrics["controls.personalization_gain"] == pytest.approx(oracle["personalization_gain"])
+    by_metric = gains_by_metric(plan, root).set_index(["cell", "metric"])
+    assert by_metric.loc[("iba/iba-oracle/-/-/iba.slots", "score"), "gain"] == \
+        pytest.approx(oracle["personalization_gain"])
+    assert (by_metric.loc["apeb/apeb-blind/-/-/apeb.ranking"]["gain"] == 0.0).all()  # hit@1, hit@5, mrr alike
 
 
 def test_the_no_history_reference_is_the_same_kind_without_history_else_the_named_one():
