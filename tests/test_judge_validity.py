@@ -181,3 +181,28 @@ def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp
     assert by.loc["tone", "kappa"] == pytest.approx(cohen_kappa_score(
         [round(v) for v in pairs["tone"].judge], pairs["tone"].human, weights="quadratic")) and \
         by.loc["tone", "kappa"] < 1.0
+
+
+def test_inter_judge_alpha_self_consistency_length_bias_and_self_preference():
+    """Two judges and two repeats on four items of stored judgments: alpha as the krippendorff package
+    computes it, disagreement share, the length correlation and the model-family flag."""
+    from collections import defaultdict
+
+    from perseval.judges.reliability import _alpha, _length_bias, _self_consistency, model_family
+
+    a = [1.0, 0.0, 1.0, 1.0]
+    b = [1.0, 1.0, 1.0, 0.0]
+    table = defaultdict(dict)
+    for k in range(4):
+        table[("i", f"c{k}", 0)] |= {"A": a[k], "B": b[k]}
+    alpha, n = _alpha(table, ["A", "B"])
+    assert n == 4 and alpha == pytest.approx(krippendorff.alpha(reliability_data=np.array([a, b]),
+                                                                 level_of_measurement="nominal"))
+    reps = [_j("i", f"c{k}", "x", s, rep=r) for r, scores in enumerate([a, a]) for k, s in enumerate(scores)]
+    assert _self_consistency(reps) == pytest.approx(1.0)  # the same verdicts on every repeat
+    assert _self_consistency(reps[:4]) is None  # one repeat: nothing to compare
+    per_output = [_j(f"i{k}", "c", "x", s) for k, s in enumerate([0.0, 0.0, 1.0, 1.0])]
+    rho = _length_bias(per_output, {("i0", 0): 10, ("i1", 0): 20, ("i2", 0): 300, ("i3", 0): 400})
+    assert rho == pytest.approx(stats.spearmanr([0, 0, 1, 1], [10, 20, 300, 400]).statistic)
+    assert model_family("qwen3-30b-a3b-instruct") == model_family("qwen3-4b-instruct") == "qwen3"
+    assert model_family("smollm2-135m") != model_family("qwen3-4b-instruct")

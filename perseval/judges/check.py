@@ -124,7 +124,10 @@ def format_table(table: pd.DataFrame) -> str:
 
 def log_run_validity(plan: Plan, root: str) -> None:
     """Into the active (parent) MLflow run: the validity table of every evaluator whose data carries human
-    labels (Bespoke's meta-test), beside the paper's Table 3. Nothing when the plan has none."""
+    labels (Bespoke's meta-test), beside the paper's Table 3, and the judges' reliability table."""
+    from perseval.judges.reliability import log_reliability
+
     pairs = meta_test_pairs(plan, root)
     if pairs:
         log_validity_artifacts(*validity_table(pairs, seed=plan.exp.experiment.seed))
+    log_reliability(plan, root)  # judges against each other and themselves: no label needed
