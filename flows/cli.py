@@ -85,8 +85,35 @@ def _print_headline(rows: list[dict]) -> None:
         table.add_row(*[text[c](r) if c in text else _cell_text(c, r) for c in cols])
     console.print(table)
     console.print(headline_note(rows), soft_wrap=True, markup=False, highlight=False)
+    controls = _controls_table(rows)
+    if controls is not None:
+        console.print(controls)
+    from perseval.probes import NOT_INTERPRETABLE, flagged_judges
+
+    for judge in flagged_judges(rows):
+        probed = next(r for r in rows if f"{r['benchmark']}/{r['judge']}" == judge)
+        console.print(f"[red]{judge}: {NOT_INTERPRETABLE}[/red] (on answers of known verdict: AUC "
+                      f"{probed.get('judge_auc')}, passes {probed.get('judge_pass_rate_gold')}% of gold and "
+                      f"{probed.get('judge_pass_rate_bad')}% of known-bad items)", soft_wrap=True)
     if rows and "tokens_in" in rows[0]:
         console.print(_cost_table(rows))
+
+
+def _controls_table(rows: list[dict]) -> Table | None:
+    """Beside each score, what it means (perseval.gains): own vs swapped-history vs no-history, the
+    gains with their user-resampled 95% intervals, and how much gold evidence reached the context."""
+    from perseval.gains import CONTROL_COLUMNS, gain_text
+
+    shown = [r for r in rows if any(k in r for k in CONTROL_COLUMNS)]
+    if not shown:
+        return None
+    table = Table(title="Controls: personalization gain = own - swapped history; history gain = own - no history")
+    for label in ["cell", "score", "swapped", "personalization gain [95% CI]", "no history", "history gain [95% CI]",
+                  "evidence recall", "score: evidence in / missed"]:
+        table.add_column(label, justify="left" if label == "cell" else "right")
+    for r in shown:
+        table.add_row(*gain_text(r))
+    return table
 
 
 def _cost_table(rows: list[dict]) -> Table:
@@ -351,6 +378,39 @@ def label_sample(config: Path = typer.Argument(..., exists=True, dir_okay=False,
 
     for path in write(exp, plan, output_root or exp.experiment.output_root, n, out_dir, model, repeats):
         console.print(f"written {path}")
+@app.command("judge-check")
+def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML (already run)"),
+                labels: Optional[Path] = typer.Argument(None, exists=True, dir_okay=False,
+                                                        help="human labels CSV (docs/judge-labels.md); omitted: "
+                                                             "the data's own (Bespoke meta-test)"),
+                judge_labels: Optional[Path] = typer.Option(None, exists=True, dir_okay=False,
+                                                            help="the judge's labels in the same layout, instead "
+                                                                 "of the run's stored judgments"),
+                output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
+                out: Optional[Path] = typer.Option(None, help="also write the table here (.csv)"),
+                log: bool = typer.Option(True, help="log a 'judge-check' run to the experiment's MLflow")) -> None:
+    """A judge against human labels, per criterion: Pearson, Spearman, quadratic-weighted kappa and
+    Krippendorff's alpha with user-resampled bootstrap intervals, and the confusion matrices."""
+    from perseval.errors import PersevalError
+    from perseval.judges.check import format_table, judge_check as check, log_validity
+
+    apply_offline_env()
+    exp, _ = _load_or_exit(config)
+    if output_root:
+        exp.experiment.output_root = output_root
+    try:
+        table, matrices = check(exp, labels, judge_labels, seed=exp.experiment.seed)
+    except PersevalError as exc:
+        _error(exc)
+        raise typer.Exit(2)
+    console.print(format_table(table))
+    for key, matrix in matrices.items():
+        console.print(f"\nconfusion {key} (rows: human, columns: judge)\n{matrix.to_markdown()}")
+    if out:
+        table.to_csv(out, index=False)
+    if log:
+        run_id = log_validity(exp.experiment.mlflow, exp.experiment.name, table, matrices)
+        console.print(f"MLflow run id: {run_id}")
 
 
 @app.command()

@@ -19,6 +19,8 @@ from prefect.futures import PrefectFuture, as_completed
 
 from perseval.experiment import load_experiment
 from perseval.cost import UnitRecords, plan_cost
+from perseval.gains import with_controls
+from perseval.probes import probe_done, probe_units, with_probe_flags
 from perseval.freshness import data_done, index_done, pending
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
@@ -27,7 +29,8 @@ from perseval.progress import stage_bar
 from perseval.report import headline_rows, track
 from perseval.stages import Runtime, data_manifest, score_summary
 from perseval.store import StageStore
-from tasks.stages import analyze_task, construct_task, index_task, judge_task, run_shard_task, score_task
+from tasks.stages import (analyze_task, construct_task, index_task, judge_task, probe_task, run_shard_task,
+                          score_task)
 
 
 def _wait(stage: str, futures: dict[Any, PrefectFuture], show: bool, timings: dict[str, float]) -> dict[Any, Any]:
@@ -86,6 +89,9 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
                              for s in shard_ids[u.data.key] if (u.key, s) in todo.runs}, show_progress, timings)
         _wait("judge", {(u.key, s): judge_task.submit(u, s, rt) for u in plan.judgings()
                         for s in shard_ids[u.run.data.key] if (u.key, s) in todo.judges}, show_progress, timings)
+        probing = [u for u in probe_units(plan) if not probe_done(root, u)]  # judge_probes: off by default
+        prt = replace(rt, endpoints=servers.ensure({u.model.name for u in probing})) if probing else rt
+        _wait("probe", {u.key: probe_task.submit(u, prt) for u in probing}, show_progress, timings)
     _wait("score", {c.key: score_task.submit(c, rt) for c in plan.cells if c.key in todo.scores}, show_progress,
           timings)
     scores = {c.key: score_summary(root, c) for c in plan.cells}
@@ -99,7 +105,7 @@ def evaluate(config_path: str, output_root: str | None = None, stop_after: str |
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
     costs = plan_cost(exp, plan, UnitRecords(root, shard_ids), rt.run_id)
-    rows = headline_rows(plan, scores, costs, root)
+    rows = with_probe_flags(plan, root, with_controls(plan, root, headline_rows(plan, scores, costs, root)))
     parent = track(exp, plan, root, scores, analyses, stats, costs, rows, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,

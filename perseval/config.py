@@ -189,6 +189,7 @@ class BenchmarkEntry(Strict):
         if value is not None and agents is not None and value not in agents:
             raise ValueError(f"{value!r} is not one of this entry's agents (allowed: {', '.join(agents)})")
         return value
+    controls: list[Literal["swapped-history"]] | None = None  # None: the experiment's `controls` (perseval.controls)
 
 
 class DaskSettings(Strict):
@@ -226,6 +227,10 @@ class ExperimentConfig(Strict):
     judges: list[str] = []
     benchmarks: list[BenchmarkEntry]
     overrides: Overrides = Overrides()  # this experiment's agent / judge / model settings (perseval.overrides)
+    # extra runs that say what a score means (perseval.controls): swapped-history = another user's history
+    controls: list[Literal["swapped-history"]] = []
+    # answers of known verdict each LLM judge also judges, for this many instances per benchmark (perseval.probes)
+    judge_probes: int = Field(0, ge=0)
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()
     statistics: StatisticsSettings = StatisticsSettings()

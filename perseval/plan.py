@@ -17,6 +17,7 @@ from typing import Any
 from perseval import stages
 from perseval.capabilities import needs_index, needs_model
 from perseval.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, Sampling, StatisticsSettings
+from perseval.controls import control_runs
 from perseval.experiment import bound
 from perseval.hashing import content_key
 from perseval.llm.identity import model_identity
@@ -96,14 +97,16 @@ def make_plan(exp: ResolvedExperiment) -> Plan:
                    for r in e.retrievers]
         plan.index += indexes
         cells = {}
+        controls = entry.controls if entry.controls is not None else e.controls
         for aname in entry.agents:
-            for run in _runs(exp, data, indexes, b.agents[aname]):
+            plain = _runs(exp, data, indexes, b.agents[aname])
+            for run in plain + control_runs(plain, b.agents[aname].needs, controls, seed):
                 for spec in b.judges[bi]:
                     judged = JudgeUnit(judge_key(run.key, spec), run, spec, seed)
                     cell = Cell(score_key(judged.key, e.statistics), bi, judged, e.statistics)
                     cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
         plan.cells += cells.values()
-        cell_list = list(cells.values())
+        cell_list = [c for c in cells.values() if c.run.control is None]  # the paper's tables: plain runs only
         ids = [(c.name, c.agent, c.run.agent.kind, c.key) for c in cell_list]
         plan.analyses.append(AnalysisUnit(content_key(*stages.ANALYSIS.key_head, params.model_dump(mode="json"), ids),
                                           bi, data, cell_list, e.statistics))

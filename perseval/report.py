@@ -11,6 +11,9 @@ from mlflow.tracking import MlflowClient
 from perseval.comparisons import baseline_comparisons, comparison_fields
 from perseval.config import ResolvedExperiment
 from perseval.cost import PlanCost
+from perseval.gains import control_metrics, log_control_tables
+from perseval.judges.check import log_run_validity
+from perseval.probes import flag_tags
 from perseval.metrics.aggregate import OVERALL
 from perseval.owner import owner_tag
 from perseval.plan import Cell, Plan
@@ -51,6 +54,8 @@ def headline_rows(plan: Plan, scores: dict[str, dict[str, Any]],
     compared = baseline_comparisons(plan, root, {c.key: scores[c.key]["headline_metric"] for c in plan.cells}) \
         if root else {}
     for cell in plan.cells:
+        if cell.run.control is not None:  # a control's score is shown beside its plain cell (perseval.gains)
+            continue
         s = scores[cell.key]
         table = cell_frame(s)
         metric = s["headline_metric"]
@@ -154,6 +159,9 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
     mark_abandoned_runs(MlflowClient(), experiment.experiment_id)  # runs a killed perseval left RUNNING
     with mlflow.start_run(run_name=exp.experiment.name, tags={OWNER_KEY: owner_tag()}) as parent:
         log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs)})
+        log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.judges.check)
+        mlflow.set_tags(flag_tags(rows))  # a probed judge that does not discriminate (perseval.probes)
+        log_control_tables(plan, root, rows)  # the gains per metric and the controls of every cell (perseval.gains)
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
@@ -168,6 +176,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
             spend = costs.cells[cell.key]  # the cell's tokens, seconds and dollars, in total and per stage
             extra |= spend["cell"].metrics() | spend["run"].metrics("run") | spend["judge"].metrics("judge")
             extra["score.wall_seconds"] = spend["score"].wall_seconds
+            extra |= control_metrics(cell, rows)  # the gains beside the score (perseval.gains)
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
             log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s))

@@ -25,6 +25,7 @@ from perseval.capabilities import Capability, needs_model
 from perseval.components import make_agent, make_benchmark, make_judges, make_retriever
 from perseval.freshness import analysis_done, data_done, index_done, judge_done, part_final, score_done
 from perseval.config import ModelConfig, Sampling
+from perseval.controls import history_owners, mark_outputs, owner_swap, swapped_context, swapped_items
 from perseval.cost import USAGE_INFO, unit_record
 from perseval.errors import InputError
 from perseval.hashing import canonical_json
@@ -253,8 +254,9 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     agent = make_agent(unit.agent)
     instances = load_instances(rt.root, unit.data.key)
     by_id = {i.instance_id: i for i in instances}
-    items = shard_of(instances, shard, rt.shard_size)
-    ctx = _context(unit, rt, {i.user_id for i in items} | {CORPUS_OWNER}, by_id)
+    swap = owner_swap(unit.control, instances)  # None for a plain run: nothing below changes then
+    items = swapped_items(shard_of(instances, shard, rt.shard_size), swap)
+    ctx = swapped_context(_context(unit, rt, history_owners(items, swap) | {CORPUS_OWNER}, by_id), swap)
 
     clients: list[LLMClient] = []
 
@@ -272,7 +274,7 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
             for client in clients:
                 await client.aclose()
 
-    outputs = redact_records(asyncio.run(work()))  # no key reaches a stored text
+    outputs = mark_outputs(redact_records(asyncio.run(work())), unit.control, swap, by_id)  # no key in a text
     rt.store("run", unit.key).write_records(shard, outputs, AgentOutput, _cost_info(rt, t0, clients))
     return _summary(outputs, unit.key)
 

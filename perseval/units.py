@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from perseval.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, StatisticsSettings
+from perseval.controls import Control, control_label
 from perseval.params import Params
 from perseval.specs import AgentSpec, JudgeSpec
 
@@ -51,6 +52,7 @@ class RunUnit:
     repeats: int
     seed: int
     roles: dict[str, ModelConfig] = field(default_factory=dict)  # role models besides the backbone (a profiler)
+    control: Control | None = None  # a control variant (perseval.controls); None: the plain run
 
     @property
     def backbone(self) -> str | None:
@@ -58,7 +60,7 @@ class RunUnit:
 
     @property
     def label(self) -> str:
-        return f"{self.data.entry.name}/{self.agent.name}/{self.backbone or '-'}"
+        return f"{self.data.entry.name}/{self.agent.name}/{self.backbone or '-'}{control_label(self.control)}"
 
 
 @dataclass
@@ -115,7 +117,8 @@ class Cell:
 
     @property
     def name(self) -> str:
-        return "/".join([self.benchmark, self.agent, self.backbone or "-", self.retriever, self.judge])
+        return "/".join([self.benchmark, self.agent, self.backbone or "-", self.retriever, self.judge]) + \
+            control_label(self.run.control)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from perseval import stages
+from perseval import probes, stages
 from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit
 from perseval.stages import Runtime
 
@@ -47,3 +47,8 @@ def score_task(cell: Cell, rt: Runtime) -> dict[str, Any]:
 @task(name="analyze", cache_policy=NO_CACHE, task_run_name="analyze {unit.data.entry.name}")
 def analyze_task(unit: AnalysisUnit, rt: Runtime) -> dict[str, Any]:
     return stages.analyze(unit, rt)
+
+
+@task(name="probe", cache_policy=NO_CACHE, task_run_name="probe {unit.data.entry.name} {unit.judge.name}")
+def probe_task(unit: probes.ProbeUnit, rt: Runtime) -> dict[str, Any]:
+    return probes.probe(unit, rt)

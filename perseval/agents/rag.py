@@ -36,6 +36,12 @@ def passage_trace(query: str, k: int, passages: list[Passage]) -> dict[str, Any]
                          for p in passages]}
 
 
+def context_trace(passages: list[Passage], chars: int) -> dict[str, Any]:
+    """The passages that went into the final prompt (each cut to `chars`): what evidence attribution reads."""
+    return {"step": "context", "chars": chars,
+            "passages": [{"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": p.score} for p in passages]}
+
+
 def generate_trace(result: ChatResult) -> dict[str, Any]:
     return {"step": "generate", "status": result.status, "cached": result.cached,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
@@ -58,7 +64,8 @@ class RagAgent(Agent):
         budget = self.params.json_max_tokens if prompt.json_schema else self.params.max_tokens
         result = await ctx.llm.chat(prompt.messages, json_schema=prompt.json_schema, max_tokens=budget, repeat=repeat)
         out = AgentOutput(instance.instance_id, name, repeat, result.text,
-                          trace=[passage_trace(instance.query, k, passages), generate_trace(result)],
+                          trace=[passage_trace(instance.query, k, passages),
+                                 context_trace(passages, self.params.passage_chars), generate_trace(result)],
                           prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
         if result.status == "failed":
             out.status, out.error = "failed", result.error

@@ -1,0 +1,224 @@
+"""Swapped-history controls: the derangement, the plan's control variants (plain keys untouched), the
+swapped context, and known-answer fixtures on real computed runs (construct, run, rule judge, score):
+IBA's oracle under the swap falls to the score of a wrong-user answer, and a ranking agent that reads
+the history but ignores it has a personalization gain of exactly 0."""
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from perseval.agents.base import AgentContext
+from perseval.benchmarks.apeb.agents.random_ranker import APeBRandom
+from perseval.experiment import load_experiment
+from perseval.controls import SWAPPED_HISTORY, derangement, history_owners, owner_swap, swapped_context, Control
+from perseval.gains import instance_values
+from perseval.plan import make_plan, shards
+from perseval.records import AgentOutput, Document, Instance, Passage
+from perseval.registry import register_agent
+from perseval.stages import Runtime, construct, index, judge, load_instances, run_shard, score
+from perseval.store import StageStore
+
+from .conftest import CONFIGS
+
+
+@register_agent("test.apeb-history-blind")
+class HistoryBlindRanker(APeBRandom):
+    """Reads the user's history, then ranks exactly as the random ranker does: history cannot matter."""
+
+    needs = frozenset({"documents"})
+
+    async def act(self, instance, ctx, repeat, name):
+        assert ctx.documents is not None and ctx.documents(instance.user_id)  # it is given a history
+        return await super().act(instance, ctx, repeat, name)
+
+
+def _inst(iid: str, user: str, group: str = "g", scenario: str = "s") -> Instance:
+    return Instance(iid, "b", user, group, "q", {"scenario": scenario})
+
+
+# --- the derangement -----------------------------------------------------------------------------------------
+
+def test_the_derangement_leaves_no_user_with_their_own_history_and_is_seeded():
+    insts = [_inst(f"i{k}", f"u{k}", scenario=f"s{k % 3}") for k in range(11)]
+    swap = derangement(insts, 7)
+    assert set(swap) == set(swap.values()) == {f"u{k}" for k in range(11)}  # a permutation of the users
+    assert all(a != b for a, b in swap.items())  # no fixed point
+    assert swap == derangement(list(reversed(insts)), 7)  # the order instances come in does not matter
+    assert any(derangement(insts, s) != swap for s in range(8, 12))  # another seed, another derangement
+
+
+def test_users_are_swapped_within_their_scenario_where_the_data_allows():
+    insts = [_inst(f"i{k}", f"u{k}", scenario="A" if k < 4 else "B") for k in range(7)] + [_inst("z", "solo", "h", "C")]
+    swap = derangement(insts, 1)
+    scenario = {i.user_id: i.payload["scenario"] for i in insts}
+    assert all(scenario[swap[u]] == scenario[u] for u in swap if u != "solo" and swap.get(u) != "solo")
+    assert swap["solo"] != "solo"  # the one user alone in its stratum still gets another user's history
+    assert derangement([_inst("i", "only")], 1) == {}  # one user in all: nobody to swap with
+
+
+def test_the_swapped_context_answers_a_user_with_the_other_users_history_and_leaves_the_corpus():
+    asked: list[str] = []
+
+    async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
+        asked.append(owner)
+        return []
+
+    docs = {"a": [Document("a", "da", "x")], "b": [Document("b", "db", "y")]}
+    search = object()
+    ctx = swapped_context(AgentContext(retrieve=retrieve, documents=lambda o: docs.get(o, []), search=search),
+                          {"a": "b", "b": "a"})
+    asyncio.run(ctx.retrieve("a", "q", 3))
+    asyncio.run(ctx.retrieve("__corpus__", "q", 3))
+    assert asked == ["b", "__corpus__"] and ctx.documents("a")[0].doc_id == "db"
+    assert ctx.search is search  # same search results: the query's, not the user's
+    assert history_owners([_inst("i", "a")], {"a": "b"}) == {"b"}
+    assert owner_swap(None, []) is None
+    with pytest.raises(ValueError, match="unknown control"):
+        owner_swap(Control("other", 1), [])
+
+
+# --- the plan ---------------------------------------------------------------------------------------------------
+
+def _tree(tmp_path: Path, exp: dict, agents: dict | None = None) -> Path:
+    cfg = tmp_path / "configs"
+    if not cfg.exists():
+        shutil.copytree(CONFIGS, cfg)
+    for name, body in (agents or {}).items():
+        (cfg / "agents" / f"{name}.yaml").write_text(yaml.safe_dump({"name": name, **body}))
+    path = cfg / "experiments" / f"{exp['name']}.yaml"
+    path.write_text(yaml.safe_dump(exp))
+    return path
+
+
+def test_controls_add_runs_for_history_agents_only_and_leave_every_plain_key_as_it_was(tmp_path):
+    base = make_plan(load_experiment(CONFIGS / "experiments" / "quickstart.yaml"))
+    data = yaml.safe_load((CONFIGS / "experiments" / "quickstart.yaml").read_text())
+    on = make_plan(load_experiment(_tree(tmp_path, {**data, "name": "q2", "controls": [SWAPPED_HISTORY]})))
+    plain = {c.name: c.key for c in on.cells if c.run.control is None}
+    assert plain == {c.name: c.key for c in base.cells}  # same cells, same score keys (and so run/judge keys)
+    assert [a.key for a in on.analyses] == [a.key for a in base.analyses]  # the paper's tables: unchanged
+    controlled = {(c.benchmark, c.agent) for c in on.cells if c.run.control is not None}
+    # history agents only: no oracle reading gold, no no-history agent; the IBA oracle reads the history's tags
+    assert controlled == {("iba", "iba-rag"), ("iba", "iba-oracle"), ("bespoke", "bespoke-raw-history"),
+                          ("apeb", "apeb-direct")}
+    swapped = [c for c in on.cells if c.run.control is not None]
+    assert all(c.name.endswith(f"[{SWAPPED_HISTORY}]") and c.key not in plain.values() for c in swapped)
+    assert len({c.run.key for c in swapped}) == len({(c.agent, c.backbone, c.retriever) for c in swapped})
+
+
+def test_a_benchmark_entry_can_switch_controls_off(tmp_path):
+    data = yaml.safe_load((CONFIGS / "experiments" / "quickstart.yaml").read_text())
+    data["controls"] = [SWAPPED_HISTORY]
+    data["benchmarks"][1]["controls"] = []
+    plan = make_plan(load_experiment(_tree(tmp_path, {**data, "name": "q3"})))
+    assert {c.benchmark for c in plan.cells if c.run.control} == {"iba", "apeb"}
+
+
+# --- known answers on computed runs --------------------------------------------------------------------------------
+
+def _compute(plan, root: str, rt: Runtime, cells) -> None:
+    """The stages of `cells`, as the flow runs them (every data unit built, every index)."""
+    for unit in plan.data:
+        construct(unit, rt)
+    for unit in plan.index:
+        index(unit, rt)
+    for c in cells:
+        for s in shards(len(load_instances(root, c.run.data.key)), rt.shard_size):
+            run_shard(c.run, s, rt)
+            judge(c.judged, s, rt)
+        score(c, rt)
+
+
+def test_the_iba_oracle_under_the_swap_scores_what_the_other_users_answer_scores(tmp_path):
+    exp = {"name": "t", "seed": 5, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],
+           "judges": ["smollm2-judge"], "controls": [SWAPPED_HISTORY],
+           "benchmarks": [{"name": "iba", "sample": 6, "agents": ["iba-oracle"],
+                           "params": {"noise_per_evidence": 2, "scenarios": ["Food ordering"]}}]}
+    plan = make_plan(load_experiment(_tree(tmp_path, exp)))
+    root = str(tmp_path / "runs")
+    rt = Runtime(root, "r", str(tmp_path / "c.sqlite"), 4)
+    cells = {c.run.control is not None: c for c in plan.cells if c.judge == "iba.slots"}
+    _compute(plan, root, rt, cells.values())
+    own, swapped = instance_values(root, cells[False]), instance_values(root, cells[True])
+    insts = {i.instance_id: i for i in load_instances(root, plan.data[0].key)}
+    gold_of = {i.user_id: i.gold["slots"] for i in insts.values()}
+    swap = derangement(insts.values(), 5)
+    # the wrong-user answer: the other user's own preferences, scored against this user's gold
+    wrong = {iid: 100.0 * sum(gold_of[swap[i.user_id]].get(s) == v for s, v in i.gold["slots"].items())
+             / len(i.gold["slots"]) for iid, i in insts.items()}
+    assert set(own.values()) == {100.0}
+    assert swapped == pytest.approx(wrong)
+    assert sum(swapped.values()) / len(swapped) < 80.0  # far below the oracle with its own user's history
+    outs = StageStore(root, "run", cells[True].run.key).read_records(AgentOutput)
+    assert all(o.trace[-1]["history_of"] == swap[insts[o.instance_id].user_id] for o in outs)
+
+
+def test_a_ranking_agent_that_ignores_the_history_gains_exactly_nothing_from_it(tmp_path):
+    exp = {"name": "t", "seed": 3, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],
+           "controls": [SWAPPED_HISTORY],
+           "benchmarks": [{"name": "apeb", "sample": 4, "agents": ["apeb-blind", "apeb-random"]}]}
+    path = _tree(tmp_path, exp, {"apeb-blind": {"kind": "test.apeb-history-blind"}})
+    plan = make_plan(load_experiment(path))
+    assert not [c for c in plan.cells if c.agent == "apeb-random" and c.run.control]  # no history: no control
+    cells = {c.run.control is not None: c for c in plan.cells if c.agent == "apeb-blind"}
+    root = str(tmp_path / "runs")
+    _compute(plan, root, Runtime(root, "r", str(tmp_path / "c.sqlite"), 4), cells.values())
+    own, swapped = instance_values(root, cells[False]), instance_values(root, cells[True])
+    assert len(own) == 16 and own == swapped
+
+
+# --- the gains beside the headline ---------------------------------------------------------------------------------
+
+def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains_are_0_by_construction(tmp_path):
+    from perseval.gains import NO_HISTORY_NOTE, control_fields, control_metrics, gains_by_metric, with_controls
+
+    exp = {"name": "t", "seed": 5, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],
+           "judges": ["smollm2-judge"], "controls": [SWAPPED_HISTORY],
+           "benchmarks": [{"name": "iba", "sample": 6, "agents": ["iba-oracle"],
+                           "params": {"noise_per_evidence": 2, "scenarios": ["Food ordering"]}},
+                          {"name": "apeb", "sample": 4, "agents": ["apeb-blind", "apeb-random"]}]}
+    plan = make_plan(load_experiment(_tree(tmp_path, exp, {"apeb-blind": {"kind": "test.apeb-history-blind"}})))
+    root = str(tmp_path / "runs")
+    rt = Runtime(root, "r", str(tmp_path / "c.sqlite"), 4)
+    _compute(plan, root, rt, [c for c in plan.cells if c.judge != "smollm2-judge"])
+    plan.cells = [c for c in plan.cells if c.judge != "smollm2-judge"]  # the LLM-judged cells were not run
+    fields = control_fields(plan, root)
+    by_name = {c.name: fields.get(c.key) for c in plan.cells if c.run.control is None}
+    oracle = by_name["iba/iba-oracle/-/-/iba.slots"]
+    swapped = [c for c in plan.cells if c.agent == "iba-oracle" and c.run.control][0]
+    wrong = instance_values(root, swapped)
+    assert oracle["swapped_score"] == pytest.approx(sum(wrong.values()) / len(wrong))
+    assert oracle["personalization_gain"] == pytest.approx(100.0 - oracle["swapped_score"])
+    assert oracle["personalization_gain_ci_low"] > 0 and oracle["personalization_gain_users"] == 6
+    blind = by_name["apeb/apeb-blind/-/-/apeb.ranking"]
+    assert blind["personalization_gain"] == 0.0 and blind["personalization_gain_ci_low"] <= 0.0 \
+        <= blind["personalization_gain_ci_high"]
+    assert blind["personalization_gain_n"] == 16 and blind["personalization_gain_users"] == 4
+    assert by_name["apeb/apeb-random/-/-/apeb.ranking"] == {"controls_note": NO_HISTORY_NOTE,
+                                                            "personalization_gain": 0.0, "history_gain": 0.0}
+    rows = [{"benchmark": c.benchmark, "agent": c.agent, "backbone": c.backbone or "-", "retriever": c.retriever,
+             "judge": c.judge, "score": 1.0} for c in plan.cells if c.run.control is None]
+    shown = with_controls(plan, root, rows)
+    assert [r["score"] for r in shown] == [1.0] * len(rows)  # the score itself never moves
+    assert next(r for r in shown if r["agent"] == "iba-oracle")["swapped_score"] == oracle["swapped_score"]
+    metrics = control_metrics(next(c for c in plan.cells if c.agent == "iba-oracle" and not c.run.control), shown)
+    assert metrics["controls.personalization_gain"] == pytest.approx(oracle["personalization_gain"])
+    by_metric = gains_by_metric(plan, root).set_index(["cell", "metric"])
+    assert by_metric.loc[("iba/iba-oracle/-/-/iba.slots", "score"), "gain"] == \
+        pytest.approx(oracle["personalization_gain"])
+    assert (by_metric.loc["apeb/apeb-blind/-/-/apeb.ranking"]["gain"] == 0.0).all()  # hit@1, hit@5, mrr alike
+
+
+def test_the_no_history_reference_is_the_same_kind_without_history_else_the_named_one():
+    from perseval.gains import no_history_agent
+
+    exp = load_experiment(CONFIGS / "experiments" / "quickstart.yaml")
+    assert no_history_agent(exp, 0, "iba-rag") == "iba-no-history"
+    assert no_history_agent(exp, 1, "bespoke-raw-history") == "bespoke-no-context"
+    assert no_history_agent(exp, 2, "apeb-direct") == "apeb-no-history"
+    exp2 = load_experiment(CONFIGS / "experiments" / "iba_cpu.yaml")
+    assert no_history_agent(exp2, 0, "iba-agent") == "iba-no-history"  # another kind: by its name
