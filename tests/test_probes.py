@@ -9,7 +9,9 @@ import json
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from perseval.components import JudgeSpec
+from perseval.benchmarks.iba.judges.checkpoint import CheckpointParams
+from perseval.config import ModelConfig, Sampling
+from perseval.specs import JudgeSpec
 from perseval.probes import EMPTY, GOOD, NOT_INTERPRETABLE, WRONG, judge_probes, probe_answers, probe_report
 
 from .scripted import ScriptedChat
@@ -23,7 +25,8 @@ def _reading_judge(messages) -> str:
     return json.dumps({"verdict": content.count(requirement) >= 2, "reason": "checked"})
 
 
-SPEC = JudgeSpec("j", ("iba.checkpoint",), {"iba.checkpoint": {}}, model="m")
+MODEL = ModelConfig(name="m", format="api", source="m", deployment="d")
+SPEC = JudgeSpec("j", ("iba.checkpoint",), {"iba.checkpoint": CheckpointParams()}, MODEL, Sampling(), uses_llm=True)
 
 
 def _instances():
