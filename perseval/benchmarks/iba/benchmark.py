@@ -25,8 +25,9 @@ from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 import pandas as pd
 from pydantic import Field
 
-from perseval.benchmarks.base import Benchmark, BenchmarkData, build_all
+from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData, build_all
 from perseval.benchmarks.iba.analysis import AnalysisParams, analyze
+from perseval.benchmarks.iba.analysis_evidence import evidence_by_step
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.construct import ConstructParams, iter_build, plan_build
 from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
@@ -129,6 +130,10 @@ class IbaBenchmark(Benchmark):
         assert models is not None
         return SurfaceWriter(taxonomy, Writers(models["user"], models["assistant"], models["task"]),
                              self.params.construction)
+
+    def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
+        steps = evidence_by_step(inputs.outputs(), inputs.documents(), inputs.instances)  # traces, not scores
+        return {**super().analyze_run(inputs), **({"evidence_by_step": steps} if steps is not None else {})}
 
     def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
         # the analyses tell QA probes from tasks by the instance's action type, on one metric
