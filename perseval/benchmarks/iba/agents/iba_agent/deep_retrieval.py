@@ -133,10 +133,9 @@ def candidates(state: State) -> list[Passage]:
     return unique
 
 
-def passage_refs(passages: list[Passage], **per_passage: list[Any]) -> list[dict[str, Any]]:
-    """The trace's passage entries (doc_id, chunk_id, retrieval score), plus any per-passage fields."""
-    return [{"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": p.score,
-             **{k: v[i] for k, v in per_passage.items()}} for i, p in enumerate(passages)]
+def passage_refs(passages: list[Passage]) -> list[dict[str, Any]]:
+    """The trace's passage entries: doc_id, chunk_id, retrieval score (the trace convention of every agent)."""
+    return [{"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": p.score} for p in passages]
 
 
 async def score_salience(state: State, passages: list[Passage]) -> list[int | None]:
