@@ -26,6 +26,28 @@ turns per evidence turn, seed 14) written as a release whose scenarios are all r
 of the taxonomy helps. Measured (30 instances, 39 s each): evidence in the kept context 26/30, no
 empty context, the evidence among the re-ranked candidates 30/30; the RAG top-3 held it 26/30 (the
 expanded queries found it 3 times where the top-3 did not; the 135M labels lost it 4 times).
+
+Issue 22 (per-step evidence, `held` per instance and `steps_any` / `steps_share` in the summary; `--params`
+overrides the agent's params, e.g. '{"selection": "threshold", "min_passages": 0}' for the paper's
+selection). Real chat text: a release made from a dialogue-act-annotated movie-recommendation corpus
+(ReDial/IARD as shipped in iai-group/UserSimCRS, data/datasets/iard/formatted_IARD_annotated_gold.json),
+kept outside the repository:
+
+    python scripts/chat_corpus_to_iba_release.py iard.json /tmp/iard_release     # 30 users, 900 turns, 75 evidence
+    PYTHONPATH=/work/main python /work/main/scripts/measure_iba_evidence_context.py \
+        --source /tmp/iard_release --sample 12 --traces before.jsonl             # before (main's tree)
+    PYTHONPATH=. python scripts/measure_iba_evidence_context.py --source /tmp/iard_release --sample 12 \
+        --traces after.jsonl                                                    # after
+    ... --construct 12 ...                                                      # constructed, both trees
+
+Measured (SmolLM2-135M, MiniLM, 2 shared cores at load 20-30, 120-300 s per instance): real chat, 12
+instances, 38 evidence turns: before, evidence in the kept context 5/12 (the 135M rater scored the lost
+statements 3 and noise 9-10), final prompt none (a plan always existed, so `_messages` dropped the evidence);
+after, 7/12 at every step from the first retrieval to the final prompt (8/38 turns), the RAG top-3 7/12
+(8/38). Constructed, first 11 of 12 instances, 56 evidence turns: before 10/11 kept; after 11/11 kept and in
+the final prompt (32/56 turns: first retrieval 19, expansion 39, dedup 39, salience 32), RAG top-3 10/11
+(19/56). The threshold selection replayed on the same rater answers (today's top-up to 3 / the paper's
+no top-up): real chat 5/12 / 5/12, constructed 10/11 / 8/11.
 """
 from __future__ import annotations
 
