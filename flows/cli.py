@@ -117,13 +117,16 @@ def _controls_table(rows: list[dict]) -> Table | None:
 
 
 def _cost_table(rows: list[dict]) -> Table:
-    """What each cell cost: in total (cached answers at their original usage) and spent by this run."""
+    """What each cell cost: in total (cached answers at their original usage) and spent by this run. A run
+    shared by several cells (one agent, several judges) is counted in the first of them only, so the rows add
+    up; "shard s" sums the wall time of the cell's shards, which ran in parallel: it can exceed the run's."""
     def usd(value: Any) -> str | None:  # None or NaN (a frame's None) when no model of the cell has a price
         return None if value is None or value != value else f"{value:.4f}"
 
     priced = any(usd(r.get("cost_usd")) for r in rows)
-    table = Table(title="Cost per cell (total; this run)")
-    for label in ["cell", "tokens in", "tokens out", "LLM s", "wall s", *(["USD"] if priced else [])]:
+    table = Table(title="Cost per cell (total; this run)", caption="a shared agent run is counted in its first cell; "
+                  "shard s = the cell's shard wall times summed (shards run in parallel)")
+    for label in ["cell", "tokens in", "tokens out", "LLM s", "shard s", *(["USD"] if priced else [])]:
         table.add_column(label, justify="left" if label == "cell" else "right")
     for r in rows:
         total, new = usd(r["cost_usd"]), usd(r["new_cost_usd"])

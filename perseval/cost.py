@@ -163,7 +163,9 @@ class PlanCost:
     """Per cell: its run and judge stages and the cell's sum (with its scoring); per data unit its construction,
     per index unit its build; and the run's total over distinct units (cells sharing a run count it once)."""
 
-    cells: dict[str, dict[str, Spend]]  # cell key -> {"run", "judge", "score", "cell"}
+    # cell key -> {"run", "judge", "score", "cell"}; "cell" counts a run shared by several cells (one agent run,
+    # several judges) only in the first of them, so the cells' rows add up to the run's total
+    cells: dict[str, dict[str, Spend]]
     construct: dict[str, Spend]  # data key -> construction
     index: dict[str, Spend]  # index key -> build (wall seconds only: no LLM)
     total: Spend
@@ -204,11 +206,13 @@ def plan_cost(exp: "ResolvedExperiment", plan: "Plan", records: "UnitRecords", r
                      for role, m in u.construction.items()), Spend())
         construct[u.key] = replace(spend, **_wall(manifest, run_id))
     index = {u.key: Spend(**_wall(records.manifest("index", u.key), run_id)) for u in plan.index}
-    cells = {}
+    cells, counted = {}, set()
     for c in plan.cells:
         run, judge = runs[c.run.key], judges[c.judged.key]
         score = Spend(**_wall(records.manifest("score", c.key), run_id))
-        cells[c.key] = {"run": run, "judge": judge, "score": score, "cell": run + judge + score}
+        own = run if c.run.key not in counted else Spend()  # the run's cost belongs to the run: counted once
+        counted.add(c.run.key)
+        cells[c.key] = {"run": run, "judge": judge, "score": score, "cell": own + judge + score}
     total = sum([*runs.values(), *judges.values(), *construct.values(), *index.values(),
                  *(cells[c.key]["score"] for c in plan.cells)], Spend())
     return PlanCost(cells, construct, index, total)

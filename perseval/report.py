@@ -36,6 +36,14 @@ def is_complete(score: dict[str, Any]) -> bool:
     return not score["outputs"].get("failed", 0) and not score["judgments"].get("failed", 0)
 
 
+def cell_status(score: dict[str, Any]) -> str:
+    """complete / incomplete, or "no items": the judge had nothing of the data to judge (the slot rule on a
+    release without CallAPI instances; the plan is made before the data exists), never "complete" with n 0."""
+    if not sum(score["judgments"].values()) and not score["outputs"].get("failed", 0):
+        return "no items"
+    return "complete" if is_complete(score) else "incomplete"
+
+
 def headline(plan: Plan, scores: dict[str, dict[str, Any]], costs: PlanCost | None = None) -> pd.DataFrame:
     """The headline rows as a frame (for CSV and Markdown artifacts)."""
     return pd.DataFrame(headline_rows(plan, scores, costs))
@@ -67,7 +75,7 @@ def headline_rows(plan: Plan, scores: dict[str, dict[str, Any]],
                      "unscored_items": _int(overall.get("unscored_items")) or 0, "unscored_share": _float(share),
                      "invalid_outputs": s["outputs"].get("invalid", 0), "failed_outputs": s["outputs"].get("failed", 0),
                      "failed_judgments": s["judgments"].get("failed", 0),
-                     "status": "complete" if is_complete(s) else "incomplete",
+                     "status": cell_status(s),
                      **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high", "se")},
                      "n_users": _int(overall.get("n_users")), "level": plan.exp.experiment.statistics.level,
                      **comparison_fields(compared.get(cell.key), _baseline(plan, cell)),

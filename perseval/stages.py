@@ -432,7 +432,10 @@ def write_artifact(folder: Path, name: str, obj: Any) -> str:
     """A DataFrame -> <name>.csv and <name>.md; a matplotlib Figure -> <name>.png. Returns the main file name."""
     if isinstance(obj, pd.DataFrame):
         obj.to_csv(folder / f"{name}.csv")
-        (folder / f"{name}.md").write_text(obj.to_markdown(floatfmt=".1f") if not obj.empty else "(empty)\n")
+        # counts stay whole: to_markdown turns an int column into floats ("30.0") unless it holds Python ints
+        ints = {c: object for c in obj.columns if pd.api.types.is_integer_dtype(obj[c])}
+        (folder / f"{name}.md").write_text(obj.astype(ints).to_markdown(floatfmt=".1f") if not obj.empty
+                                           else "(empty)\n")
         return f"{name}.csv"
     obj.savefig(folder / f"{name}.png", dpi=110, bbox_inches="tight")
     import matplotlib.pyplot as plt

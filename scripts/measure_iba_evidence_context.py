@@ -26,6 +26,28 @@ turns per evidence turn, seed 14) written as a release whose scenarios are all r
 of the taxonomy helps. Measured (30 instances, 39 s each): evidence in the kept context 26/30, no
 empty context, the evidence among the re-ranked candidates 30/30; the RAG top-3 held it 26/30 (the
 expanded queries found it 3 times where the top-3 did not; the 135M labels lost it 4 times).
+
+Issue 22 (per-step evidence, `held` per instance and `steps_any` / `steps_share` in the summary; `--params`
+overrides the agent's params, e.g. '{"selection": "threshold", "min_passages": 0}' for the paper's
+selection). Real chat text: a release made from a dialogue-act-annotated movie-recommendation corpus
+(ReDial/IARD as shipped in iai-group/UserSimCRS, data/datasets/iard/formatted_IARD_annotated_gold.json),
+kept outside the repository:
+
+    python scripts/chat_corpus_to_iba_release.py iard.json /tmp/iard_release     # 30 users, 900 turns, 75 evidence
+    PYTHONPATH=/work/main python /work/main/scripts/measure_iba_evidence_context.py \
+        --source /tmp/iard_release --sample 12 --traces before.jsonl             # before (main's tree)
+    PYTHONPATH=. python scripts/measure_iba_evidence_context.py --source /tmp/iard_release --sample 12 \
+        --traces after.jsonl                                                    # after
+    ... --construct 12 ...                                                      # constructed, both trees
+
+Measured (SmolLM2-135M, MiniLM, 2 shared cores at load 20-30, 120-300 s per instance): real chat, 12
+instances, 38 evidence turns: before, evidence in the kept context 5/12 (the 135M rater scored the lost
+statements 3 and noise 9-10), final prompt none (a plan always existed, so `_messages` dropped the evidence);
+after, 7/12 at every step from the first retrieval to the final prompt (8/38 turns), the RAG top-3 7/12
+(8/38). Constructed, first 11 of 12 instances, 56 evidence turns: before 10/11 kept; after 11/11 kept and in
+the final prompt (32/56 turns: first retrieval 19, expansion 39, dedup 39, salience 32), RAG top-3 10/11
+(19/56). The threshold selection replayed on the same rater answers (today's top-up to 3 / the paper's
+no top-up): real chat 5/12 / 5/12, constructed 10/11 / 8/11.
 """
 from __future__ import annotations
 
@@ -42,6 +64,10 @@ import perseval
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.agent import IbaAgent
 from perseval.benchmarks.iba.answers import IbaTask
+try:  # per-step evidence (issue 22); an older tree measured for comparison has no such module
+    from perseval.benchmarks.iba.analysis_evidence import STEPS, gold_evidence, held_by_step
+except ImportError:  # pragma: no cover - only when measuring an older checkout
+    STEPS, gold_evidence, held_by_step = (), None, None
 from perseval.benchmarks.iba.release import load_release
 from perseval.components import make_retriever
 from perseval.config import AgentConfig, DeploymentConfig, ModelConfig, RetrieverConfig, load_config
@@ -78,7 +104,7 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
     model = load_config(ModelConfig, CONFIGS / "models" / "smollm2-135m.yaml")
     deployment = load_config(DeploymentConfig, CONFIGS / "deployments" / f"{model.deployment}.yaml")
     agent_cfg = load_config(AgentConfig, CONFIGS / "agents" / "iba-agent.yaml")
-    agent = IbaAgent(agent_cfg.params)
+    agent = IbaAgent({**agent_cfg.params, **json.loads(args.params or "{}")})
     rows = []
     with Deployment(model, deployment, work / "logs") as endpoint:
         llm = LLMClient(endpoint, model.sampling, RequestCache(work / "cache.sqlite"), role="agent",
@@ -100,6 +126,12 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
                "evidence_in_extraction": sum(r["in_extraction"] for r in rows),
                "rag_top3_has_evidence": sum(r["rag_top3"] for r in rows),
                "empty_context": sum(r["kept"] == 0 for r in rows),
+               # per step: instances with an evidence turn held, and the share of all evidence turns held
+               "steps_any": {st: sum(bool(r["held"].get(st)) for r in rows) for st in STEPS},
+               "steps_share": {st: round(sum(r["held"].get(st) or 0 for r in rows)
+                                         / max(sum(r["n_gold"] for r in rows), 1), 3) for st in STEPS},
+               "rag_top3_share": round(sum(r["rag_top3_turns"] for r in rows) / max(sum(r["n_gold"] for r in rows), 1), 3),
+               "params": json.loads(args.params or "{}"),
                "selection": {s: sum(r["selection"] == s for r in rows) for s in {r["selection"] for r in rows}},
                "seconds_per_instance": round(sum(r["seconds"] for r in rows) / max(n, 1), 1)}
     print("SUMMARY " + json.dumps(summary), flush=True)
@@ -108,6 +140,8 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
 async def one(inst, agent: IbaAgent, ctx: AgentContext, docs: list[Document],
               retrieve) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     gold = {d.doc_id: d for d in docs if d.meta.get("supports")}
+    if gold_evidence is not None:  # the instance's own scenario's evidence, as the run's analysis counts it
+        gold = {i: d for i, d in gold.items() if i in gold_evidence(inst, docs)}
     t0 = time.monotonic()
     out = await agent.act(inst.public(), ctx, 0, "iba-agent")
     seconds = time.monotonic() - t0
@@ -122,6 +156,8 @@ async def one(inst, agent: IbaAgent, ctx: AgentContext, docs: list[Document],
         "in_context": any(i in gold for i in kept_ids),
         "in_extraction": any(user_text(d)[:60] in compact for d in gold.values()),
         "rag_top3": any(p.doc_id in gold for p in rag),
+        "rag_top3_turns": len({p.doc_id for p in rag} & set(gold)), "n_gold": len(gold),
+        "held": held_by_step(out.trace, set(gold)) if held_by_step else {},
         "evidence_retrieved": any(s["doc_id"] in gold for s in salience["scores"]),
         "evidence_salience": [s for s in salience["scores"] if s["doc_id"] in gold],
         "all_scores": sorted((s["score"] for s in salience["scores"]), key=lambda v: (v is None, v or 0)),
@@ -148,6 +184,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--source", type=Path, default=TREE / "tests" / "data" / "iba_outside_release")
     ap.add_argument("--sample", type=int, default=6, help="the first N instances of the release")
+    ap.add_argument("--params", help='JSON overrides of the agent params, e.g. \'{"selection": "threshold"}\'')
     ap.add_argument("--traces", type=Path, help="append each instance's IBA-Agent trace to this JSONL file")
     ap.add_argument("--construct", type=int, metavar="N",
                     help="measure N constructed instances written as a release with renamed scenarios")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,18 @@ def config_tree(root: Path, model: str, max_tokens: int) -> Path:
     (cfg / "judges").mkdir()
     (cfg / "experiments").mkdir()
     return cfg
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_prefect_temporary_servers():
+    """Stop the temporary Prefect servers that tests without an API made Prefect start, while pytest's output
+    is still open: left to Prefect's atexit hook, the "Stopping temporary server" log line hits a closed
+    stream and prints a logging traceback ("I/O operation on closed file") after every suite."""
+    yield
+    server_module = sys.modules.get("prefect.server.api.server")  # never import Prefect just for this
+    if server_module is not None:
+        for server in list(server_module.SubprocessASGIServer._instances.values()):
+            server.stop()
 
 
 @pytest.fixture

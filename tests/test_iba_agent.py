@@ -154,7 +154,7 @@ def test_pipeline_runs_every_stage_in_the_papers_order():
     assert out.status == "ok" and out.text == "We introduce soil radar [1]."
     assert steps(out) == ["config", "retrieve", "expand_queries"] + ["retrieve_expanded"] * 5 + [
         "redundancy_filter", "salience", "kept_passages", "compact_evidence", "extract_preferences",
-        "plan_alignment", "synthesize", "tokens"]
+        "plan_alignment", "context", "synthesize", "tokens"]
     assert retriever.calls[0] == (TASK, 3)  # the task text first, then one query per facet
     assert [q for q, _ in retriever.calls[1:]] == [f"{f} of my paper writing" for f in FACETS]
     # the output's totals are the sum of its stages, and each stage is billed the requests it sent
@@ -177,7 +177,7 @@ def test_compact_evidence_is_dated_oldest_first_and_user_side_only():
     out = run(IbaAgent({"deep_retrieval": False}), instance(), ScriptedChat(responder()),
               FakeRetriever(lambda q, k: ps), docs)
     evidence = entry(out, "compact_evidence")["evidence"]
-    assert evidence == "1. [2025-01-02] oldest turn\n2. [2025-03-09] newest turn"
+    assert evidence == "1. oldest turn [2025-01-02]\n2. newest turn [2025-03-09]"
 
 
 # --- Deep Retrieval ----------------------------------------------------------------------------------------
@@ -228,8 +228,8 @@ def test_salience_keeps_five_and_above_best_first():
     def score(messages):
         return json.dumps({"score": next(s for t, s in texts.items() if t in messages[-1]["content"])})
 
-    out = run(IbaAgent({"max_queries": 0}), instance(), ScriptedChat(responder(salience=score)),
-              FakeRetriever(lambda q, k: ps))
+    out = run(IbaAgent({"max_queries": 0, "selection": "threshold"}), instance(),
+              ScriptedChat(responder(salience=score)), FakeRetriever(lambda q, k: ps))
     kept = entry(out, "kept_passages")["passages"]
     assert [k["salience"] for k in kept] == [10, 8, 5]
     assert {s["score"] for s in entry(out, "salience")["scores"]} == set(texts.values())
@@ -250,8 +250,8 @@ def test_unreadable_salience_answers_are_recorded_and_keep_retrieval_order():
     def score(messages):
         return next(a for t, a in answers.items() if t in messages[-1]["content"])
 
-    out = run(IbaAgent({"max_queries": 0, "top_k": 4}), instance(), ScriptedChat(responder(salience=score)),
-              FakeRetriever(lambda q, k: ps))
+    out = run(IbaAgent({"max_queries": 0, "top_k": 4, "selection": "threshold"}), instance(),
+              ScriptedChat(responder(salience=score)), FakeRetriever(lambda q, k: ps))
     sal = entry(out, "salience")["scores"]
     assert [s["parsed"] for s in sal] == [False, True, False, True] and sal[0]["raw"] == "no idea"
     assert [k["doc_id"] for k in entry(out, "kept_passages")["passages"]] == [ps[1].doc_id, ps[0].doc_id, ps[2].doc_id]

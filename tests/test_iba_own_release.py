@@ -216,7 +216,8 @@ def test_an_explicit_statement_among_noise_reaches_the_agents_final_context(inde
         llm = rater(data, perfect, inst.user_id)
         out = run_agent(indexed, inst, llm)
         k = kept(out)
-        assert k["selection"] == "reranked", inst.instance_id
+        # robust selection: the task text's top-3 noise is dropped too, since this rater is sure it is unrelated
+        assert k["selection"] == "robust" and k["task_top_k_below_threshold"] == [], inst.instance_id
         got = {p["doc_id"] for p in k["passages"]}
         assert got == gold, inst.instance_id  # every evidence turn kept, no noise turn
         assert all(p["salience"] >= RETENTION_THRESHOLD for p in k["passages"])
@@ -241,8 +242,12 @@ def test_when_no_passage_passes_the_best_are_kept_and_the_trace_says_so(indexed)
     task_top3 = [p["doc_id"] for p in next(t for t in out.trace if t["step"] == "retrieve")["passages"]]
     assert k["below_threshold"] == [p["doc_id"] for p in k["passages"]] == task_top3
     assert statement in task_top3
-    literal = kept(run_agent(indexed, inst, rater(data, unrelated, inst.user_id), min_passages=0))
+    literal = kept(run_agent(indexed, inst, rater(data, unrelated, inst.user_id), min_passages=0,
+                             selection="threshold"))
     assert literal["selection"] == "reranked" and literal["passages"] == []
+    # robust selection: a rater sure that the task text's top-3 is unrelated may drop it too
+    robust = kept(run_agent(indexed, inst, rater(data, unrelated, inst.user_id), min_passages=0))
+    assert robust["selection"] == "robust" and robust["passages"] == []
 
 
 def test_a_weak_rater_cannot_crowd_the_statement_out(indexed):
@@ -259,10 +264,33 @@ def test_a_weak_rater_cannot_crowd_the_statement_out(indexed):
             loud.append(doc.doc_id)
         return {"relevant": True, "signals": list(TABLE12) if doc.doc_id in loud else []}
 
-    k = kept(run_agent(indexed, inst, rater(data, weak, inst.user_id)))
+    k = kept(run_agent(indexed, inst, rater(data, weak, inst.user_id), selection="threshold"))
     assert k["selection"] == "topped_up" and k["note"].startswith("2 passage(s) reached salience 5; added the 1")
     assert [p["doc_id"] for p in k["passages"]] == loud + [statement]
     assert [p["salience"] for p in k["passages"]] == [10, 10, TASK_RELEVANCE] and k["below_threshold"] == [statement]
+
+
+def test_a_weak_rater_keeps_at_least_the_retrieval_it_re_ranks(indexed):
+    """The robust selection (the default): the same weak rater, and the task text's whole top-3 stays beside the
+    two loud noise turns, ranked after them (by the rater's score, ties by retrieval score)."""
+    data, _ = indexed
+    inst = next(i for i in data.instances if i.instance_id == "own-coffee-1")
+    statement = evidence_docs(owners(data.documents)[inst.user_id])[0].doc_id
+    loud: list[str] = []
+
+    def weak(doc: Document) -> dict[str, Any]:
+        if doc.doc_id != statement and len(loud) < 2:
+            loud.append(doc.doc_id)
+        return {"relevant": True, "signals": list(TABLE12) if doc.doc_id in loud else []}
+
+    out = run_agent(indexed, inst, rater(data, weak, inst.user_id))
+    k = kept(out)
+    top3 = next(t for t in out.trace if t["step"] == "retrieve")["passages"]
+    ids = [p["doc_id"] for p in k["passages"]]
+    assert k["selection"] == "robust" and set(ids[:2]) == set(loud) and set(ids[2:]) == {p["doc_id"] for p in top3} - set(loud)
+    scores = [p["score"] for p in k["passages"][2:]]
+    assert scores == sorted(scores, reverse=True) and statement in ids
+    assert set(k["task_top_k_below_threshold"]) == set(ids[2:])
 
 
 # --- the oracle at scale, on a release whose scenarios no taxonomy knows ---------------------------------------

@@ -27,6 +27,7 @@ from pydantic import Field
 
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData, build_all
 from perseval.benchmarks.iba.analysis import AnalysisParams, analyze
+from perseval.benchmarks.iba.analysis_evidence import evidence_by_step
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.construct import ConstructParams, build_stats, iter_build, plan_build
 from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
@@ -134,7 +135,9 @@ class IbaBenchmark(Benchmark):
 
     def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
         api_ids = {i.instance_id for i in inputs.instances if i.payload.get("action_type") == "call_api"}
-        return {**super().analyze_run(inputs), **slot_agreement_tables(inputs.scores, api_ids, inputs.judgments)}
+        steps = evidence_by_step(inputs.outputs(), inputs.documents(), inputs.instances)  # traces, not scores
+        return {**super().analyze_run(inputs), **slot_agreement_tables(inputs.scores, api_ids, inputs.judgments),
+                **({"evidence_by_step": steps} if steps is not None else {})}
 
     def analyze(self, scores: pd.DataFrame, instances: list[Instance]) -> dict[str, Any]:
         # the analyses tell QA probes from tasks by the instance's action type, on one metric

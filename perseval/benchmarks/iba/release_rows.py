@@ -7,11 +7,13 @@ uses dots and indexes, e.g. `api.slots[2].name`.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, Iterable
 
+from perseval.benchmarks.iba.distribution import OVERALL, TABLE2
 from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
 from perseval.errors import InputError
 from perseval.records import Document, Instance
@@ -19,6 +21,7 @@ from perseval.records import Document, Instance
 ACTION_ALIASES = {"generate": "generate", "generate(text)": "generate",
                   "call_api": "call_api", "callapi": "call_api", "callapi(params)": "call_api"}
 PHASES = ("static", "old", "new")
+DOMAINS = tuple(d for d in TABLE2 if d != OVERALL)  # Table 2's nine domains, the reporting groups
 UNSPECIFIED = "unspecified"  # an evidence signal whose release gives no kind
 
 
@@ -37,6 +40,8 @@ class Rows:
         value = obj.get(key) if isinstance(obj, dict) else None
         if isinstance(value, str) and kind in (list, dict):
             value = self._decode(value, where)
+        if isinstance(value, float) and math.isnan(value):
+            value = None  # pandas writes a missing value of a numeric column as NaN
         if value is None or (value == "" and kind is str):
             if required:
                 raise self.fail(where, f"missing; expected {_kind_name(kind)}")
@@ -44,10 +49,14 @@ class Rows:
         if isinstance(value, dict):
             # a Parquet struct column has every key any row has, null where a row lacks it
             value = {k: v for k, v in value.items() if v is not None}
-        if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
-            value = str(value)  # numeric ids are fine as text
+        if kind is int and isinstance(value, float):
+            # pandas writes an integer column with missing values as float: 1.0 is 1, 1.5 no count
+            if not value.is_integer():
+                raise self.fail(where, f"expected an integer, got float {value!r}")
+            value = int(value)
         if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
-            raise self.fail(where, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.80}")
+            hint = f' (write it as text: "{value}")' if kind is str and isinstance(value, (int, float)) else ""
+            raise self.fail(where, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.80}{hint}")
         return value
 
     def _decode(self, text: str, where: str) -> Any:
@@ -156,6 +165,25 @@ def _count(r: Rows, key: str) -> int | None:
     return value
 
 
+def _constraints(r: Rows, n_preferences: int) -> int:
+    """`n_constraints` as given (default: the number of preferences); an instance constrains at least one."""
+    value = _count(r, "n_constraints")
+    if value == 0:
+        raise r.fail("n_constraints", f"0, but the instance has {n_preferences} preference(s); expected 1 or more "
+                                      "(leave it out to use the number of preferences)")
+    return n_preferences if value is None else value
+
+
+def _domain(r: Rows) -> str:
+    """One of Table 2's nine domains (case and spacing ignored), spelt as Table 2 does."""
+    raw = r.need("domain")
+    known = {" ".join(d.lower().split()): d for d in DOMAINS}
+    domain = known.get(" ".join(raw.lower().split()))
+    if domain is None:
+        raise r.fail("domain", f"unknown domain {raw!r}; expected one of Table 2's: {list(DOMAINS)}")
+    return domain
+
+
 def instance_from_row(r: Rows) -> Instance:
     """The row as an Instance with construction's payload and gold fields."""
     action = _action_type(r)
@@ -169,14 +197,14 @@ def instance_from_row(r: Rows) -> Instance:
     n_evidence = _count(r, "n_evidence")
     if n_evidence is not None:
         payload["n_evidence"] = n_evidence
-    payload["n_constraints"] = _count(r, "n_constraints") or len(prefs)
+    payload["n_constraints"] = _constraints(r, len(prefs))
     n_dynamic = sum(p["dynamic"] for p in prefs)
     payload["dynamic"] = n_dynamic > 0
     gold.update({"preferences": prefs, "n_dynamic": n_dynamic, "persona": r.opt("persona", dict) or {}})
     case = r.opt("task_case", dict)
     if case is not None:
         gold["task_case"] = case
-    return Instance(r.need("instance_id"), "iba", r.need("user_id"), r.need("domain"), r.need("query"), payload, gold)
+    return Instance(r.need("instance_id"), "iba", r.need("user_id"), _domain(r), r.need("query"), payload, gold)
 
 
 # --- histories -----------------------------------------------------------------------------
@@ -199,12 +227,20 @@ def _text(r: Rows) -> str:
 
 
 def _timestamp(r: Rows) -> str:
+    """ISO 8601 text, or a native Parquet timestamp/date column (what pandas and pyarrow write); a date alone is
+    midnight of that day. Stored as ISO 8601 text (a date-time; its zone kept when given)."""
+    value = r.raw.get("timestamp")
+    if isinstance(value, datetime):  # a timestamp column (pandas.Timestamp is a datetime)
+        return value.isoformat()
+    if isinstance(value, date):  # a date32 column
+        return datetime.combine(value, time()).isoformat()
     stamp = r.need("timestamp")
     try:
-        datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
-        raise r.fail("timestamp", f"{stamp!r} is not an ISO 8601 date-time (e.g. 2025-03-01T09:30:00)") from None
-    return stamp
+        raise r.fail("timestamp", f"{stamp!r} is not an ISO 8601 date-time or date (e.g. 2025-03-01T09:30:00 "
+                                  "or 2025-03-01)") from None
+    return parsed.isoformat() if len(stamp.strip()) == 10 else stamp
 
 
 def _choice(r: Rows, e: dict[str, Any], where: str, key: str, allowed: Iterable[str]) -> str | None:

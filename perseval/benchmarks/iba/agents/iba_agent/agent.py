@@ -3,8 +3,7 @@
 Deep Retrieval: retrieve with the task text; expand the task into facet queries
 (style, structure, decision, correction, habit); dense retrieval per query;
 content-hash redundancy filter; LLM salience re-ranking 0..10 keeping >= 5
-(Table 12; the model labels, salience.py scores), topped up to 3 with the best
-below it; at most 5 expanded queries and 10 passages (C.3).
+(Table 12); at most 5 expanded queries and 10 passages (C.3).
 Broad Thinking & Deep Alignment: compact evidence -> preference extraction ->
 task-preference alignment plan -> synthesis of the final output (text, QA
 answer, or the CallAPI slots under the schema iba.rag uses).
@@ -18,6 +17,20 @@ params (all optional; see settings.py for the full list):
   rerank          false: skip LLM salience re-ranking (keep retrieval order)
   top_k, max_queries, max_passages, salience_threshold   retrieval sizes (3, 5, 10, 5)
   min_passages    at least this many kept: the best below the threshold fill up (3; 0: none)
+  salience        labels (default): the model labels relevance and signal kinds, salience.py adds Table 12's
+                  weights | rating: the model's own 0..10 rating with Table 12's criteria (the paper)
+  selection       robust (default): ranked by the rater's score, ties and unreadable answers by retrieval
+                  score, and the task text's own top-k kept unless the rater is confident it is unrelated
+                  (a readable score <= confident_drop, 0) - a weak rater cannot keep less evidence than
+                  the retrieval it re-ranks | threshold: only passages >= salience_threshold (the paper)
+  compact         rule (default): the kept passages' user side, trimmed | llm: the model condenses them
+                  (the paper's compact evidence function; the rule when its answer cites no passage)
+  synthesis_evidence  always (default): the compact evidence in the final prompt beside preferences and plan
+                  | fallback: only when extraction found no preference (the paper's plan-driven synthesis)
+
+The paper's settings (Table 12 read literally, no top-up): salience: rating, selection: threshold,
+min_passages: 0, compact: llm, synthesis_evidence: fallback. The defaults are robust to the embedded 135M
+model, whose ratings do the opposite of the rubric on real chat text (issue 22).
   salience_chars  characters of a passage the salience rater sees (1200: a whole chunk)
   evidence_chars, evidence_total_chars   compact evidence per passage: the total shared, at least the
                   per-passage floor (300, 3000)

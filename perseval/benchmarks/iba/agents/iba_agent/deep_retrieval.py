@@ -30,7 +30,7 @@ async def retrieve(state: State, query: str, k: int, step: str = "retrieve") -> 
         raise StageFailed(step, f"{type(exc).__name__}: {exc}") from exc
     state.trace.append({**passage_trace(query, k, passages), "step": step})
     state.retrievals.append(passages)
-    state.kept = None  # new candidates: any earlier selection is stale
+    state.kept = state.evidence = None  # new candidates: any earlier selection and its evidence are stale
     return passages
 
 
@@ -128,18 +128,27 @@ def candidates(state: State) -> list[Passage]:
     """Every retrieved passage once, interleaved across queries; the filter is logged."""
     merged = interleave(state.retrievals)
     unique, removed = drop_duplicates(merged)
-    state.log("redundancy_filter", candidates=len(merged), removed=removed, unique=len(unique))
+    state.log("redundancy_filter", candidates=len(merged), removed=removed, unique=len(unique),
+              passages=passage_refs(unique))
     return unique
+
+
+def passage_refs(passages: list[Passage]) -> list[dict[str, Any]]:
+    """The trace's passage entries: doc_id, chunk_id, retrieval score (the trace convention of every agent)."""
+    return [{"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": p.score} for p in passages]
 
 
 async def score_salience(state: State, passages: list[Passage]) -> list[int | None]:
     """One labelling request per passage, all in flight at once (the server batches them)."""
     s = state.settings
 
+    rating = s.salience == "rating"  # the paper's 0..10 rating, else labels that salience.py scores
+    ask_for = prompts.rating_messages if rating else prompts.salience_messages
+    schema = prompts.RATING_SCHEMA if rating else prompts.SALIENCE_SCHEMA
+
     async def one(p: Passage) -> tuple[Rating | None, str]:
-        messages = prompts.salience_messages(state.instance.query, p.text[:s.salience_chars])
-        result = await state.ask("salience", messages, json_schema=prompts.SALIENCE_SCHEMA,
-                                 max_tokens=s.salience_max_tokens)
+        messages = ask_for(state.instance.query, p.text[:s.salience_chars])
+        result = await state.ask("salience", messages, json_schema=schema, max_tokens=s.salience_max_tokens)
         return parse_rating(result.text), result.text
 
     # let every request finish before failing, so no stray request outlives the run
@@ -147,7 +156,7 @@ async def score_salience(state: State, passages: list[Passage]) -> list[int | No
     for a in answers:
         if isinstance(a, BaseException):
             raise a
-    state.log("salience", threshold=s.salience_threshold, scores=[
+    state.log("salience", threshold=s.salience_threshold, mode=s.salience, scores=[
         {"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": r.score if r else None, "parsed": r is not None,
          **(r.trace() if r else {"raw": raw[:200]})}
         for p, (r, raw) in zip(passages, answers)])
@@ -170,7 +179,7 @@ def select(passages: list[Passage], scores: list[int | None] | None, threshold: 
 
 
 def top_up(passages: list[Passage], scores: list[int | None], threshold: int, n: int, anything: bool,
-           first: list[Passage]) -> list[Scored]:
+           first: list[Passage], taken: set[int] = frozenset()) -> list[Scored]:
     """The `n` best passages below the threshold: ones the rater found relevant (score > 0), or with
     `anything` also those it scored 0. Ties (a weak rater gives many equal scores) go to the order of the
     first retrieval - the task text's in the pipeline, the RAG baseline's ranking - then candidate order:
@@ -181,41 +190,77 @@ def top_up(passages: list[Passage], scores: list[int | None], threshold: int, n:
         return -(scores[i] or 0), first_rank.get(content_hash(passages[i].text), len(first)), i
 
     floor = 0 if anything else 1
-    below = sorted((i for i, s in enumerate(scores) if s is not None and floor <= s < threshold), key=rank)
+    below = sorted((i for i, s in enumerate(scores)
+                    if s is not None and floor <= s < threshold and i not in taken), key=rank)
     return [Scored(passages[i], scores[i]) for i in below[:n]]
+
+
+def select_robust(passages: list[Passage], scores: list[int | None], first: list[Passage], threshold: int,
+                  cap: int, confident_drop: int) -> tuple[list[int], list[int]]:
+    """(indexes kept, indexes of the task text's own top-k kept below the threshold).
+
+    Ranked by the rater's score; ties, and answers that could not be read, go by retrieval score. The task
+    text's top-k (the RAG baseline's context) is kept whatever the rater says unless it is confident the
+    passage is unrelated (a readable score at most `confident_drop`), and the cap never cuts it: a rater that
+    cannot tell evidence from noise then leaves at least the retrieval it re-ranks.
+    """
+    first_hashes = {content_hash(p.text) for p in first}
+    protected = [i for i, p in enumerate(passages) if content_hash(p.text) in first_hashes
+                 and not (scores[i] is not None and scores[i] <= confident_drop)]
+    unknown_rank = threshold  # an unreadable answer is no evidence either way: kept, after the confident ones
+
+    def rank(i: int) -> tuple[float, float, int]:
+        return -(scores[i] if scores[i] is not None else unknown_rank - 0.5), -passages[i].score, i
+
+    passing = [i for i, s in enumerate(scores) if (s is None or s >= threshold) and i not in protected]
+    room = max(cap - len(protected), 0)
+    chosen = sorted(protected + sorted(passing, key=rank)[:room], key=rank)
+    below = [i for i in protected if scores[i] is not None and scores[i] < threshold]
+    return chosen, below
 
 
 async def refine(state: State) -> list[Scored]:
     """Redundancy filter, then (optionally) salience re-ranking, then the cap.
 
-    The context holds at least `min_passages` (the RAG baseline's top-3) when the candidates allow:
-    when fewer pass the threshold, the best of the rest fill up - only passages the rater called
-    relevant, unless none passed at all, since an empty context throws the retrieval away. A rater
-    that cannot tell passages apart (the embedded 135M model) then leaves the RAG baseline's top-3
-    rather than nothing, and the trace names every passage kept below the threshold.
+    `selection: threshold` (the paper): passages at or above the threshold, best first. `selection: robust`:
+    the same ranking, but the task text's own top-k stays unless the rater is confident (select_robust).
+    Either way the context then holds at least `min_passages` when the candidates allow: when fewer were
+    kept, the best of the rest fill up - only passages the rater called relevant, unless none passed at
+    all, since an empty context throws the retrieval away. The trace names every passage kept below the
+    threshold.
     """
     s = state.settings
     unique = candidates(state)
     scores = await score_salience(state, unique) if s.rerank and unique else None
-    state.kept = select(unique, scores, s.salience_threshold, s.max_passages)
     if scores is None:
+        state.kept = select(unique, None, s.salience_threshold, s.max_passages)
         log_kept(state, "retrieval_order")
         return state.kept
+    extra: dict[str, Any] = {}
+    if s.selection == "robust":
+        chosen, below = select_robust(unique, scores, state.retrievals[0], s.salience_threshold, s.max_passages,
+                                      s.confident_drop)
+        state.kept = [Scored(unique[i], scores[i]) for i in chosen]
+        extra["task_top_k_below_threshold"] = [unique[i].doc_id for i in below]
+    else:
+        state.kept = select(unique, scores, s.salience_threshold, s.max_passages)
+        chosen = [unique.index(k.passage) for k in state.kept]
     short = min(s.min_passages, s.max_passages) - len(state.kept)
-    added = top_up(unique, scores, s.salience_threshold, short, not state.kept,
-                   state.retrievals[0]) if short > 0 else []
+    added = top_up(unique, scores, s.salience_threshold, short, not state.kept, state.retrievals[0],
+                   set(chosen)) if short > 0 else []
     if not added:
-        log_kept(state, "reranked")
+        log_kept(state, s.selection if s.selection == "robust" else "reranked", **extra)
     else:
         how = "topped_up" if state.kept else "below_threshold"
         note = (f"{len(state.kept)} passage(s) reached salience {s.salience_threshold}; added the {len(added)} "
                 "best below it (ties in the first retrieval's order)")
         state.kept = state.kept + added
-        log_kept(state, how, note=note, below_threshold=[k.passage.doc_id for k in added])
+        log_kept(state, how, note=note, below_threshold=[k.passage.doc_id for k in added], **extra)
     return state.kept
 
 
 def log_kept(state: State, how: str, **extra: Any) -> None:
+    state.evidence = None  # a new selection: the compact evidence is made again from it
     state.log("kept_passages", selection=how, **extra, passages=[
         {"doc_id": k.passage.doc_id, "chunk_id": k.passage.chunk_id, "score": k.passage.score,
          "salience": k.salience} for k in state.kept or []])

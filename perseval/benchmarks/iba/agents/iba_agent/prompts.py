@@ -39,6 +39,17 @@ SALIENCE_SCHEMA: dict[str, Any] = {
 }
 
 
+# The paper's rater: the model gives the 0..10 score itself, from Table 12's contributions (salience: rating).
+RATING_CRITERIA = (
+    ("the user explicitly revises or corrects something", "3-4"),
+    ("the user complains or shows strong feeling", "3-4"),
+    ("the user states a preference directly", "2"),
+    ("the user's behaviour shows an implicit pattern (e.g. a repeated choice)", "1"),
+)
+RATING_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"score": {"type": "integer", "minimum": 0, "maximum": 10}}, "required": ["score"]}
+
+
 def preferences_schema(limit: int) -> dict[str, Any]:
     items = {"type": "array", "items": {"type": "string"}, "maxItems": limit}
     return {"type": "object", "properties": {"preferences": items}, "required": ["preferences"]}
@@ -75,11 +86,30 @@ def salience_messages(task: str, passage: str) -> list[dict[str, str]]:
     return [system("You label past messages as evidence of user preferences."), user(prompt)]
 
 
+def rating_messages(task: str, passage: str) -> list[dict[str, str]]:
+    criteria = "\n".join(f"- {what}: +{points}" for what, points in RATING_CRITERIA)
+    prompt = (f"Task: {task}\n\nPast message:\n{passage}\n\n"
+              "Rate from 0 to 10 how strongly this message shows a preference of the user that matters for "
+              f"the task. Add up what it carries:\n{criteria}\n"
+              "0 if it says nothing about what the user wants for this task. Messages scoring 5 or more are kept.\n"
+              'Reply with JSON {"score": n}.')
+    return [system("You rate past messages as evidence of user preferences."), user(prompt)]
+
+
+def compact_messages(task: str, numbered: str) -> list[dict[str, str]]:
+    prompt = (f"Task: {task}\n\nPast messages of the user, oldest first:\n{numbered}\n\n"
+              "Keep only the messages that show how the user wants this kind of task done (what they asked for, "
+              "corrected, rejected or chose) and drop the rest. Reply with one line per kept message: its number, "
+              "then what the user said or did, in their words, e.g.\n3. wants the summary in bullet points")
+    return [system("You condense a user's past messages into the evidence that matters for a task."), user(prompt)]
+
+
 def extraction_messages(task: str, evidence: str, limit: int) -> list[dict[str, str]]:
-    prompt = (f"Task: {task}\n\nEvidence from the user's history, oldest first:\n{evidence or '(none)'}\n\n"
+    prompt = (f"Task: {task}\n\nEvidence from the user's history, oldest first (dates in brackets at the end):\n"
+              f"{evidence or '(none)'}\n\n"
               f"List up to {limit} preferences of the user that matter for this task: what they asked for, "
-              "corrected, rejected, chose again and again, or recently changed. When two pieces of evidence "
-              "disagree, the later one wins. "
+              "corrected, rejected, chose again and again, or recently changed, each in a few words of your own "
+              "(not a date, not a line number). When two pieces of evidence disagree, the later one wins. "
               'Reply with JSON {"preferences": ["...", "..."]}.')
     return [system("You infer a user's preferences from their past messages."), user(prompt)]
 
@@ -106,7 +136,7 @@ def _context_block(evidence: str, preferences: list[str] | None, plan: str | Non
         parts.append("User preferences:\n" + "\n".join(f"- {p}" for p in preferences))
     if plan:
         parts.append(f"Plan:\n{plan}")
-    if not parts and evidence:  # no thinking stage output: synthesise from the evidence itself
+    if evidence:  # the caller decides when the evidence itself goes in (settings.synthesis_evidence)
         parts.append(f"Evidence from the user's history, oldest first:\n{evidence}")
     return "\n\n".join(parts) + ("\n\n" if parts else "")
 

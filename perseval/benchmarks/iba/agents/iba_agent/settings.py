@@ -16,6 +16,23 @@ class Settings(Params):
     broad_thinking: bool = True  # false: no preference extraction / alignment plan
     synthesis: Literal["trajectory", "rag"] = "trajectory"  # rag: the RAG baseline's prompt for the final output
     rerank: bool = True  # LLM salience re-ranking inside Deep Retrieval
+    # --- how each step is done: the paper's way or a way robust to a weak model (see the agent's docstring) ---
+    # rating: the model rates each passage 0..10 itself with Table 12's criteria (the paper); labels: the model
+    # labels relevance and signal kinds, salience.py adds Table 12's weights (robust to a model's bad sums)
+    salience: Literal["labels", "rating"] = "labels"
+    # threshold: keep passages at or above salience_threshold, best first (the paper; min_passages tops up);
+    # robust: the same, but the task text's own top-k stays unless the rater is confident it is unrelated
+    # (a readable score <= confident_drop), and ties / unreadable answers go by retrieval score - a weak rater
+    # then cannot keep less evidence than the retrieval it re-ranks
+    selection: Literal["threshold", "robust"] = "robust"
+    confident_drop: int = Field(0, ge=-1, le=10)  # robust: a task-text passage scored at most this is dropped
+    # rule: the kept passages' user side, trimmed and numbered (no LLM); llm: the model writes the concise
+    # evidence set from the numbered passages (the paper's compact evidence function), the rule as fallback
+    compact: Literal["rule", "llm"] = "rule"
+    # the final prompt: fallback - the evidence only when extraction found no preference (the paper's
+    # synthesis reads the plan); always - the evidence beside the preferences and plan, so a weak extractor
+    # cannot drop what retrieval kept
+    synthesis_evidence: Literal["fallback", "always"] = "always"
     # --- retrieval sizes (paper C.3) ---
     top_k: int = Field(3, ge=0)  # passages per query
     max_queries: int = Field(5, ge=0)  # expanded queries
@@ -40,6 +57,7 @@ class Settings(Params):
     expand_max_tokens: int = Field(120, ge=0)
     salience_max_tokens: int = Field(32, ge=0)  # {"relevant": ..., "signals": [...]}: 12-20 tokens
     extract_max_tokens: int = Field(128, ge=0)
+    compact_max_tokens: int = Field(256, ge=0)  # compact: llm
     plan_max_tokens: int = Field(128, ge=0)
     controller_max_tokens: int = Field(64, ge=0)
     max_tokens: int = Field(192, ge=0)  # Generate(text) / QA answer

@@ -51,6 +51,8 @@ class State:
     retrievals: list[list[Passage]] = field(default_factory=list)  # one list per query, in call order
     queries: list[str] = field(default_factory=list)  # expanded queries
     kept: list[Scored] | None = None  # the evidence context C_u(x); None until selected
+    evidence: str | None = None  # the compact evidence, made once (alignment.compact_evidence)
+    evidence_held: list[Scored] = field(default_factory=list)  # the kept passages it holds
     preferences: list[str] | None = None
     plan: str | None = None
     final: Final | None = None
