@@ -44,7 +44,8 @@ def test_an_override_chain_that_replaces_a_paper_value_is_caught(tmp_path):
     shutil.copytree(CONFIGS, root)
     exp = root / "experiments" / "iba_paper.yaml"
     data = yaml.safe_load(exp.read_text())
-    data["overrides"]["agents"] = {"iba-agent-wo-btda": {"max_tokens": 192}}
+    agents = data["overrides"].setdefault("agents", {})
+    agents["iba-agent-wo-btda"] = {**agents.get("iba-agent-wo-btda", {}), "max_tokens": 192}
     exp.write_text(yaml.safe_dump(data))
     sheet = read_sheet(SHEETS / "iba.md")
     problems = check_sheet(sheet, effective_settings(load_experiment(exp)), _settings(sheet.cpu_config))
