@@ -14,8 +14,9 @@ from perseval.metrics.aggregate import OVERALL
 from perseval.owner import owner_tag
 from perseval.plan import Plan
 from perseval.store import StageStore
-from perseval.tracking import (OWNER_KEY, ensure_experiment, log_cell, log_parent_summary, mark_abandoned_runs,
-                                tracking_lock)
+from perseval.traces import log_traces, n_outputs, resolve_selection
+from perseval.tracking import (OWNER_KEY, ensure_experiment, headline_metrics, log_cell, log_parent_summary,
+                                mark_abandoned_runs, start_parent_run, tracking_lock)
 
 SMALL_MODEL_WARNING = (
     "Note: the embedded default serves a 135M-parameter model. Its answers and judgments are weak: this run "
@@ -93,12 +94,14 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
     ensure_experiment(exp.experiment.mlflow, base)
     experiment = mlflow.set_experiment(exp.experiment.mlflow.experiment)
     mark_abandoned_runs(MlflowClient(), experiment.experiment_id)  # runs a killed perseval left RUNNING
-    with mlflow.start_run(run_name=exp.experiment.name, tags={OWNER_KEY: owner_tag()}) as parent:
-        log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs)})
+    with start_parent_run(exp, experiment.experiment_id, {OWNER_KEY: owner_tag()}) as parent:
+        log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs),
+                                                      **headline_metrics(plan.cells, rows)})
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
                                      f"analysis/{unit.data.entry.name}")
+        selection, traced = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells)), []
         for cell in plan.cells:
             s = scores[cell.key]
             table = cell_frame(s)
@@ -111,5 +114,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
             extra["score.wall_seconds"] = spend["score"].wall_seconds
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
-            log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s))
+            traced.append((cell, log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s)),
+                           s["headline_metric"]))
+        log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
         return parent.info.run_id

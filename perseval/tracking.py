@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import tempfile
+import time
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, ContextManager
 
 import mlflow
 import pandas as pd
+import psutil
 import yaml
 from filelock import FileLock
 from mlflow.tracking import MlflowClient
@@ -176,6 +178,30 @@ def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: d
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "resolved_experiment.yaml").write_text(yaml.safe_dump(exp.model_dump(), sort_keys=False))
         mlflow.log_artifacts(tmp)
+
+
+def parent_run_name(exp: ResolvedExperiment, started: float) -> str:
+    """Distinct per run: the experiment, when it started (UTC) and its configuration's short key."""
+    return f"{exp.experiment.name} {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(started))} {exp.key()[:8]}"
+
+
+def start_parent_run(exp: ResolvedExperiment, experiment_id: str, tags: dict[str, str],
+                     started: float | None = None) -> mlflow.ActiveRun:
+    """The parent run, started when the command started (`started`, default: this process's start), so its
+    Duration in the UI is the run's, not the tracking step's; it ends when the returned context exits."""
+    started = started if started is not None else psutil.Process().create_time()
+    client = MlflowClient()
+    name = first = parent_run_name(exp, started)
+    while client.search_runs([experiment_id], filter_string=f"attributes.run_name = '{name}'", max_results=1):
+        name = f"{first} #{int(name.rsplit('#', 1)[1]) + 1 if name != first else 2}"  # two runs in one process
+    run = client.create_run(experiment_id, start_time=int(started * 1000), tags=tags, run_name=name)
+    return mlflow.start_run(run_id=run.info.run_id)
+
+
+def headline_metrics(cells: list[Cell], rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Each cell's headline score on the parent run, named after the cell, so the same cell in two runs has
+    the same metric and MLflow's compare view lines them up."""
+    return {f"headline/{mlflow_key(c.name)}": float(r["score"]) for c, r in zip(cells, rows) if r["score"] is not None}
 
 
 def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> list[Any]:
