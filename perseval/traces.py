@@ -359,3 +359,34 @@ def most_different(a: dict[tuple[str, int], Side], b: dict[tuple[str, int], Side
 def trace_url(ui: str, experiment_id: str, trace_id: str) -> str:
     """Where the MLflow UI shows one trace."""
     return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/traces?selectedEvaluationId={trace_id}"
+
+
+def cell_pairs(client: MlflowClient, parents: list[Any], between: tuple[str, str] | None) -> list[tuple[Any, Any]]:
+    """The pairs of child runs (cells) whose instances to set side by side: with `between` (two cell names or
+    prefixes, e.g. iba/iba-rag and iba/iba-agent), those two cells within each parent run; without, each cell
+    of the first parent run against the same cell of every later one, where its score key changed."""
+    children = {p.info.run_id: client.search_runs([p.info.experiment_id], max_results=5000,
+                                                  filter_string=f"tags.mlflow.parentRunId = '{p.info.run_id}'")
+                for p in parents}
+
+    def named(runs: list[Any], prefix: str) -> Any:
+        found = [r for r in runs if r.data.tags.get(TAG + "cell", "") == prefix] or \
+            [r for r in runs if r.data.tags.get(TAG + "cell", "").startswith(prefix)]
+        if len(found) != 1:
+            cells = sorted(r.data.tags.get(TAG + "cell", "") for r in runs)
+            raise ValueError(f"{prefix!r} names {len(found)} cells of the run, not one; its cells: {cells}")
+        return found[0]
+
+    if between:
+        return [(named(runs, between[0]), named(runs, between[1])) for runs in children.values()]
+    first, *rest = [children[p.info.run_id] for p in parents]
+    by_cell = {r.data.tags.get(TAG + "cell"): r for r in first}
+    return [(by_cell[r.data.tags.get(TAG + "cell")], r) for runs in rest for r in runs
+            if r.data.tags.get(TAG + "cell") in by_cell
+            and by_cell[r.data.tags.get(TAG + "cell")].data.tags.get(TAG + "score_key") != r.data.tags.get(TAG + "score_key")]
+
+
+def pair_differences(a: Any, b: Any, n: int) -> list[dict[str, Any]]:
+    """The `n` instances that differ most between the cells of child runs `a` and `b`, with their trace ids."""
+    sides = [cell_outcomes([r.info.experiment_id], r.data.tags.get(TAG + "score_key", "")) for r in (a, b)]
+    return most_different(sides[0], sides[1], n)

@@ -7,9 +7,10 @@ score tables (CSV, Markdown) and the cell's Parquet outputs.
 from __future__ import annotations
 
 import math
+import sqlite3
 import tempfile
 import time
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import Any, ContextManager
 
@@ -26,6 +27,15 @@ from perseval.owner import owner_gone
 from perseval.plan import Cell
 
 MAX_PARAM = 6000
+
+
+def sqlite_path(uri: str, base: Path | None = None) -> Path | None:
+    """The database file of an SQLite tracking URI (a relative one from `base`, default the working
+    folder); None for any other back end."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = Path(uri[len("sqlite:///"):])
+    return path if path.is_absolute() else ((base or Path.cwd()) / path).resolve()
 
 
 def resolve_tracking(settings: MLflowSettings, base: Path | None = None) -> tuple[str, str]:
@@ -50,8 +60,19 @@ def tracking_lock(settings: MLflowSettings, base: Path | None = None) -> Context
     return FileLock(uri[len("sqlite:///"):] + ".lock")
 
 
+def write_ahead(uri: str) -> None:
+    """Put an SQLite tracking database in write-ahead-log mode (a setting of the file, kept): each trace span
+    and assessment is its own commit, and a WAL commit costs about a third of a rollback-journal one here
+    (tests/test_traces.py: a 24-trace track 33 s -> 21 s). Readers (the UI) no longer block the writer."""
+    db = sqlite_path(uri)
+    if db is not None and db.parent.is_dir():
+        with closing(sqlite3.connect(db)) as con:
+            con.execute("PRAGMA journal_mode=WAL")
+
+
 def ensure_experiment(settings: MLflowSettings, base: Path | None = None) -> str:
     uri, artifacts = resolve_tracking(settings, base)
+    write_ahead(uri)
     mlflow.set_tracking_uri(uri)
     found = mlflow.get_experiment_by_name(settings.experiment)
     if found is not None:
@@ -201,7 +222,8 @@ def start_parent_run(exp: ResolvedExperiment, experiment_id: str, tags: dict[str
 def headline_metrics(cells: list[Cell], rows: list[dict[str, Any]]) -> dict[str, float]:
     """Each cell's headline score on the parent run, named after the cell, so the same cell in two runs has
     the same metric and MLflow's compare view lines them up."""
-    return {f"headline/{mlflow_key(c.name)}": float(r["score"]) for c, r in zip(cells, rows) if r["score"] is not None}
+    return {"headline/" + "/".join(mlflow_key(part) for part in c.name.split("/")): float(r["score"])
+            for c, r in zip(cells, rows) if r["score"] is not None}
 
 
 def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> list[Any]:
