@@ -316,7 +316,7 @@ def _print_differences(client: Any, parents: list[Any], between: Optional[tuple[
         console.print(table)
     if pairs:
         console.print("open a trace in `perseval ui`: Traces tab of the experiment, or "
-                      "http://127.0.0.1:5000/#/experiments/<id>/traces?selectedEvaluationId=<trace id>", soft_wrap=True)
+                      "http://127.0.0.1:5000/#/experiments/<id>/traces?traceId=<trace id>", soft_wrap=True)
 
 
 def _score_text(score: Optional[float], status: str) -> str:

@@ -262,7 +262,7 @@ def assess(trace_id: str, cell: Cell, outcome: Outcome, headline_metric: str) ->
                                                       error_message=_clip(j.raw) or j.feedback or j.status),
                                 metadata=meta)
     if outcome.score is not None:
-        mlflow.log_feedback(trace_id=trace_id, name=headline_metric, value=outcome.score,
+        mlflow.log_feedback(trace_id=trace_id, name=headline_metric, value=round(outcome.score, 2),
                             source=AssessmentSource(AssessmentSourceType.CODE, "perseval.score"),
                             rationale=f"{cell.name}: the instance's {headline_metric} (0-100)")
     return len(outcome.judgments) + (outcome.score is not None)
@@ -358,7 +358,7 @@ def most_different(a: dict[tuple[str, int], Side], b: dict[tuple[str, int], Side
 
 def trace_url(ui: str, experiment_id: str, trace_id: str) -> str:
     """Where the MLflow UI shows one trace."""
-    return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/traces?selectedEvaluationId={trace_id}"
+    return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/traces?traceId={trace_id}"
 
 
 def cell_pairs(client: MlflowClient, parents: list[Any], between: tuple[str, str] | None) -> list[tuple[Any, Any]]:

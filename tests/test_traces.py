@@ -20,11 +20,12 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from flows.cli import app
-from perseval.config import MLflowSettings
+from perseval.config import MLflowSettings, load_experiment
+from perseval.plan import make_plan
 from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.store import StageStore
 from perseval.traces import AUTO_LIMIT, AUTO_PER_CELL, Outcome, resolve_selection, select, write_trace
-from tests.trace_runs import EXPERIMENT, UNREADABLE, make_run, track_run
+from tests.trace_runs import EXPERIMENT, UNREADABLE, make_run, track_run, write_configs
 
 EXP_NAME = EXPERIMENT["mlflow"]["experiment"]
 
@@ -218,16 +219,16 @@ def test_selection_all_failed_and_first_n():
         MLflowSettings(traces=-1)
 
 
-def test_tool_calls_of_a_react_agent_are_tool_spans(tracked):
+def test_tool_calls_of_a_react_agent_are_tool_spans(tmp_path):
     """The step shape perseval.benchmarks.apeb.agents.react records for a tool call and for the finish."""
-    exp, plan, *_ = tracked
-    cell = plan.cells[0]
+    cell = make_plan(load_experiment(write_configs(tmp_path))).cells[0]
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     out = AgentOutput("i1", "apeb-react", 0, '{"ranking": ["p1"]}', parsed={"ranking": ["p1"]}, trace=[
         {"step": "act", "turn": 0, "via": "text", "thought": "look at the history", "tool": "search_history",
          "arguments": {"query": "running shoes"}, "observation": "2 views of p1"},
         {"step": "act", "turn": 1, "via": "text", "thought": "done", "tool": "finish",
          "arguments": {"ranking": ["p1"]}, "observation": "accepted", "repair": ["dropped 1 unknown id"]}])
-    mlflow.set_experiment("tool-spans")  # not the tracked run's experiment, whose traces other tests count
+    mlflow.set_experiment("tool-spans")
     trace_id = write_trace(cell, Outcome(Instance("i1", "apeb", "u", "g", "q"), out), "run-x", {})
     mlflow.flush_trace_async_logging(terminate=False)
     spans = mlflow.get_trace(trace_id).data.spans
