@@ -98,18 +98,27 @@ def n_outputs(root: str, cells: Iterable[Cell]) -> int:
 
 # ---- reading the stage records ------------------------------------------------------------------------
 
+def _records(root: str, stage: str, key: str, cls: type) -> list[Any]:
+    """A stage's records, none where it wrote no part (a cell whose outputs are all missing has no trace)."""
+    store = StageStore(root, stage, key)
+    return store.read_records(cls) if store.parts() else []
+
+
 def outcomes(root: str, cell: Cell, headline_metric: str) -> list[Outcome]:
     """Every agent output of the cell with its instance, its judgments and its headline score."""
+    outputs = _records(root, "run", cell.run.key, AgentOutput)
+    if not outputs:
+        return []
     instances = {i.instance_id: i for i in StageStore(root, "data", cell.run.data.key).read_records(Instance)}
     judged: dict[tuple[str, int], list[Judgment]] = defaultdict(list)
-    for j in StageStore(root, "judge", cell.judged.key).read_records(Judgment):
+    for j in _records(root, "judge", cell.judged.key, Judgment):
         judged[(j.instance_id, j.repeat)].append(j)
     values: dict[tuple[str, int], list[float]] = defaultdict(list)
-    for s in StageStore(root, "score", cell.key).read_records(InstanceScore):
+    for s in _records(root, "score", cell.key, InstanceScore):
         if s.metric == headline_metric and s.value is not None:
             values[(s.instance_id, s.repeat)].append(s.value)
     out = []
-    for o in StageStore(root, "run", cell.run.key).read_records(AgentOutput):
+    for o in outputs:
         key = (o.instance_id, o.repeat)
         score = sum(values[key]) / len(values[key]) if values.get(key) else None
         out.append(Outcome(instances[o.instance_id], o, judged.get(key, []), score))

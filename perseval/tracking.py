@@ -213,7 +213,8 @@ def start_parent_run(exp: ResolvedExperiment, experiment_id: str, tags: dict[str
     started = started if started is not None else psutil.Process().create_time()
     client = MlflowClient()
     name = first = parent_run_name(exp, started)
-    while client.search_runs([experiment_id], filter_string=f"attributes.run_name = '{name}'", max_results=1):
+    while "'" not in name and client.search_runs([experiment_id], filter_string=f"attributes.run_name = '{name}'",
+                                                  max_results=1):
         name = f"{first} #{int(name.rsplit('#', 1)[1]) + 1 if name != first else 2}"  # two runs in one process
     run = client.create_run(experiment_id, start_time=int(started * 1000), tags=tags, run_name=name)
     return mlflow.start_run(run_id=run.info.run_id)
