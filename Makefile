@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 # pip's wheel cache makes later installs fast.
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install demo test test-fast chromium clean-runs
+.PHONY: install install-gpu check-gpu demo test test-fast chromium clean-runs
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,6 +16,27 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# The GPU path (on a Linux x86_64 GPU machine, after `make install`): faiss-gpu in place of faiss-cpu in this
+# venv, and vLLM in its own venv .venv-vllm (it pins its own torch and transformers 5), which perseval's vLLM
+# deployments find by themselves. Pins: infra/gpu/requirements-*.txt (infra/gpu/resolve.py wrote them).
+VLLM_VENV := .venv-vllm
+# the index's torch build (with CUDA), not a CPU wheel a local wheel folder may hold
+INDEX_ONLY := PIP_FIND_LINKS= PIP_CONFIG_FILE=/dev/null
+
+install-gpu: install
+	$(BIN)/pip uninstall -y faiss-cpu
+	$(INDEX_ONLY) $(BIN)/pip install -r infra/gpu/requirements-gpu.txt
+	$(BIN)/python -c "import torch, sys; sys.exit(0 if torch.version.cuda else 1)" \
+	  || $(INDEX_ONLY) $(BIN)/pip install --force-reinstall --no-deps torch==2.13.0
+	test -x $(VLLM_VENV)/bin/python || $(PY) -m venv $(VLLM_VENV)
+	$(INDEX_ONLY) $(VLLM_VENV)/bin/pip install -r infra/gpu/requirements-vllm.txt
+	$(BIN)/python -c "import faiss; print('faiss', faiss.__version__, 'GPUs:', faiss.get_num_gpus())"
+	$(VLLM_VENV)/bin/python -c "import vllm; print('vllm', vllm.__version__)"
+
+# Do the GPU pins still resolve? pip's dry run reads wheel metadata only (no wheel is downloaded), ~1-2 min.
+check-gpu: install
+	$(BIN)/python infra/gpu/resolve.py
 
 demo: install
 	$(BIN)/perseval run configs/experiments/quickstart.yaml

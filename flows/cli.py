@@ -429,10 +429,17 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
             detect: Optional[float] = typer.Option(None, help="also the users needed to detect a difference of "
                                                               "this many points (80% power, α 0.05), each "
                                                               "comparison taken as a pilot"),
+            between: Optional[tuple[str, str]] = typer.Option(
+                None, metavar="CELL_A CELL_B", help="two cells (names or prefixes, e.g. iba/iba-rag iba/iba-agent): "
+                "the instances whose scores differ most between them in each run, with their MLflow trace ids"),
+            instances: int = typer.Option(0, help="how many differing instances to list (default 5 with --between; "
+                                                  "without it, N > 0 lists them per cell whose key changed)"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Headline score of every cell, side by side for the runs named, with deltas to the first (and with
     --cost what each cell cost in each run); then each difference with its user-clustered interval, a
-    Holm-corrected p and whether it is significant at the n it rests on (paired when the same instances)."""
+    Holm-corrected p and whether it is significant at the n it rests on (paired when the same instances);
+    with --between or --instances, the instances that differ most and their trace ids, to open side by side
+    in `perseval ui`."""
     from mlflow.tracking import MlflowClient
 
     from perseval.config import MLflowSettings
@@ -457,6 +464,8 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
         out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
         console.print(f"written to {out}")
     _print_differences(client, parents, baseline, level, out, detect)
+    if between or instances:
+        _print_instance_differences(client, parents, between, instances or 5)
 
 
 def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path],
@@ -480,18 +489,58 @@ def _print_differences(client: Any, parents: list, baseline: Optional[str], leve
         console.print(f"written to {path}")
 
 
+def _print_instance_differences(client: Any, parents: list[Any], between: Optional[tuple[str, str]], n: int) -> None:
+    """Per pair of cells: the instances whose scores differ most, with both trace ids."""
+    from perseval.traces import cell_pairs, pair_differences
+
+    try:
+        pairs = cell_pairs(client, parents, between)
+    except ValueError as exc:
+        _error(exc)
+        raise typer.Exit(2)
+    if not pairs:
+        console.print("no cell changed between the runs: no instance to set side by side")
+    for a, b in pairs:
+        rows = pair_differences(a, b, n)
+        console.print(f"\n[bold]{a.data.tags.get('perseval.cell')} ({a.info.run_id[:8]}) vs "
+                      f"{b.data.tags.get('perseval.cell')} ({b.info.run_id[:8]})[/bold]: {len(rows)} instance(s) "
+                      "that differ most", soft_wrap=True)
+        table = Table()
+        for label in ("instance", "repeat", "score A", "score B", "trace A", "trace B"):
+            table.add_column(label, no_wrap=label.startswith("trace"))
+        for r in rows:
+            table.add_row(r["instance_id"], str(r["repeat"]), _score_text(r["score_a"], r["status_a"]),
+                          _score_text(r["score_b"], r["status_b"]), r["trace_a"], r["trace_b"])
+        console.print(table)
+    if pairs:
+        console.print("open a trace in `perseval ui`: Traces tab of the experiment, or "
+                      "http://127.0.0.1:5000/#/experiments/<id>/traces?traceId=<trace id>", soft_wrap=True)
+
+
+def _score_text(score: Optional[float], status: str) -> str:
+    return f"{score:.1f}" if score is not None else status
+
+
 @app.command()
 def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.0.1 the UI listens on"),
        tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db", help="the MLflow store to open (as an "
                                         "experiment's mlflow.tracking_uri; a relative sqlite path is read from "
-                                        "here)")) -> None:
+                                        "here)"),
+       create: bool = typer.Option(False, "--create", help="start on an empty store where TRACKING_URI has none")) -> None:
     """Start the MLflow UI on 127.0.0.1."""
     from perseval.config import MLflowSettings
     from perseval.llm.deployments import HOST
-    from perseval.tracking import resolve_tracking
+    from perseval.tracking import resolve_tracking, sqlite_path
 
+    db = sqlite_path(tracking_uri)
+    if db is not None and not db.is_file() and not create:
+        _error(f"no MLflow store at {db} (from --tracking-uri {tracking_uri}): run `perseval run` in this folder "
+               "first, point --tracking-uri at the experiment's store, or pass --create to start an empty one")
+        raise typer.Exit(2)
     uri, artifacts = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
+    console.print(f"MLflow store: {uri} (artifacts {artifacts}){' (new, empty)' if db and not db.is_file() else ''}",
+                  soft_wrap=True)
     console.print(f"MLflow UI on http://{HOST}:{port} (Ctrl-C stops it)")
     # exec, not a child process: Ctrl-C or a kill of this PID stops the server itself
     os.execve(sys.executable, ui_command(uri, artifacts, port), env)

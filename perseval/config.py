@@ -16,7 +16,7 @@ params, judge bindings) once, failing early with the file and the key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
@@ -198,10 +198,16 @@ class DaskSettings(Strict):
     threads_per_worker: int = Field(1, ge=1)
 
 
+# Which instances become MLflow traces (perseval.traces): all, those that went wrong, or the first N of each
+# cell; None: all when the run holds fewer than 1000 agent outputs, else the first 100 of each cell.
+TraceSelection = Literal["all", "failed"] | Annotated[int, Field(ge=0)] | None
+
+
 class MLflowSettings(Strict):
     experiment: str = "perseval"
     tracking_uri: str = "sqlite:///mlruns/mlflow.db"
     artifact_root: str = "mlruns/artifacts"
+    traces: TraceSelection = None
 
 
 class StatisticsSettings(Strict):

@@ -18,8 +18,9 @@ from perseval.metrics.aggregate import OVERALL
 from perseval.owner import owner_tag
 from perseval.plan import Cell, Plan
 from perseval.store import StageStore
-from perseval.tracking import (OWNER_KEY, ensure_experiment, log_cell, log_parent_summary, mark_abandoned_runs,
-                                tracking_lock)
+from perseval.traces import log_traces, n_outputs, resolve_selection
+from perseval.tracking import (OWNER_KEY, ensure_experiment, headline_metrics, log_cell, log_parent_summary,
+                                mark_abandoned_runs, start_parent_run, tracking_lock)
 
 SMALL_MODEL_WARNING = (
     "Note: the embedded default serves a 135M-parameter model. Its answers and judgments are weak: this run "
@@ -165,8 +166,11 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
     ensure_experiment(exp.experiment.mlflow, base)
     experiment = mlflow.set_experiment(exp.experiment.mlflow.experiment)
     mark_abandoned_runs(MlflowClient(), experiment.experiment_id)  # runs a killed perseval left RUNNING
-    with mlflow.start_run(run_name=exp.experiment.name, tags={OWNER_KEY: owner_tag()}) as parent:
-        log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs)})
+    plain = [c for c in plan.cells if c.run.control is None]  # headline_rows: one row per plain cell, in order
+    row_of = {c.key: r for c, r in zip(plain, rows)}
+    with start_parent_run(exp, experiment.experiment_id, {OWNER_KEY: owner_tag()}) as parent:
+        log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs),
+                                                      **headline_metrics(plain, rows)})
         log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.judges.check)
         mlflow.set_tags(flag_tags(rows))  # a probed judge that does not discriminate (perseval.probes)
         log_control_tables(plan, root, rows)  # the gains per metric and the controls of every cell (perseval.gains)
@@ -174,10 +178,11 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
                                      f"analysis/{unit.data.entry.name}")
-        for cell, row in zip(plan.cells, rows):  # headline_rows makes one row per cell, in this order
+        selection, traced = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells)), []
+        for cell in plan.cells:  # a control cell has no headline row of its own: its gains are on its plain cell
             s = scores[cell.key]
             table = cell_frame(s)
-            extra = uncertainty_metrics(row) | {"outputs_invalid": float(s["outputs"].get("invalid", 0)),
+            extra = uncertainty_metrics(row_of.get(cell.key, {})) | {"outputs_invalid": float(s["outputs"].get("invalid", 0)),
                      "outputs_failed": float(s["outputs"].get("failed", 0)),
                      "judgments_unscored": float(s["judgments"].get("unscored", 0)),
                      "judgments_failed": float(s["judgments"].get("failed", 0))}
@@ -187,5 +192,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
             extra |= control_metrics(cell, rows)  # the gains beside the score (perseval.gains)
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
-            log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s))
+            traced.append((cell, log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s)),
+                           s["headline_metric"]))
+        log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
         return parent.info.run_id

@@ -7,13 +7,16 @@ score tables (CSV, Markdown) and the cell's Parquet outputs.
 from __future__ import annotations
 
 import math
+import sqlite3
 import tempfile
-from contextlib import nullcontext
+import time
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import Any, ContextManager
 
 import mlflow
 import pandas as pd
+import psutil
 import yaml
 from filelock import FileLock
 from mlflow.tracking import MlflowClient
@@ -24,6 +27,15 @@ from perseval.owner import owner_gone
 from perseval.plan import Cell
 
 MAX_PARAM = 6000
+
+
+def sqlite_path(uri: str, base: Path | None = None) -> Path | None:
+    """The database file of an SQLite tracking URI (a relative one from `base`, default the working
+    folder); None for any other back end."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = Path(uri[len("sqlite:///"):])
+    return path if path.is_absolute() else ((base or Path.cwd()) / path).resolve()
 
 
 def resolve_tracking(settings: MLflowSettings, base: Path | None = None) -> tuple[str, str]:
@@ -48,8 +60,19 @@ def tracking_lock(settings: MLflowSettings, base: Path | None = None) -> Context
     return FileLock(uri[len("sqlite:///"):] + ".lock")
 
 
+def write_ahead(uri: str) -> None:
+    """Put an SQLite tracking database in write-ahead-log mode (a setting of the file, kept): each trace span
+    and assessment is its own commit, and a WAL commit costs about a third of a rollback-journal one here
+    (tests/test_traces.py: a 24-trace track 33 s -> 21 s). Readers (the UI) no longer block the writer."""
+    db = sqlite_path(uri)
+    if db is not None and db.parent.is_dir():
+        with closing(sqlite3.connect(db)) as con:
+            con.execute("PRAGMA journal_mode=WAL")
+
+
 def ensure_experiment(settings: MLflowSettings, base: Path | None = None) -> str:
     uri, artifacts = resolve_tracking(settings, base)
+    write_ahead(uri)
     mlflow.set_tracking_uri(uri)
     found = mlflow.get_experiment_by_name(settings.experiment)
     if found is not None:
@@ -178,6 +201,32 @@ def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: d
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "resolved_experiment.yaml").write_text(yaml.safe_dump(exp.model_dump(), sort_keys=False))
         mlflow.log_artifacts(tmp)
+
+
+def parent_run_name(exp: ResolvedExperiment, started: float) -> str:
+    """Distinct per run: the experiment, when it started (UTC) and its configuration's short key."""
+    return f"{exp.experiment.name} {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(started))} {exp.key()[:8]}"
+
+
+def start_parent_run(exp: ResolvedExperiment, experiment_id: str, tags: dict[str, str],
+                     started: float | None = None) -> mlflow.ActiveRun:
+    """The parent run, started when the command started (`started`, default: this process's start), so its
+    Duration in the UI is the run's, not the tracking step's; it ends when the returned context exits."""
+    started = started if started is not None else psutil.Process().create_time()
+    client = MlflowClient()
+    name = first = parent_run_name(exp, started)
+    while "'" not in name and client.search_runs([experiment_id], filter_string=f"attributes.run_name = '{name}'",
+                                                  max_results=1):
+        name = f"{first} #{int(name.rsplit('#', 1)[1]) + 1 if name != first else 2}"  # two runs in one process
+    run = client.create_run(experiment_id, start_time=int(started * 1000), tags=tags, run_name=name)
+    return mlflow.start_run(run_id=run.info.run_id)
+
+
+def headline_metrics(cells: list[Cell], rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Each cell's headline score on the parent run, named after the cell, so the same cell in two runs has
+    the same metric and MLflow's compare view lines them up."""
+    return {"headline/" + "/".join(mlflow_key(part) for part in c.name.split("/")): float(r["score"])
+            for c, r in zip(cells, rows) if r["score"] is not None}
 
 
 def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> list[Any]:

@@ -69,6 +69,8 @@ def test_label_sample_refuses_what_it_cannot_sample_before_building_anything(tmp
                                   "--out-dir", str(tmp_path / "l")])
     assert unknown.exit_code == 2 and "'gpt-x' is not a model" in unknown.output and "smollm2-135m" in unknown.output
     assert not (tmp_path / "l").exists()
+
+
 def test_show_prints_the_effective_settings_as_json_and_starts_nothing(tmp_path):
     """`perseval show --json`: what each cell will send after the experiment's overrides (the quickstart's
     CPU budgets over the agent YAMLs' paper ones), one row per cell with its keys."""
@@ -88,3 +90,38 @@ def test_show_prints_the_effective_settings_as_json_and_starts_nothing(tmp_path)
     assert {c["name"]: c["run_key"] for c in shown["cells"]} == {c.name: c.run.key for c in plan.cells}
     plain = runner.invoke(app, ["show", str(config)])
     assert plain.exit_code == 0 and "iba-rag:" in plain.output and "max_tokens: 192" in plain.output
+
+
+class _Exec(Exception):
+    """What `ui` would have exec'd (the test process must not become the MLflow server)."""
+
+
+def _no_exec(monkeypatch):
+    def fake(path, args, env):
+        raise _Exec(args)
+
+    monkeypatch.setattr("flows.cli.os.execve", fake)
+
+
+def test_ui_refuses_a_folder_without_a_store_unless_asked_to_create_one(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _no_exec(monkeypatch)
+    refused = runner.invoke(app, ["ui"])
+    db = tmp_path / "mlruns" / "mlflow.db"
+    assert refused.exit_code == 2 and str(db) in refused.output and "--create" in refused.output
+    assert not (tmp_path / "mlruns").exists()  # nothing made
+    created = runner.invoke(app, ["ui", "--create", "--port", "5123"])
+    assert isinstance(created.exception, _Exec), created.output
+    args = created.exception.args[0]
+    assert args[args.index("--backend-store-uri") + 1] == f"sqlite:///{db}" and args[args.index("--port") + 1] == "5123"
+    assert f"MLflow store: sqlite:///{db}" in created.output.replace("\n", "")
+
+
+def test_ui_says_which_existing_store_it_opens(tmp_path, monkeypatch):
+    db = tmp_path / "elsewhere" / "m.db"
+    db.parent.mkdir()
+    db.write_bytes(b"")
+    _no_exec(monkeypatch)
+    opened = runner.invoke(app, ["ui", "--tracking-uri", f"sqlite:///{db}"])
+    assert isinstance(opened.exception, _Exec) and f"MLflow store: sqlite:///{db}" in opened.output.replace("\n", "")
+    assert "new, empty" not in opened.output

@@ -1,7 +1,10 @@
 """The MLflow UI as a user meets it, in a real browser (Debian's Chromium driven by Playwright): after two
 runs of a small quickstart, `perseval ui` shows the experiment, the parent runs, a child run's params
 (model, retriever, judge) and metrics, an analysis figure, and the compare view of the two runs, whose
-screenshot is saved under the test's tmp dir."""
+screenshot is saved under the test's tmp dir. And a quickstart-like run's instances as traces (the real
+stage records of tests/trace_runs.py, tracked twice): filtered by agent, one instance opened with its
+retrieval span, LLM span and the judge's assessments with their rationale, and the compare view of the two
+runs showing every cell's headline score; screenshots under the test's tmp dir (paths printed)."""
 from __future__ import annotations
 
 import json
@@ -21,6 +24,7 @@ from mlflow.tracking import MlflowClient
 from perseval.llm.deployments import free_port
 
 from .conftest import CONFIGS, cpu_overrides
+from .trace_runs import make_run, track_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.integration, pytest.mark.browser,
@@ -50,24 +54,31 @@ def two_runs(tmp_path_factory, prefect_api) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def ui(two_runs: Path):
+def _serve_ui(folder: Path):
+    """`perseval ui` in `folder` until the generator is closed; yields its base URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "ui", "--port", str(port)], cwd=two_runs,
-                            stdout=open(two_runs / "ui.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "ui", "--port", str(port)], cwd=folder,
+                            stdout=open(folder / "ui.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{base}/health", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(1)
-    else:
-        raise AssertionError((two_runs / "ui.log").read_text()[-3000:])
-    yield base
-    os.killpg(proc.pid, signal.SIGTERM)
-    proc.wait(timeout=60)
+    try:
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(1)
+        else:
+            raise AssertionError((folder / "ui.log").read_text()[-3000:])
+        yield base
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def ui(two_runs: Path):
+    yield from _serve_ui(two_runs)
 
 
 def test_the_mlflow_ui_shows_runs_params_figures_and_the_compare_view(two_runs, ui, tmp_path):
@@ -103,3 +114,102 @@ def test_the_mlflow_ui_shows_runs_params_figures_and_the_compare_view(two_runs, 
         page.screenshot(path=str(shot), full_page=True)
         browser.close()
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
+
+
+@pytest.fixture(scope="module")
+def traced(tmp_path_factory):
+    """A quickstart-like IBA run (real stage records on an LLM stand-in) tracked twice, and its UI."""
+    work = tmp_path_factory.mktemp("traced")
+    exp, plan, root = make_run(work)
+    parents = [track_run(exp, plan, root, work) for _ in range(2)]
+    server = _serve_ui(work)
+    yield exp, plan, root, work, parents, next(server)
+    server.close()
+
+
+def _dismiss(page) -> None:
+    """MLflow 3's first-visit popover and assistant panel cover the table: close them when they show."""
+    for name in ("Got it", "Close"):
+        target = page.get_by_text(name, exact=True) if name == "Got it" else page.get_by_label(name, exact=True)
+        try:
+            target.first.click(timeout=5_000)
+        except playwright.Error:
+            pass
+
+
+def test_the_traces_of_a_run_filter_by_agent_and_show_spans_and_assessments(traced, tmp_path):
+    exp, plan, root, work, parents, base = traced
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{work / 'mlruns' / 'mlflow.db'}")
+    experiment = mlflow.get_experiment_by_name(exp.experiment.mlflow.experiment).experiment_id
+    every = mlflow.search_traces(locations=[experiment], return_type="list", include_spans=False)
+    rag = [t for t in every if t.info.tags["perseval.agent"] == "iba-rag"]
+    # the instance to open: a Generate task the LLM judge scored, with a verdict and its reason
+    chosen = next(t for t in rag if t.info.tags["perseval.judge"] == "stub-judge" and t.info.tags[
+        "perseval.status"] == "scored" and any(a.rationale and a.error is None for a in t.info.assessments))
+    verdict = next(a for a in chosen.info.assessments if a.name.startswith("checkpoint/") and a.error is None)
+    full = mlflow.get_trace(chosen.info.trace_id)
+    passage = next(s for s in full.data.spans if s.name == "retrieve").outputs[0]["page_content"]
+    shots = []
+    with playwright.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+
+        def shot(name: str) -> None:
+            shots.append(tmp_path / f"{name}.png")
+            page.screenshot(path=str(shots[-1]), full_page=True)
+
+        rows = page.locator("input[aria-label^='Select trace tr-']")
+        page.goto(f"{base}/#/experiments/{experiment}/traces")
+        rows.first.wait_for(timeout=90_000)
+        _dismiss(page)
+        page.wait_for_function(f"document.querySelectorAll(\"input[aria-label^='Select trace tr-']\").length == "
+                               f"{len(every)}", timeout=60_000)
+        # filter by agent: Filters -> Tag perseval.agent = iba-rag
+        page.get_by_label("Filters", exact=True).click()
+        page.get_by_text("State", exact=True).last.click()
+        page.get_by_role("option", name="Tag", exact=True).click()
+        page.get_by_label("Filter key").fill("perseval.agent")
+        page.get_by_label("Filter value").fill("iba-rag")
+        page.get_by_text("Apply filters").click()
+        page.wait_for_function(f"document.querySelectorAll(\"input[aria-label^='Select trace tr-']\").length == "
+                               f"{len(rag)}", timeout=60_000)
+        shown = {rows.nth(i).get_attribute("aria-label").split()[-1] for i in range(rows.count())}
+        assert shown == {t.info.trace_id for t in rag} and len(rag) < len(every)
+        shot("traces-filtered-by-agent")
+        # one instance: its spans, then the retrieval's passages, the LLM call, the judge's verdicts
+        page.goto(f"{base}/#/experiments/{experiment}/traces?traceId={chosen.info.trace_id}")
+        page.get_by_text("answer extraction", exact=True).first.wait_for(timeout=90_000)
+        _dismiss(page)
+        page.get_by_text("retrieve", exact=True).first.click()
+        page.get_by_text(passage[:40]).first.wait_for(timeout=30_000)
+        shot("trace-retrieval-span")
+        page.get_by_text("generate", exact=True).first.click()
+        page.get_by_text("stub-api", exact=True).filter(visible=True).first.wait_for(timeout=30_000)  # its model
+        shot("trace-llm-span")
+        page.get_by_text(full.data.spans[0].name, exact=True).first.click()  # the root: the trace's assessments
+        page.get_by_label("Assess trace", exact=False).click()
+        label = page.get_by_text(verdict.name.split("/")[-1], exact=True).last  # the UI shows checkpoint/x as x
+        label.locator("xpath=ancestor::div[3]").locator(
+            "[data-component-id='shared.model-trace-explorer.toggle-assessment-expanded']").click()
+        page.get_by_text(verdict.rationale).first.wait_for(timeout=30_000)
+        assert "stub-judge" in page.inner_text("body")
+        shot("trace-assessments")
+        # the compare view of the two runs: every cell's headline score, under the same name in both
+        ids = json.dumps(parents)
+        page.goto(f"{base}/#/compare-runs?runs={ids}&experiments={json.dumps([experiment])}")
+        page.get_by_text("Comparing 2 Runs").first.wait_for(timeout=90_000)
+        metric = page.get_by_text("headline/iba/iba-rag/stub-api/bm25/stub-judge").first
+        metric.wait_for(timeout=60_000)
+        text = page.inner_text("body")
+        shot("compare-two-runs")  # run names, start, end and duration; the metrics table scrolls apart, so
+        # the scores are checked in the page's text below
+        browser.close()
+    client = MlflowClient(f"sqlite:///{work / 'mlruns' / 'mlflow.db'}")
+    scores = {k: v for k, v in client.get_run(parents[0]).data.metrics.items() if k.startswith("headline/")}
+    assert scores and all(k in text for k in scores)
+    assert f"{scores['headline/iba/iba-oracle/-/-/iba.slots']:.0f}" in text  # the oracle's 100 on slots
+    for path in shots:
+        print(f"screenshot: {path}")
+        assert path.stat().st_size > 20_000  # a rendered page, not a blank one

@@ -38,10 +38,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+VLLM_PYTHON_ENV = "PERSEVAL_VLLM_PYTHON"
+VLLM_VENV = Path(__file__).resolve().parents[2] / ".venv-vllm"  # what `make install-gpu` builds
+
+
+def vllm_python(dep: DeploymentConfig) -> str | None:
+    """The interpreter that has vLLM (it pins its own torch, so it lives in its own environment): the
+    deployment's `vllm.python`, else $PERSEVAL_VLLM_PYTHON, else the project's .venv-vllm; None: `vllm` on PATH."""
+    found = VLLM_VENV / "bin" / "python"
+    return dep.vllm.python or os.environ.get(VLLM_PYTHON_ENV) or (str(found) if found.exists() else None)
+
+
 def vllm_command(model: ModelConfig, dep: DeploymentConfig, port: int) -> list[str]:
     """The launch command of a vLLM OpenAI-compatible server for `model` as `dep` serves it."""
-    v = dep.vllm
-    head = [v.python, "-m", "vllm.entrypoints.openai.api_server", "--model", model.source] if v.python \
+    v, python = dep.vllm, vllm_python(dep)
+    head = [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model.source] if python \
         else ["vllm", "serve", model.source]
     cmd = head + [
         "--host", HOST, "--port", str(port), "--served-model-name", model.name,

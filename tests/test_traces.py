@@ -1,0 +1,239 @@
+"""Every instance of a cell as an MLflow trace: from real stage records (tests/trace_runs.py: the real stage
+functions on an OpenAI-compatible stand-in), through `report.track`, read back with `mlflow.search_traces`.
+Checked against the Parquet records themselves: spans (retrievals with gold evidence, LLM calls with tokens
+and cache, answer extraction), assessments (value, rationale, unscored with its raw text), tags that filter,
+a second track that writes no trace, the selection option, `perseval compare --between`, and the parent
+run's name, duration and headline metrics."""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+
+import mlflow
+import psutil
+import pytest
+from mlflow.entities import SpanType
+from mlflow.tracing.constant import SpanAttributeKey
+from mlflow.tracking import MlflowClient
+from pydantic import ValidationError
+from typer.testing import CliRunner
+
+from flows.cli import app
+from perseval.config import MLflowSettings, load_experiment
+from perseval.plan import make_plan
+from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.store import StageStore
+from perseval.traces import AUTO_LIMIT, AUTO_PER_CELL, Outcome, resolve_selection, select, write_trace
+from tests.trace_runs import EXPERIMENT, UNREADABLE, make_run, track_run, write_configs
+
+EXP_NAME = EXPERIMENT["mlflow"]["experiment"]
+
+
+@pytest.fixture(scope="module")
+def tracked(tmp_path_factory):
+    """The stand-in run tracked twice: (experiment, plan, root, workdir, [first parent id, second], store uri,
+    seconds of each track)."""
+    work = tmp_path_factory.mktemp("traces")
+    exp, plan, root = make_run(work)
+    seconds, parents = [], []
+    for _ in range(2):
+        t0 = time.monotonic()
+        parents.append(track_run(exp, plan, root, work))
+        seconds.append(time.monotonic() - t0)
+    uri = f"sqlite:///{work / 'mlruns' / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    return exp, plan, root, work, parents, uri, seconds
+
+
+def _experiment_id() -> str:
+    return mlflow.get_experiment_by_name(EXP_NAME).experiment_id
+
+
+def _children(parent: str) -> dict[str, object]:
+    runs = MlflowClient().search_runs([_experiment_id()], filter_string=f"tags.mlflow.parentRunId = '{parent}'")
+    return {r.data.tags["perseval.score_key"]: r for r in runs}
+
+
+def _traces(filter_string: str, **kw) -> list:
+    return mlflow.search_traces(locations=[_experiment_id()], filter_string=filter_string, return_type="list", **kw)
+
+
+def test_every_output_of_every_cell_is_one_trace_linked_to_its_cell_run(tracked):
+    exp, plan, root, _, parents, _, _ = tracked
+    children = _children(parents[0])
+    for cell in plan.cells:
+        outputs = StageStore(root, "run", cell.run.key).read_records(AgentOutput)
+        traces = mlflow.search_traces(locations=[_experiment_id()], run_id=children[cell.key].info.run_id,
+                                      return_type="list", include_spans=False)
+        assert sorted((t.info.tags["perseval.instance_id"], t.info.tags["perseval.repeat"]) for t in traces) == \
+            sorted((o.instance_id, str(o.repeat)) for o in outputs), cell.name
+        assert {t.info.tags["perseval.cell"] for t in traces} == {cell.name}
+
+
+def test_tags_filter_by_agent_user_status_and_score(tracked):
+    exp, plan, root, *_ = tracked
+    rag = next(c for c in plan.cells if c.agent == "iba-rag" and c.judge == "stub-judge")
+    by_agent = _traces("tags.`perseval.agent` = 'iba-rag' AND tags.`perseval.judge` = 'stub-judge'")
+    assert {t.info.tags["perseval.score_key"] for t in by_agent} == {rag.key}
+    instances = {i.instance_id: i for i in StageStore(root, "data", rag.run.data.key).read_records(Instance)}
+    for t in by_agent:
+        assert t.info.tags["perseval.user_id"] == instances[t.info.tags["perseval.instance_id"]].user_id
+    # the instance scores the score stage wrote, as the score tag; instances nobody scored carry none
+    values = {s.instance_id: s.value for s in StageStore(root, "score", rag.key).read_records(InstanceScore)
+              if s.metric == "score" and s.value is not None}
+    zero = {i for i, v in values.items() if v == 0}
+    found = _traces(f"tags.`perseval.score_key` = '{rag.key}' AND tags.`perseval.score` = '0'")
+    assert {t.info.tags["perseval.instance_id"] for t in found} == zero
+    statuses = Counter(t.info.tags["perseval.status"] for t in by_agent)
+    assert statuses["scored"] == len(values)
+    # the IBA payload's scalars filter too: the dynamic-preference instances
+    dynamic = {i for i, inst in instances.items() if inst.payload.get("dynamic") is True}
+    got = _traces(f"tags.`perseval.score_key` = '{rag.key}' AND tags.`perseval.payload.dynamic` = 'True'")
+    assert {t.info.tags["perseval.instance_id"] for t in got} == dynamic
+
+
+def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extraction(tracked):
+    exp, plan, root, *_ = tracked
+    rag = next(c for c in plan.cells if c.agent == "iba-rag" and c.judge == "stub-judge")
+    docs = StageStore(root, "documents", rag.run.data.key).read_records(Document)
+    gold = {(d.owner, d.doc_id) for d in docs if d.meta.get("supports")}
+    outputs = {o.instance_id: o for o in StageStore(root, "run", rag.run.key).read_records(AgentOutput)}
+    marked = 0
+    for t in _traces(f"tags.`perseval.score_key` = '{rag.key}'"):
+        out, user = outputs[t.info.tags["perseval.instance_id"]], t.info.tags["perseval.user_id"]
+        spans = {s.span_type: s for s in t.data.spans}
+        root_span = next(s for s in t.data.spans if s.parent_id is None)
+        assert root_span.inputs["query"] and root_span.outputs["text"] == out.text
+        retrieval = spans[SpanType.RETRIEVER]
+        recorded = out.trace[0]["passages"]
+        assert [d["id"] for d in retrieval.outputs] == [p["doc_id"] for p in recorded]
+        assert [d["metadata"]["score"] for d in retrieval.outputs] == [p["score"] for p in recorded]
+        assert [d["metadata"]["gold_evidence"] for d in retrieval.outputs] == \
+            [(user, p["doc_id"]) in gold for p in recorded]
+        marked += sum(d["metadata"]["gold_evidence"] for d in retrieval.outputs)
+        llm = spans[SpanType.CHAT_MODEL]
+        generate = out.trace[1]
+        assert llm.attributes[SpanAttributeKey.CHAT_USAGE] == {
+            "input_tokens": generate["prompt_tokens"], "output_tokens": generate["completion_tokens"],
+            "total_tokens": generate["prompt_tokens"] + generate["completion_tokens"]}
+        assert llm.attributes["cached"] is generate["cached"] and llm.attributes["role"] == "agent"
+        parser = spans[SpanType.PARSER]
+        assert parser.inputs["raw"] == out.text and parser.outputs["parsed"] == out.parsed
+        assert parser.outputs["status"] == out.status
+    assert marked > 0  # some retrieved passage is gold evidence, so the mark is not always False
+
+
+def test_assessments_are_the_judges_verdicts_with_rationale_and_unscored_raw_text(tracked):
+    exp, plan, root, *_ = tracked
+    cell = next(c for c in plan.cells if c.agent == "iba-rag" and c.judge == "stub-judge")
+    judgments = StageStore(root, "judge", cell.judged.key).read_records(Judgment)
+    assert {j.status for j in judgments} == {"scored", "unscored"}  # the stand-in leaves some unreadable
+    got = {}
+    for t in _traces(f"tags.`perseval.score_key` = '{cell.key}'", include_spans=False):
+        for a in t.info.assessments:
+            got[(t.info.tags["perseval.instance_id"], a.name)] = a
+    for j in judgments:
+        a = got[(j.instance_id, f"{j.kind}/{j.item_id}")]
+        assert a.source.source_id == "stub-judge" and a.source.source_type == "LLM_JUDGE"
+        if j.status == "scored":
+            assert a.value == j.score and a.rationale == j.feedback and a.error is None
+        else:
+            assert a.value is None and a.error.error_code == "UNSCORED" and a.error.error_message == UNREADABLE
+    assert sum(a.rationale is not None and a.error is None for a in got.values()) > 0
+
+
+def test_a_second_track_writes_no_trace_and_links_the_first_ones(tracked):
+    exp, plan, root, _, parents, _, seconds = tracked
+    all_traces = _traces("", include_spans=False)
+    n_outputs = sum(len(StageStore(root, "run", c.run.key).read_records(AgentOutput)) for c in plan.cells)
+    assert len(all_traces) == n_outputs  # one per output of each cell, not two
+    first, second = _children(parents[0]), _children(parents[1])
+    for key, run in second.items():
+        counts = json.loads(run.data.tags["perseval.traces"])
+        assert counts["written"] == 0 and counts["linked"] == json.loads(first[key].data.tags["perseval.traces"])[
+            "written"] > 0
+        linked = mlflow.search_traces(locations=[_experiment_id()], run_id=run.info.run_id, return_type="list",
+                                      include_spans=False)
+        assert len(linked) == counts["linked"]
+    print(f"track seconds: first {seconds[0]:.1f}, second {seconds[1]:.1f} ({n_outputs} traces)")
+    assert seconds[1] < seconds[0]
+
+
+def test_parent_runs_have_distinct_names_real_start_and_each_cells_headline(tracked):
+    exp, plan, root, _, parents, _, _ = tracked
+    client = MlflowClient()
+    runs = [client.get_run(p) for p in parents]
+    assert len({r.info.run_name for r in runs}) == 2
+    assert all(r.info.run_name.startswith(f"{exp.experiment.name} ") and exp.key()[:8] in r.info.run_name
+               for r in runs)
+    started = int(psutil.Process().create_time() * 1000)  # this process ran both "runs"
+    assert all(r.info.start_time == started and r.info.end_time > started for r in runs)
+    for run in runs:
+        children = _children(run.info.run_id)
+        for cell in plan.cells:
+            child = children[cell.key]
+            metric = child.data.tags["perseval.headline_metric"]
+            name = "headline/" + cell.name
+            if metric in child.data.metrics:
+                assert run.data.metrics[name] == child.data.metrics[metric]
+    assert {k for k in runs[0].data.metrics if k.startswith("headline/")} == \
+        {k for k in runs[1].data.metrics if k.startswith("headline/")} != set()
+
+
+def test_compare_between_two_cells_prints_the_instances_that_differ_most_with_trace_ids(tracked):
+    exp, plan, root, _, parents, uri, _ = tracked
+    rag = next(c for c in plan.cells if c.agent == "iba-rag" and c.judge == "iba.slots")
+    oracle = next(c for c in plan.cells if c.agent == "iba-oracle" and c.judge == "iba.slots")
+    result = CliRunner().invoke(app, ["compare", parents[1], "--between", rag.name, oracle.name, "--instances", "3",
+                                      "--tracking-uri", uri])
+    assert result.exit_code == 0, result.output
+    scores = {c.key: {s.instance_id: s.value for s in StageStore(root, "score", c.key).read_records(InstanceScore)
+                      if s.metric == "score"} for c in (rag, oracle)}
+    gaps = {i: abs(scores[oracle.key][i] - scores[rag.key][i]) for i in scores[rag.key]
+            if scores[rag.key][i] is not None and scores[oracle.key].get(i) is not None}
+    top = max(gaps, key=gaps.get)
+    assert gaps[top] > 0 and top in result.output
+    ids = {t.info.tags["perseval.score_key"]: t.info.trace_id for t in
+           _traces(f"tags.`perseval.instance_id` = '{top}'", include_spans=False)}
+    assert ids[rag.key] in result.output and ids[oracle.key] in result.output
+    bad = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba/nope", oracle.name, "--tracking-uri", uri])
+    assert bad.exit_code == 2 and "names 0 cells" in bad.output
+
+
+def _outcome(iid: str, score: float | None, status: str = "ok") -> Outcome:
+    inst = Instance(iid, "iba", "u", "g", "q")
+    return Outcome(inst, AgentOutput(iid, "a", 0, "x", status=status), [], score)
+
+
+def test_selection_all_failed_and_first_n():
+    outs = [_outcome("c", 100.0), _outcome("a", 0.0), _outcome("b", None, "failed"), _outcome("d", 50.0)]
+    assert select(outs, "all") == outs
+    assert [o.instance.instance_id for o in select(outs, "failed")] == ["a", "b"]
+    assert [o.instance.instance_id for o in select(outs, 2)] == ["a", "b"]  # the first two ids, not the first two rows
+    assert resolve_selection(None, AUTO_LIMIT - 1) == "all" and resolve_selection(None, AUTO_LIMIT) == AUTO_PER_CELL
+    assert resolve_selection("failed", 10) == "failed"
+    with pytest.raises(ValidationError):
+        MLflowSettings(traces="some")
+    with pytest.raises(ValidationError):
+        MLflowSettings(traces=-1)
+
+
+def test_tool_calls_of_a_react_agent_are_tool_spans(tmp_path):
+    """The step shape perseval.benchmarks.apeb.agents.react records for a tool call and for the finish."""
+    cell = make_plan(load_experiment(write_configs(tmp_path))).cells[0]
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    out = AgentOutput("i1", "apeb-react", 0, '{"ranking": ["p1"]}', parsed={"ranking": ["p1"]}, trace=[
+        {"step": "act", "turn": 0, "via": "text", "thought": "look at the history", "tool": "search_history",
+         "arguments": {"query": "running shoes"}, "observation": "2 views of p1"},
+        {"step": "act", "turn": 1, "via": "text", "thought": "done", "tool": "finish",
+         "arguments": {"ranking": ["p1"]}, "observation": "accepted", "repair": ["dropped 1 unknown id"]}])
+    mlflow.set_experiment("tool-spans")
+    trace_id = write_trace(cell, Outcome(Instance("i1", "apeb", "u", "g", "q"), out), "run-x", {})
+    mlflow.flush_trace_async_logging(terminate=False)
+    spans = mlflow.get_trace(trace_id).data.spans
+    tools = [s for s in spans if s.span_type == SpanType.TOOL]
+    assert [s.name for s in tools] == ["tool: search_history", "tool: finish"]
+    assert tools[0].inputs["arguments"] == {"query": "running shoes"} and tools[0].outputs["observation"] == "2 views of p1"
+    parser = next(s for s in spans if s.span_type == SpanType.PARSER)
+    assert parser.outputs["repairs"] == [["dropped 1 unknown id"]]

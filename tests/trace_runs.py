@@ -1,0 +1,123 @@
+"""A small quickstart-like IBA run for the MLflow trace tests, made without the embedded LLM: the real stage
+functions (construct, bm25 index, run, judge, score) write their real Parquet records, with an
+OpenAI-compatible stand-in on 127.0.0.1 as backbone and judge; then `report.track` logs it as `perseval run`
+does. The stand-in's judge gives every verdict a reason and leaves every fourth checkpoint unreadable
+(unscored, with its raw text), so assessments carry rationales and errors."""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from perseval.config import ResolvedExperiment, load_experiment
+from perseval.cost import UnitRecords, plan_cost
+from perseval.llm.endpoint import Endpoint
+from perseval.llm.identity import identity_label
+from perseval.plan import Plan, make_plan, shards
+from perseval.report import headline_rows, track
+from perseval.stages import Runtime, construct, index, judge, run_shard, score, score_summary
+from perseval.store import StageStore
+from tests.http_stub import JsonHandler, completion, serve
+
+from .conftest import CONFIGS
+
+MODEL = "stub-api"
+EXPERIMENT = {
+    "name": "traces-demo", "seed": 7, "shard_size": 2, "backbones": [MODEL], "retrievers": ["bm25"],
+    "judges": ["stub-judge"],
+    "benchmarks": [{"name": "iba", "sample": 4, "params": {"noise_per_evidence": 3},
+                    "agents": ["iba-rag", "iba-agent", "iba-oracle"]}],
+    "mlflow": {"experiment": "perseval-traces-demo"},
+}
+UNREADABLE = "I cannot decide"  # what the stand-in judge answers to every fourth checkpoint
+
+
+def verdict(messages: list[dict[str, Any]]) -> str:
+    """A judge answer fixed by the request text: met or not with a reason, or (one in four) unreadable."""
+    digest = int(hashlib.sha256(json.dumps(messages).encode()).hexdigest(), 16)
+    if digest % 4 == 0:
+        return UNREADABLE
+    met = digest % 4 != 1
+    reason = ("the answer follows the preference the history shows" if met else
+              "the answer ignores the preference the history shows")
+    return json.dumps({"verdict": met, "reason": reason})
+
+
+class Handler(JsonHandler):
+    def do_POST(self) -> None:
+        body = self.request_json()
+        schema = json.dumps(body.get("response_format") or {})
+        if '"verdict"' in schema:
+            text = verdict(body["messages"])
+        elif body.get("response_format"):
+            text = "{}"
+        else:
+            text = "A plan that keeps to the habits you showed before: short steps, mornings first."
+        self.reply(200, completion(text))
+
+
+@contextmanager
+def stub_llm() -> Iterator[str]:
+    with serve(Handler) as url:
+        yield f"{url}/v1"
+
+
+def write_configs(root: Path, experiment: dict[str, Any] | None = None) -> Path:
+    """The shipped configs, the stand-in model behind an `openai` endpoint, its judge, and the experiment."""
+    cfg = root / "configs"
+    shutil.copytree(CONFIGS, cfg, dirs_exist_ok=True)
+    (cfg / "models" / f"{MODEL}.yaml").write_text(yaml.safe_dump(
+        {"name": MODEL, "format": "api", "source": "stub", "deployment": "stub-endpoint",
+         "sampling": {"temperature": 0.0, "max_tokens": 64}}))
+    (cfg / "deployments" / "stub-endpoint.yaml").write_text(yaml.safe_dump(
+        {"name": "stub-endpoint", "kind": "openai", "base_url": "http://127.0.0.1:9/v1", "retries": 0}))
+    (cfg / "judges" / "stub-judge.yaml").write_text(yaml.safe_dump({"name": "stub-judge", "model": MODEL}))
+    path = cfg / "experiments" / "traces.yaml"
+    path.write_text(yaml.safe_dump(experiment or EXPERIMENT))
+    return path
+
+
+def compute(exp: ResolvedExperiment, plan: Plan, root: str, url: str) -> Runtime:
+    """Every stage up to score, with the real stage functions, on the stand-in."""
+    endpoint = Endpoint(MODEL, "openai", url, "stub", identity_label(exp.models[MODEL]), None, 4, 10.0, 0)
+    rt = Runtime(root, "trace-test", str(Path(root) / "cache.sqlite"), exp.experiment.shard_size,
+                 endpoints={MODEL: endpoint})
+    for unit in plan.data:
+        construct(unit, rt)
+    for unit in plan.index:
+        index(unit, rt)
+    n = {u.key: rt.store("data", u.key).manifest()["n_instances"] for u in plan.data}
+    for run in plan.runs():
+        for s in shards(n[run.data.key], rt.shard_size):
+            run_shard(run, s, rt)
+    for unit in plan.judgings():
+        for s in shards(n[unit.run.data.key], rt.shard_size):
+            judge(unit, s, rt)
+    for cell in plan.cells:
+        score(cell, rt)
+    return rt
+
+
+def track_run(exp: ResolvedExperiment, plan: Plan, root: str, base: Path) -> str:
+    """`report.track` as the evaluate flow calls it (no analysis files); returns the parent run id."""
+    n = {u.key: StageStore(root, "data", u.key).manifest()["n_instances"] for u in plan.data}
+    scores = {c.key: score_summary(root, c) for c in plan.cells}
+    costs = plan_cost(exp, plan, UnitRecords(root, {k: shards(v, exp.experiment.shard_size) for k, v in n.items()}),
+                      "trace-test")
+    rows = headline_rows(plan, scores, costs)
+    return track(exp, plan, root, scores, {u.key: {"files": []} for u in plan.analyses}, {}, costs, rows, base)
+
+
+def make_run(workdir: Path, experiment: dict[str, Any] | None = None) -> tuple[ResolvedExperiment, Plan, str]:
+    """Configs under `workdir`, every stage computed on the stand-in; (experiment, plan, output root)."""
+    exp = load_experiment(write_configs(workdir, experiment))
+    plan = make_plan(exp)
+    root = str(workdir / "runs")
+    with stub_llm() as url:
+        compute(exp, plan, root, url)
+    return exp, plan, root
