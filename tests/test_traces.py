@@ -20,7 +20,8 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from flows.cli import app
-from perseval.config import MLflowSettings, load_experiment
+from perseval.config import MLflowSettings
+from perseval.experiment import load_experiment
 from perseval.plan import make_plan
 from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.store import StageStore

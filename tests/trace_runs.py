@@ -14,7 +14,8 @@ from typing import Any, Iterator
 
 import yaml
 
-from perseval.config import ResolvedExperiment, load_experiment
+from perseval.config import ResolvedExperiment
+from perseval.experiment import load_experiment
 from perseval.cost import UnitRecords, plan_cost
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
