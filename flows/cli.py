@@ -395,7 +395,7 @@ def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, 
     """A judge against human labels, per criterion: Pearson, Spearman, quadratic-weighted kappa and
     Krippendorff's alpha with user-resampled bootstrap intervals, and the confusion matrices."""
     from perseval.errors import PersevalError
-    from perseval.judges.check import format_table, judge_check as check, log_validity
+    from perseval.judge_check import format_table, judge_check as check, log_validity
 
     apply_offline_env()
     exp, _ = _load_or_exit(config)

@@ -12,7 +12,7 @@ from perseval.comparisons import baseline_comparisons, comparison_fields
 from perseval.config import ResolvedExperiment
 from perseval.cost import PlanCost
 from perseval.gains import control_metrics, log_control_tables
-from perseval.judges.check import log_run_validity
+from perseval.judge_check import log_run_validity
 from perseval.probes import flag_tags
 from perseval.metrics.aggregate import OVERALL
 from perseval.owner import owner_tag
@@ -171,7 +171,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
     with start_parent_run(exp, experiment.experiment_id, {OWNER_KEY: owner_tag()}) as parent:
         log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs),
                                                       **headline_metrics(plain, rows)})
-        log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.judges.check)
+        log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.judge_check)
         mlflow.set_tags(flag_tags(rows))  # a probed judge that does not discriminate (perseval.probes)
         log_control_tables(plan, root, rows)  # the gains per metric and the controls of every cell (perseval.gains)
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark

@@ -381,5 +381,5 @@ def test_table4_intervals_resample_users() -> None:
                           for k, v in enumerate(tones)])
     row = table4_ci(frame, []).set_index(["Agent", "Column"]).loc[("sel", "Tone")]
     est = cluster_mean(tones, users)
-    assert row["mean"] == pytest.approx(table4(frame).loc[0, "Tone"])
+    assert row["mean"] == pytest.approx(table4(frame, {"sel": ResponderParams()}).loc[0, "Tone"])
     assert (row["ci_low"], row["ci_high"], row["n_users"], row["n"]) == (est.ci_low, est.ci_high, 6, 12)

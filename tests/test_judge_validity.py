@@ -117,7 +117,7 @@ def test_labels_join_the_judges_scores_and_an_ambiguous_label_must_name_its_agen
 def test_judge_check_reads_the_judgments_a_computed_run_stored(tmp_path):
     """The IBA oracle's slot judgments (a rule judge, so no model) against labels that agree on all but one."""
     from perseval.experiment import load_experiment
-    from perseval.judges.check import judge_check
+    from perseval.judge_check import judge_check
     from perseval.plan import make_plan
     from perseval.stages import Runtime
     from perseval.store import StageStore
@@ -153,7 +153,7 @@ def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp
     """Real meta-test pairs of the bundled sample; an evaluator whose scores are the human's (x20) agrees
     perfectly, one off by one step on need alignment does not."""
     from perseval.experiment import load_experiment
-    from perseval.judges.check import meta_test_pairs
+    from perseval.judge_check import meta_test_pairs
     from perseval.plan import make_plan
     from perseval.records import InstanceScore
     from perseval.stages import Runtime, construct, load_instances
