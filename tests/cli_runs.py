@@ -110,7 +110,8 @@ def reference(workdir, prefect_api, experiment) -> dict:
     assert rc == 0, out[-3000:]
     # every cell complete, and scored wherever it has something to score (the slot rule has nothing to
     # score when the sample holds no CallAPI task: score None, n 0)
-    assert all(r["status"] == "complete" and (r["score"] is not None or r["n"] == 0)
+    # (a cell with nothing to judge is "no items", never "complete" with n 0)
+    assert all((r["status"] == "complete" and r["score"] is not None) or (r["status"] == "no items" and r["n"] == 0)
                for r in summary["headline"]), summary["headline"]
     assert any(r["score"] is not None for r in summary["headline"]), summary["headline"]
     return summary
