@@ -33,10 +33,10 @@ selection). Real chat text: a release made from a dialogue-act-annotated movie-r
 (ReDial/IARD as shipped in iai-group/UserSimCRS, data/datasets/iard/formatted_IARD_annotated_gold.json),
 kept outside the repository:
 
-    python scripts/chat_corpus_to_iba_release.py iard.json /tmp/iard_release     # 30 users, 900 turns, 75 evidence
-    PYTHONPATH=/work/main python /work/main/scripts/measure_iba_evidence_context.py \
-        --source /tmp/iard_release --sample 12 --traces before.jsonl             # before (main's tree)
-    PYTHONPATH=. python scripts/measure_iba_evidence_context.py --source /tmp/iard_release --sample 12 \
+    python scripts/chat_corpus_to_iba_release.py iard.json iard_release     # 30 users, 900 turns, 75 evidence
+    PYTHONPATH=. python scripts/measure_iba_evidence_context.py \
+        --source iard_release --sample 12 --traces before.jsonl             # before (a checkout of the previous main)
+    PYTHONPATH=. python scripts/measure_iba_evidence_context.py --source iard_release --sample 12 \
         --traces after.jsonl                                                    # after
     ... --construct 12 ...                                                      # constructed, both trees
 
