@@ -2,7 +2,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# llama-cpp-python has no binary wheel: it compiles (about 7 min with these flags, 15 without);
+# llama-cpp-python has no binary wheel: it compiles (about 7-10 min with these flags, 15 without);
 # pip's wheel cache makes later installs fast.
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
@@ -15,7 +15,13 @@ $(VENV)/.installed: pyproject.toml
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[dev]'
 	touch $@
 
-install: $(VENV)/.installed
+# llama.cpp's own server, the embedded default (parallel slots, continuous batching, prompt cache): built from
+# the llama.cpp source the llama-cpp-python sdist vendors, with the same CPU flags; about 12 minutes on 2 cores
+# the first time on a machine, then copied from ~/.cache/perseval/llama-server.
+$(BIN)/llama-server: $(VENV)/.installed infra/llama-server/build.py
+	$(BIN)/python infra/llama-server/build.py --cmake-args "$(LLAMA_CMAKE_ARGS)"
+
+install: $(VENV)/.installed $(BIN)/llama-server
 
 # The GPU path (on a Linux x86_64 GPU machine, after `make install`): faiss-gpu in place of faiss-cpu in this
 # venv, and vLLM in its own venv .venv-vllm (it pins its own torch and transformers 5), which perseval's vLLM

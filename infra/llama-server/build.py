@@ -1,0 +1,102 @@
+"""Build llama.cpp's `llama-server` into a venv's bin/, from the llama.cpp source that the installed
+llama-cpp-python's sdist vendors: the same ggml and llama code, built with the same CPU flags, as the
+library the llama-cpp-python server runs.
+
+No binary comes from anywhere but this machine's compiler: pip downloads the sdist (from its HTTP cache
+when `pip install` just fetched it), CMake builds one target, statically linked. A build is kept under
+$PERSEVAL_HOME (default ~/.cache/perseval)/llama-server/<version>-<flags digest>/, so a new venv on the same
+machine copies it instead of compiling again (about 12 minutes on 2 cores, beside llama-cpp-python's 7-10).
+
+    .venv/bin/python infra/llama-server/build.py --cmake-args "-DGGML_NATIVE=OFF -DGGML_AVX2=ON ..."
+
+Run with the venv's Python (the Makefile does): the binary goes beside it, where perseval looks first.
+Standard library only.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from importlib.metadata import version
+from pathlib import Path
+
+PACKAGE = "llama-cpp-python"
+TARGET = "llama-server"
+# one static binary with only what the server needs: no tests, examples, web UI download, curl or TLS
+SERVER_ARGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+               "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_TOOLS=ON",
+               "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF"]
+# llama-cpp-python's own switches, which llama.cpp's CMake does not know
+OWN_SWITCHES = ("-DLLAVA_BUILD", "-DLLAMA_BUILD=")
+
+
+def cache_dir(pkg_version: str, cmake_args: list[str]) -> Path:
+    home = Path(os.environ.get("PERSEVAL_HOME", Path.home() / ".cache" / "perseval"))
+    flags = hashlib.sha256(" ".join(SERVER_ARGS + cmake_args).encode()).hexdigest()[:12]
+    return home / "llama-server" / f"{pkg_version}-{flags}"
+
+
+def works(binary: Path) -> bool:
+    try:
+        return subprocess.run([str(binary), "--version"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def vendored_source(pkg_version: str, work: Path) -> Path:
+    """The sdist's vendor/llama.cpp, extracted under `work`."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--quiet",
+                    f"{PACKAGE}=={pkg_version}", "-d", str(work)], check=True)
+    sdist = next(work.glob("llama_cpp_python-*.tar.gz"))
+    with tarfile.open(sdist) as tar:
+        members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name]
+        tar.extractall(work, members=members, filter="data")
+    return next(work.glob("llama_cpp_python-*/vendor/llama.cpp"))
+
+
+def build(source: Path, out: Path, cmake_args: list[str], jobs: int) -> Path:
+    args = [a for a in cmake_args if not a.startswith(OWN_SWITCHES)]
+    subprocess.run(["cmake", "-S", str(source), "-B", str(out), *SERVER_ARGS, *args], check=True,
+                   stdout=subprocess.DEVNULL)
+    subprocess.run(["cmake", "--build", str(out), "--target", TARGET, "-j", str(jobs)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return out / "bin" / TARGET
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cmake-args", default=os.environ.get("CMAKE_ARGS", ""),
+                    help="CPU flags, as llama-cpp-python was built with (default: $CMAKE_ARGS)")
+    ap.add_argument("--dest", type=Path, default=Path(sys.executable).parent, help="default: beside this Python")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    cmake_args = shlex.split(args.cmake_args)
+    pkg_version = version(PACKAGE)
+    kept = cache_dir(pkg_version, cmake_args) / TARGET
+    dest = args.dest / TARGET
+    t0 = time.monotonic()
+    if not works(kept):
+        print(f"building {TARGET} from the llama.cpp source vendored by {PACKAGE} {pkg_version} "
+              f"(about 12 minutes on 2 cores, once per machine) ...", flush=True)
+        with tempfile.TemporaryDirectory(prefix="llama-server-") as tmp:
+            binary = build(vendored_source(pkg_version, Path(tmp)), Path(tmp) / "build", cmake_args, args.jobs)
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(binary, kept.with_suffix(".part"))
+            kept.with_suffix(".part").replace(kept)  # whole or absent: a killed build leaves no half binary
+    shutil.copy2(kept, dest)
+    if not works(dest):
+        print(f"{dest} does not run: `{dest} --version` failed", file=sys.stderr)
+        return 1
+    print(f"{TARGET} ({PACKAGE} {pkg_version}) -> {dest} in {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
