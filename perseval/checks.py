@@ -5,7 +5,8 @@ Called once from `load_experiment`, after every named config is resolved and bef
 validated, so `perseval validate` (and `run`, before any server starts) refuses them with one line naming
 the file, the key and what is allowed: an experiment with no benchmarks, an entry with no agents, an agent
 that gets no cell (it needs a backbone or a retriever the experiment does not list), a name listed twice,
-a benchmark entry repeated, a GGUF `source` that is a folder or not a GGUF file.
+a benchmark entry repeated, a GGUF `source` that is a folder or not a GGUF file, an embedded deployment
+on llama-server where no llama-server binary is installed.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from perseval.capabilities import needs_index, needs_model
 from perseval.config import BenchmarkEntry, ModelConfig, ResolvedExperiment
 from perseval.errors import ConfigError
 from perseval.hashing import content_key
+from perseval.llm.embedded import llama_server_binary
 from perseval.llm.identity import resolve_gguf
 from perseval.registry import BENCHMARKS
 from perseval.specs import AgentSpec
@@ -34,6 +36,9 @@ def check_experiment(exp: ResolvedExperiment, roots: Sequence[Path]) -> None:
     for name, model in exp.models.items():
         if model.format == "gguf":
             _gguf_file(model, exp.file_of("models", name))
+    for dep in {d.name: d for d in exp.deployments.values()}.values():
+        if dep.kind == "embedded" and dep.server == "llama-server":
+            _llama_server(exp.file_of("deployments", dep.name))
 
 
 def check_cells(exp: ResolvedExperiment, agents: dict[str, AgentSpec], roots: Sequence[Path]) -> None:
@@ -114,3 +119,12 @@ def _gguf_file(model: ModelConfig, where: str) -> None:
     if head != GGUF_MAGIC:
         got = "an empty file" if not head else f"a file that does not start with {GGUF_MAGIC!r}"
         raise ConfigError(f"{where}: key 'source': {path} is {got}, not GGUF weights; {must} (download it again)")
+
+
+def _llama_server(where: str) -> None:
+    """The embedded default needs llama.cpp's server binary (built by `make install`), found before any
+    server starts rather than as a failed start after the construct and index stages."""
+    try:
+        llama_server_binary()
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: key 'server': llama-server: {exc}") from None

@@ -82,9 +82,12 @@ class VLLMSettings(Strict):
 
 DEPLOYMENT_FORMATS = {"embedded": "gguf", "vllm": "hf", "openai": "api"}
 # How a server wants a JSON schema in `response_format`: json_schema (vLLM, OpenAI), json_object with a
-# `schema` beside it (llama.cpp's server), or none (no response_format: the answer is only parsed).
-STRUCTURED_OUTPUT = ("json_schema", "json_object_schema", "none")
-StructuredOutput = Literal["json_schema", "json_object_schema", "none"]
+# `schema` beside it (llama.cpp's servers), as a llama.cpp grammar made from it (`grammar`: what the embedded
+# llama-server gets, perseval.llm.client.gbnf), or none (no response_format: the answer is only parsed).
+STRUCTURED_OUTPUT = ("json_schema", "json_object_schema", "gbnf", "none")
+StructuredOutput = Literal["json_schema", "json_object_schema", "gbnf", "none"]
+EmbeddedServer = Literal["llama-server", "llama-cpp-python"]
+EMBEDDED_ONLY = ("server", "parallel", "n_threads")
 
 
 def default_dialect(kind: str) -> str:
@@ -99,15 +102,20 @@ class DeploymentConfig(Strict):
     kind: Literal["embedded", "vllm", "openai"]
     context_length: int = Field(4096, ge=256)  # n_ctx (embedded) / --max-model-len (vllm)
     n_threads: int | None = Field(None, ge=1)  # embedded: llama.cpp threads (None: all cores)
+    # embedded: which server runs the GGUF (perseval.llm.embedded): llama.cpp's llama-server, several
+    # requests decoded together, or llama-cpp-python's, one at a time
+    server: EmbeddedServer = "llama-server"
+    parallel: int | None = Field(None, ge=1)  # embedded llama-server: slots (None: sized to the cores)
     vllm: VLLMSettings = VLLMSettings()
     base_url: str | None = None  # openai: the endpoint (…/v1)
     api_key_env: str | None = None  # openai: the variable holding the key (never logged)
-    max_concurrency: int = Field(4, ge=1)
+    # requests in flight per client; None: sized to the server (embedded: its slots), else 4
+    max_concurrency: int | None = Field(None, ge=1)
     timeout_s: float = Field(300.0, gt=0)
     retries: int = Field(3, ge=0)
     startup_timeout_s: float = Field(600.0, gt=0)
-    # the dialect of structured output; None: by kind (embedded json_object_schema, else json_schema). A
-    # serving choice like the port: it enters no key, so switching it reuses cached answers.
+    # the dialect of structured output; None: by server (llama-server gbnf, llama-cpp-python json_object_schema,
+    # else json_schema). A serving choice like the port: it enters no key, so switching it reuses cached answers.
     structured_output: StructuredOutput | None = None
 
     @field_validator("base_url")
@@ -130,6 +138,10 @@ class DeploymentConfig(Strict):
     def _kind_fields(self) -> "DeploymentConfig":
         if self.kind == "openai" and not self.base_url:
             raise ValueError("an openai deployment needs `base_url`")
+        misplaced = sorted(k for k in EMBEDDED_ONLY if k in self.model_fields_set) if self.kind != "embedded" else []
+        if misplaced:  # a setting no server of this kind reads would be ignored without a word
+            raise ValueError(f"{', '.join(misplaced)}: only an embedded deployment reads "
+                             f"{'them' if len(misplaced) > 1 else 'it'} (this one is kind {self.kind})")
         return self
 
 

@@ -5,7 +5,8 @@ and the runner use, never from YAML lines: a component's params are its `Params`
 in, a role's sampling is the one the request cache keys on. Nothing is started. Layout:
 
   experiment            name, seed, repeats, path
-  models/<name>         format, source, revision, dtype, quantization, sampling, deployment (kind, context...)
+  models/<name>         format, source, revision, dtype, quantization, sampling, deployment (kind, context...),
+                        serving (what the client and server really use: concurrency, dialect, slots, threads)
   retrievers/<name>     kind, chunking (size, overlap), params
   benchmarks/<entry>    sample, seed, source, params (the benchmark's validated params, construction included),
                         construction_models (role -> model), agents/<name> (kind, params, needs, backbones,
@@ -18,10 +19,12 @@ Tests and the protocol sheets (docs/protocols/) address values by a path of thes
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import asdict
 from typing import Any
 
 from perseval.config import ModelConfig, ResolvedExperiment
 from perseval.experiment import bound, judge_specs
+from perseval.llm.embedded import serving
 from perseval.params import EVERY_FIELD
 from perseval.plan import Plan, make_plan
 from perseval.registry import benchmark_class
@@ -33,7 +36,7 @@ def _model(cfg: ModelConfig, exp: ResolvedExperiment) -> dict[str, Any]:
     dep = exp.deployments[cfg.name]
     return {"format": cfg.format, "source": cfg.source, "revision": cfg.revision, "digest": cfg.digest,
             "dtype": cfg.dtype, "quantization": cfg.quantization, "sampling": cfg.sampling.model_dump(mode="json"),
-            "deployment": dep.model_dump(mode="json", exclude={"api_key_env"})}
+            "deployment": dep.model_dump(mode="json", exclude={"api_key_env"}), "serving": asdict(serving(dep))}
 
 
 def entry_names(exp: ResolvedExperiment) -> list[str]:

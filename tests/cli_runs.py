@@ -71,7 +71,7 @@ def server_of(logs: Path, name: str) -> tuple[int, int]:
         for p in psutil.process_iter(["pid", "cmdline"]):
             cmd = p.info["cmdline"] or []
             if "--port" in cmd and port in cmd and "guard.py" not in " ".join(cmd) and \
-                    ("llama_cpp.server" in cmd or "prefect" in " ".join(cmd)):
+                    ("llama_cpp.server" in cmd or Path(cmd[0]).name == "llama-server" or "prefect" in " ".join(cmd)):
                 return p.info["pid"], int(port)
         time.sleep(0.2)
     raise AssertionError(f"no server process on port {port}")

@@ -40,6 +40,7 @@ the address. (An int where a layout says text, `preferences[0].value: 5`, is the
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -165,7 +166,7 @@ CASES = [
     Case("base_url_no_scheme", remote(base_url="api.example.com/v1"),
          ("openai-api.yaml", "key 'base_url'", "not an http:// or https:// URL")),
     Case("structured_output_unknown", config(CPU, structured_output="json"),
-         ("smollm2-135m-cpu.yaml", "key 'structured_output'", "'json_schema', 'json_object_schema' or 'none'")),
+         ("smollm2-135m-cpu.yaml", "key 'structured_output'", "'json_schema', 'json_object_schema', 'gbnf' or 'none'")),
     Case("temperature_negative", config("models/smollm2-135m.yaml", sampling={"temperature": -0.5}),
          ("smollm2-135m.yaml", "key 'sampling.temperature'", "greater than or equal to 0")),
     Case("no_backbones", exp(lambda e: e.update(backbones=[])),
@@ -259,7 +260,10 @@ def test_a_server_that_rejects_its_flags_says_so_in_the_first_line(tmp_path):
     assert "error: unrecognized arguments: --no-such-flag 1" in line and err.value.log_path in line
 
 
-def test_weights_only_llama_cpp_finds_broken_are_named_from_its_log(tmp_path):
+@pytest.mark.parametrize("server,cause", [
+    ("llama-server", "llama_model_load: error loading model: llama_model_loader: failed to load model from "),
+    ("llama-cpp-python", "ValueError: Failed to load model from file: ")])
+def test_weights_only_llama_cpp_finds_broken_are_named_from_its_log(server, cause, tmp_path):
     """A file that starts like GGUF passes validate; the embedded server's own reason reaches the line."""
     weights = tmp_path / "truncated.gguf"
     weights.write_bytes(b"GGUF\x03\x00\x00\x00cut short")
@@ -267,9 +271,9 @@ def test_weights_only_llama_cpp_finds_broken_are_named_from_its_log(tmp_path):
     model = ModelConfig(**{**spec, "source": str(weights)})
     dep = load_config(DeploymentConfig, CONFIGS / "deployments" / f"{model.deployment}.yaml")
     with pytest.raises(DeploymentError) as err:
-        Deployment(model, dep, tmp_path / "logs").start()
+        Deployment(model, dep.model_copy(update={"server": server}), tmp_path / "logs").start()
     line = what_failed(err.value)
-    assert "during start-up: ValueError: Failed to load model from file: " in line and str(weights) in line, line
+    assert f"during start-up: {cause}" in line and str(weights) in line, line
 
 
 # --- 24, 25: an existing endpoint's probe at start -----------------------------------------------------------
@@ -354,7 +358,7 @@ def test_an_endpoint_that_refuses_json_schema_is_named_with_the_dialect_it_takes
         _api(url).start()
     line = what_failed(err.value)
     assert "configs/deployments/probe-me.yaml: key 'structured_output'" in line and "as json_schema (HTTP 500" in line
-    assert "accepts json_object_schema" in line and "one of json_schema, json_object_schema, none" in line, line
+    assert "accepts json_object_schema" in line and "one of json_schema, json_object_schema, gbnf, none" in line, line
     assert script.bodies[0]["response_format"]["type"] == "json_schema"
 
 
@@ -374,6 +378,27 @@ def test_the_dialect_set_is_what_the_client_sends_and_no_key_changes(endpoint, d
     again = _ask(_api(url, structured_output=other).start(), cache, SCHEMA)
     assert again.cached and again.text == first.text
     assert len(cache) == 1 and cache.request_counts("r") == {"judge": {"ok": 1}}  # the probes are no requests
+
+
+def test_the_gbnf_dialect_sends_llama_cpp_pythons_grammar_and_shares_the_key(endpoint, monkeypatch, tmp_path):
+    """llama-server's default: the schema goes as the grammar llama-cpp-python's server made of it (properties
+    in the schema's order, its whitespace), no response_format; the answer is the json_object one's."""
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    script, url = endpoint
+    monkeypatch.setenv("PERSEVAL_PROBE_KEY", KEY)
+    cache = RequestCache(tmp_path / "cache.sqlite")
+    ordered = {"type": "object", "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
+               "required": ["verdict", "reason"]}
+    ep = _api(url, structured_output="gbnf").start()
+    probes = len(script.bodies)
+    first = _ask(ep, cache, ordered)
+    body = script.bodies[probes]
+    assert "response_format" not in body and body["grammar"] == json_schema_to_gbnf(json.dumps(ordered))
+    root = next(line for line in body["grammar"].splitlines() if line.startswith("root ::="))
+    assert root.index("verdict-kv") < root.index("reason-kv")  # the schema's order, not sorted
+    again = _ask(_api(url, structured_output="json_object_schema").start(), cache, ordered)
+    assert first.status == "ok" and again.cached and again.text == first.text and len(cache) == 1
 
 
 # --- a key refused mid-run, an address that does not answer ----------------------------------------------------

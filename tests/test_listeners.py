@@ -10,7 +10,8 @@ from flows.prefect_server import prefect_server_command
 from flows.runtime import task_runner
 from perseval.config import DaskSettings, DeploymentConfig, ModelConfig, load_config
 from perseval.llm import deployments
-from perseval.llm.deployments import Deployment, embedded_command, vllm_command
+from perseval.llm.deployments import Deployment, vllm_command
+from perseval.llm.embedded import embedded_command
 from perseval.llm.identity import resolve_gguf
 
 from .conftest import CONFIGS
@@ -46,7 +47,7 @@ def test_every_shipped_deployment_launches_on_loopback_or_starts_nothing(model, 
     assert _host(cmd) == LOOPBACK and "0.0.0.0" not in cmd
 
 
-def test_both_vllm_launch_forms_and_the_embedded_server_bind_loopback():
+def test_both_vllm_launch_forms_and_both_embedded_servers_bind_loopback():
     model = ModelConfig(name="m", format="hf", source="org/m", deployment="d")
     cli = DeploymentConfig(name="d", kind="vllm")
     module = DeploymentConfig(name="d", kind="vllm", vllm={"python": "python3"})
@@ -54,7 +55,9 @@ def test_both_vllm_launch_forms_and_the_embedded_server_bind_loopback():
     assert "-m" in vllm_command(model, module, 1) and _host(vllm_command(model, module, 1)) == LOOPBACK
     gguf = load_config(ModelConfig, CONFIGS / "models" / "smollm2-135m.yaml")
     emb = load_config(DeploymentConfig, CONFIGS / "deployments" / "smollm2-135m-cpu.yaml")
-    assert _host(embedded_command(gguf, emb, resolve_gguf(gguf.source), 1)) == LOOPBACK
+    for server in ("llama-server", "llama-cpp-python"):
+        cmd = embedded_command(gguf, emb.model_copy(update={"server": server}), resolve_gguf(gguf.source), 1)
+        assert _host(cmd) == LOOPBACK
 
 
 def test_prefect_server_and_mlflow_ui_bind_loopback():

@@ -1,41 +1,11 @@
-"""The cheap speed-ups: the embedded server on all cores (a serving choice that keys nothing), and what a
-re-run with every output done starts: no model server (perseval.freshness) and no Dask cluster."""
+"""What a re-run with every output done starts: no model server (perseval.freshness) and no Dask cluster.
+(The embedded server's cores, slots and concurrency, and that they key nothing: tests/test_embedded_servers.py.)"""
 from __future__ import annotations
-
-import os
-from pathlib import Path
 
 import psutil
 
 from flows.runtime import task_runner
-from perseval.config import DaskSettings, DeploymentConfig, ModelConfig
-from perseval.experiment import load_experiment
-from perseval.llm.deployments import embedded_command
-from perseval.plan import make_plan
-
-from .conftest import CONFIGS
-
-MODEL = ModelConfig(name="tiny", format="gguf", source="x.gguf", deployment="d")
-
-
-def _flag(cmd: list[str], flag: str) -> str:
-    return cmd[cmd.index(flag) + 1]
-
-
-def test_embedded_server_gets_every_core_unless_the_deployment_says_otherwise():
-    dep = DeploymentConfig(name="d", kind="embedded")
-    cmd = embedded_command(MODEL, dep, Path("x.gguf"), 8000)
-    assert _flag(cmd, "--n_threads") == _flag(cmd, "--n_threads_batch") == str(os.cpu_count())
-    cmd = embedded_command(MODEL, dep.model_copy(update={"n_threads": 3}), Path("x.gguf"), 8000)
-    assert _flag(cmd, "--n_threads") == _flag(cmd, "--n_threads_batch") == "3"
-
-
-def test_threads_enter_no_key():
-    exp = load_experiment(CONFIGS / "experiments" / "quickstart.yaml")
-    keys = [u.key for u in make_plan(exp).runs()] + [u.key for u in make_plan(exp).judgings()]
-    for dep in exp.deployments.values():
-        dep.n_threads = 1
-    assert [u.key for u in make_plan(exp).runs()] + [u.key for u in make_plan(exp).judgings()] == keys
+from perseval.config import DaskSettings
 
 
 def _children() -> set[int]:

@@ -11,9 +11,11 @@ tokens are masked in every text it returns (perseval.redact).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import time
+from contextlib import nullcontext
 from typing import Any
 
 import openai
@@ -23,21 +25,47 @@ from perseval.cost import Usage
 from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key
 from perseval.llm.endpoint import Endpoint
+from perseval.llm.prefix import PrefixGate
 from perseval.redact import redact, redact_value, secret_from_env
 
 CAPTURE_ENV = "PERSEVAL_CAPTURE_REQUESTS"  # a .jsonl path: every request sent is appended there (opt-in)
 # the body fields a captured line keeps (with the served model, enough to send the same request again)
-CAPTURED_BODY = ("messages", "temperature", "top_p", "max_tokens", "seed", "response_format", "tools")
+CAPTURED_BODY = ("messages", "temperature", "top_p", "max_tokens", "seed", "response_format", "grammar", "tools")
+NON_OPENAI = ("grammar",)  # body fields the OpenAI SDK has no parameter for: sent as extra body
 
 
 def response_format(dialect: str, schema: dict[str, Any]) -> dict[str, Any] | None:
     """`schema` in a deployment's dialect: llama.cpp takes `json_object` + `schema` and rejects `json_schema`;
-    vLLM and OpenAI need `json_schema`; `none` sends nothing (the answer is parsed as it comes)."""
-    if dialect == "none":
+    vLLM and OpenAI need `json_schema`; `none` sends nothing (the answer is parsed as it comes); `gbnf` sends
+    a grammar instead (structured_fields)."""
+    if dialect in ("none", "gbnf"):
         return None
     if dialect == "json_object_schema":
         return {"type": "json_object", "schema": schema}
     return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": False}}
+
+
+@functools.lru_cache(maxsize=256)
+def _gbnf(schema_json: str) -> str:
+    from llama_cpp.llama_grammar import json_schema_to_gbnf  # pure Python; only llama-server requests need it
+
+    return json_schema_to_gbnf(schema_json)
+
+
+def gbnf(schema: dict[str, Any]) -> str:
+    """`schema` as the llama.cpp grammar (GBNF) llama-cpp-python's server makes of it for a `json_object`
+    request: sent to llama-server as `grammar`, it constrains an answer exactly as that server did (llama-server's
+    own converter allows other whitespace, and answers drift from the ones the request cache holds)."""
+    return _gbnf(json.dumps(schema))  # in its own key order: the grammar lists properties in that order
+
+
+def structured_fields(dialect: str, schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The body fields that ask for `schema` in `dialect` (none without a schema)."""
+    if schema is None or dialect == "none":
+        return {}
+    if dialect == "gbnf":
+        return {"grammar": gbnf(schema)}
+    return {"response_format": response_format(dialect, schema)}
 
 
 def key_format(kind: str, schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -70,6 +98,8 @@ class LLMClient:
         self.role, self.run_id = role, run_id
         self.seed = sampling.seed if sampling.seed is not None else seed
         self._sem = asyncio.Semaphore(endpoint.max_concurrency)
+        # a server with a prefix cache computes a prefix shared by requests in flight together once
+        self._gate = PrefixGate() if endpoint.prefix_first else None
         api_key = secret_from_env(endpoint.api_key_env) if endpoint.api_key_env else "not-needed"
         self._client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=api_key or "missing",
                                           timeout=endpoint.timeout_s, max_retries=endpoint.retries)
@@ -84,9 +114,7 @@ class LLMClient:
             # a distinct seed per repeat, so repeated judgments at temperature > 0 are independent draws
             "seed": self.seed + repeat,
         }
-        fmt = None if json_schema is None else response_format(self.endpoint.dialect(), json_schema)
-        if fmt is not None:
-            req["response_format"] = fmt
+        req.update(structured_fields(self.endpoint.dialect(), json_schema))
         if tools:
             req["tools"] = tools
         return req
@@ -103,13 +131,16 @@ class LLMClient:
             result = ChatResult(**hit, cached=True)
             self.usage.record(result)
             return result
-        async with self._sem:
-            return await self._send(req, key)
+        async with self._gate.turn(json.dumps(messages, ensure_ascii=False)) if self._gate else nullcontext():
+            async with self._sem:
+                return await self._send(req, key, json_schema)
 
-    async def _send(self, req: dict[str, Any], key: str) -> ChatResult:
+    async def _send(self, req: dict[str, Any], key: str, schema: dict[str, Any] | None) -> ChatResult:
         start = time.monotonic()
         try:
-            resp = await self._client.chat.completions.create(**req)
+            params = {k: v for k, v in req.items() if k not in NON_OPENAI}
+            extra = {**self.endpoint.extra_body, **{k: req[k] for k in NON_OPENAI if k in req}}
+            resp = await self._client.chat.completions.create(**params, extra_body=extra or None)
         except openai.OpenAIError as exc:  # retries are exhausted by now
             error, status = f"{type(exc).__name__}: {exc}", "failed"
             if isinstance(exc, AUTH_ERRORS):  # logged apart: the run's summary says what to fix, not "again"
@@ -122,7 +153,7 @@ class LLMClient:
             self.usage.record(failed)
             self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, status, 0, 0,
                                    failed.latency_s)
-            self._capture(req, failed)
+            self._capture(req, key, failed, schema)
             return failed
         result = _to_result(resp)
         result.latency_s = time.monotonic() - start
@@ -130,14 +161,14 @@ class LLMClient:
         self.cache.put(key, self.endpoint.identity, _cacheable(result))
         self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "ok", result.prompt_tokens,
                                result.completion_tokens, result.latency_s)
-        self._capture(req, result)
+        self._capture(req, key, result, schema)
         return result
 
-    def _capture(self, req: dict[str, Any], result: ChatResult) -> None:
+    def _capture(self, req: dict[str, Any], key: str, result: ChatResult, schema: dict[str, Any] | None) -> None:
         """With PERSEVAL_CAPTURE_REQUESTS set: the request as sent, for replaying it without the pipeline."""
         path = os.environ.get(CAPTURE_ENV)
         if path:
-            append_jsonl(path, capture_record(self.role, self.endpoint, req, result))
+            append_jsonl(path, capture_record(self.role, self.endpoint, req, result, key, schema))
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -158,13 +189,18 @@ def _cacheable(result: ChatResult) -> dict[str, Any]:
             "tool_calls": result.tool_calls, "latency_s": round(result.latency_s, 4)}
 
 
-def capture_record(stage: str, endpoint: Endpoint, req: dict[str, Any], result: ChatResult) -> dict[str, Any]:
-    """One sent request: the body as the server got it (no headers, so no key) and what it cost.
-    Texts are redacted like every stored text: a prompt may quote an error that echoed a key."""
+def capture_record(stage: str, endpoint: Endpoint, req: dict[str, Any], result: ChatResult,
+                   key: str | None = None, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One sent request: the body as the server got it (no headers, so no API key), the server's own fields
+    and the JSON schema apart (`extra`, `json_schema`: a replay to another server leaves the first out and asks
+    for the second in its dialect), its request-cache key (which finds its answer in the cache) and what it
+    cost. Texts are redacted like every stored text: a prompt may quote an error that echoed an API key."""
     body = {k: req.get(k) for k in CAPTURED_BODY}
     return {"stage": stage, "model": endpoint.name, "kind": endpoint.kind, "served_model": req["model"],
-            **redact_value(body), "status": result.status, "latency_s": round(result.latency_s, 4),
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
+            **redact_value(body), "json_schema": schema, "extra": endpoint.extra_body, "cache_key": key,
+            "status": result.status,
+            "latency_s": round(result.latency_s, 4), "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens}
 
 
 def append_jsonl(path: str, record: dict[str, Any]) -> None:

@@ -3,7 +3,8 @@
 A deployment (configs/deployments/) says how a model (configs/models/) is served:
 - vllm: `vllm serve` on GPUs (tensor parallel, context length, memory fraction from the deployment;
   dtype, quantization and revision from the model)
-- embedded: llama-cpp-python's OpenAI-compatible server on a GGUF, for CPU machines
+- embedded: a CPU server on a GGUF (perseval.llm.embedded): llama.cpp's llama-server, or
+  llama-cpp-python's
 - openai: an existing OpenAI-compatible endpoint, nothing to start
 Servers listen on 127.0.0.1 on a free port; a server that fails to start raises
 DeploymentError with the last lines of its log.
@@ -25,12 +26,10 @@ import httpx
 
 from perseval.config import DeploymentConfig, ModelConfig
 from perseval.errors import DeploymentError
+from perseval.llm.embedded import HOST, embedded_command, serving
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label, resolve_gguf
 from perseval.llm.probe import probe
-
-HOST = "127.0.0.1"
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -66,17 +65,6 @@ def vllm_command(model: ModelConfig, dep: DeploymentConfig, port: int) -> list[s
     return cmd + list(v.extra_args)
 
 
-def embedded_command(model: ModelConfig, dep: DeploymentConfig, gguf: Path, port: int) -> list[str]:
-    """The launch command of llama-cpp-python's server on `gguf`: all cores unless the deployment sets n_threads."""
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model.name,
-           "--host", HOST, "--port", str(port), "--n_ctx", str(dep.context_length)]
-    # llama-cpp-python's server defaults to cpu_count // 2 threads: one on a 2-core machine, where a judge
-    # request then took 5.2 s instead of 1.6 s with both cores. Threads do not change the answers, so they
-    # are a serving choice: they enter no cache key (the model identity leaves serving out).
-    threads = dep.n_threads or os.cpu_count() or 1
-    return cmd + ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
-
-
 def wait_healthy(base_url: str, proc: subprocess.Popen | None, timeout_s: float, log_path: Path | None,
                  health_path: str = "/models", name: str | None = None) -> None:
     """Poll `<base_url><health_path>` until it answers 200; fail fast if the process exits. `name` says which
@@ -103,6 +91,9 @@ def wait_healthy(base_url: str, proc: subprocess.Popen | None, timeout_s: float,
 # ("ValueError: Failed to load model from file: ..."); else the last unindented line that says error or
 # failed (an indented one is a traceback frame or the usage text a refused flag prints).
 USAGE_ERROR = re.compile(r"^\S+: error: ")
+# llama-server's own log lines carry a time and a level ("0.00.013.303 E llama_model_load: error loading model:
+# ..."): the one that says what failed to load, else its first error line (the root cause; the later ones echo it)
+LLAMA_SERVER_ERROR = re.compile(r"^[\d.]+ E (?:\S+\s+)?(\S+: .*)$")
 VALIDATION = re.compile(r"^\d+ validation errors? for ")
 EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception)(: |$)")
 ERROR_WORD = re.compile(r"\berror\b|\bfailed\b", re.IGNORECASE)
@@ -118,6 +109,8 @@ def log_cause(path: Path | None, lines: int = 2000) -> str:
     at = next((i for i in reversed(range(len(tail))) if VALIDATION.match(tail[i])), None)
     if found is None and at is not None:
         found = ": ".join(ln.strip() for ln in tail[at:at + 3])
+    errors = [m.group(1) for m in map(LLAMA_SERVER_ERROR.match, tail) if m]
+    found = found or next((e for e in errors if "error loading model" in e), None) or (errors[0] if errors else None)
     found = found or next((ln for ln in reversed(tail) if EXCEPTION.match(ln)), None) or \
         next((ln for ln in reversed(tail) if ERROR_WORD.search(ln) and not ln[:1].isspace()), None)
     return f": {' '.join(found.split())[:300]}" if found else ""
@@ -183,10 +176,10 @@ class Deployment:
         return env
 
     def _endpoint(self, base_url: str, served_model: str, api_key_env: str | None = None) -> Endpoint:
-        c = self.cfg
+        c, how = self.cfg, serving(self.cfg)
         return Endpoint(self.model.name, c.kind, base_url, served_model, identity_label(self.model), api_key_env,
-                        c.max_concurrency, c.timeout_s, c.retries, c.structured_output,
-                        self.config_file or f"deployments/{c.name}.yaml")
+                        how.max_concurrency, c.timeout_s, c.retries, how.structured_output,
+                        self.config_file or f"deployments/{c.name}.yaml", how.extra_body, how.prefix_first)
 
     def start(self) -> Endpoint:
         cfg = self.cfg
@@ -201,7 +194,7 @@ class Deployment:
         base = f"http://{HOST}:{port}"
         name = f"model {self.model.name} ({cfg.kind} deployment {cfg.name})"
         try:
-            if cfg.kind == "vllm":
+            if cfg.kind == "vllm" or cfg.server == "llama-server":  # /health says 200 once the model is loaded
                 wait_healthy(base, self.proc, cfg.startup_timeout_s, self.log_path, health_path="/health", name=name)
             wait_healthy(base + "/v1", self.proc, cfg.startup_timeout_s, self.log_path, name=name)
         except DeploymentError:

@@ -1,0 +1,147 @@
+"""The embedded CPU servers of a GGUF model, on 127.0.0.1.
+
+- `llama-server` (default): llama.cpp's own server, built by `make install` from the llama.cpp source
+  that the llama-cpp-python sdist vendors (infra/llama-server/build.py). It decodes several requests
+  together (parallel slots, continuous batching) and keeps prompt prefixes: in each slot, and in a
+  host-memory prompt cache any slot can load from, so shared instructions, rubrics and histories are not
+  prefilled again.
+- `llama-cpp-python`: the Python package's server, one request at a time, reusing a prefix only from the
+  request just before. Kept as a deployment choice (`server: llama-cpp-python`).
+
+Which server, its slots and threads are serving choices: they enter no key (perseval.llm.identity keys
+the weights, not how they are served), so switching reuses every cached answer.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perseval.config import DeploymentConfig, ModelConfig, default_dialect
+from perseval.errors import ConfigError
+
+HOST = "127.0.0.1"
+LLAMA_SERVER_ENV = "PERSEVAL_LLAMA_SERVER"  # a llama-server binary to use instead of the venv's
+# Slots per core of llama-server when the deployment sets no `parallel`: the best concurrency measured on
+# the quickstart's captured requests on 2 cores (scripts/bench_servers.py; README "Speed").
+SLOTS_PER_CORE = 1
+# Host memory for llama-server's prompt cache (llama.cpp's default is 8 GiB): enough for the prefixes of
+# the requests in flight and their followers, small enough for a laptop.
+PROMPT_CACHE_MIB = 1024
+
+
+def cores() -> int:
+    """The cores this process may run on (a container's CPU set, not the host's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def threads(dep: DeploymentConfig) -> int:
+    """llama.cpp threads: every core unless the deployment says (llama-cpp-python's default is half)."""
+    return dep.n_threads or cores()
+
+
+def slots(dep: DeploymentConfig) -> int:
+    """Requests the embedded server decodes at once: llama-server's slots, or 1 (llama-cpp-python)."""
+    if dep.server == "llama-cpp-python":
+        return 1
+    return dep.parallel or SLOTS_PER_CORE * cores()
+
+
+def concurrency(dep: DeploymentConfig) -> int:
+    """Requests a client keeps in flight: the deployment's `max_concurrency`, else sized to the server.
+    llama-server: its slots (one client alone fills them; what several clients send beyond waits in the
+    server's queue). llama-cpp-python: 2, so the next request is queued while one is decoded."""
+    if dep.max_concurrency:
+        return dep.max_concurrency
+    return slots(dep) if dep.server == "llama-server" else 2
+
+
+def llama_server_binary() -> Path:
+    """$PERSEVAL_LLAMA_SERVER, else the `llama-server` beside this Python (what `make install` builds into
+    .venv/bin), else one on PATH. A missing one is a ConfigError saying how to get it."""
+    named = os.environ.get(LLAMA_SERVER_ENV)
+    if named:
+        path = Path(named).expanduser()
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise ConfigError(f"${LLAMA_SERVER_ENV}={named} is not an executable file")
+        return path
+    beside = Path(sys.executable).parent / "llama-server"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return beside
+    found = shutil.which("llama-server")
+    if found:
+        return Path(found)
+    raise ConfigError(
+        f"llama-server not found (beside {sys.executable}, on PATH, or in ${LLAMA_SERVER_ENV}): `make install` "
+        "builds it into .venv/bin (python infra/llama-server/build.py alone), or set `server: llama-cpp-python` "
+        "in the embedded deployment's YAML")
+
+
+def llama_server_command(model: ModelConfig, dep: DeploymentConfig, gguf: Path, port: int) -> list[str]:
+    """llama.cpp's server on `gguf`: `slots(dep)` parallel slots, each with a KV cache of its own of
+    `context_length` tokens (what one request may use, as with llama-cpp-python's n_ctx), the prompt cache
+    in host memory, all cores. Not one unified KV pool: there every decode step attends over the cells of
+    all slots, kept prompts included, and generation slowed from ~55 to ~500 ms a token as they filled.
+    Flash attention off, as llama-cpp-python runs: `auto` turns it on for the CPU, which sums attention in
+    another order (other answers at temperature 0) and was no faster here."""
+    n, parallel = threads(dep), slots(dep)
+    return [str(llama_server_binary()), "--model", str(gguf), "--alias", model.name, "--host", HOST,
+            "--port", str(port), "--parallel", str(parallel), "--no-kv-unified",
+            "--ctx-size", str(parallel * dep.context_length), "--cache-ram", str(PROMPT_CACHE_MIB),
+            "--threads", str(n), "--threads-batch", str(n), "--flash-attn", "off", "--no-webui", "--metrics"]
+
+
+def llama_cpp_python_command(model: ModelConfig, dep: DeploymentConfig, gguf: Path, port: int) -> list[str]:
+    """llama-cpp-python's server on `gguf`, all cores: its default, cpu_count // 2, is one thread on a 2-core
+    machine, where a judge request then took 5.2 s instead of 1.6 s."""
+    n = threads(dep)
+    return [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", model.name,
+            "--host", HOST, "--port", str(port), "--n_ctx", str(dep.context_length),
+            "--n_threads", str(n), "--n_threads_batch", str(n)]
+
+
+def embedded_command(model: ModelConfig, dep: DeploymentConfig, gguf: Path, port: int) -> list[str]:
+    """The launch command of the deployment's embedded server."""
+    if dep.server == "llama-cpp-python":
+        return llama_cpp_python_command(model, dep, gguf, port)
+    return llama_server_command(model, dep, gguf, port)
+
+
+def dialect(dep: DeploymentConfig) -> str:
+    """How a JSON schema reaches the server, unless the deployment says: llama-server gets the grammar
+    llama-cpp-python's server makes of it (perseval.llm.client.gbnf), so both constrain answers alike."""
+    return dep.structured_output or ("gbnf" if dep.server == "llama-server" else "json_object_schema")
+
+
+# llama-cpp-python's server applies a repeat penalty of 1.1 unless told otherwise; llama-server's default is
+# none. Every request to an embedded server says 1.1, the sampling the request cache's answers were made with.
+REPEAT_PENALTY = 1.1
+
+
+@dataclass(frozen=True)
+class Serving:
+    """How a client talks to a deployment's server, resolved once from its YAML (`perseval show` prints it).
+    Serving choices all: none enters a key."""
+
+    max_concurrency: int  # requests in flight per client
+    structured_output: str  # the JSON-schema dialect (perseval.llm.client.structured_fields)
+    extra_body: dict[str, Any] = field(default_factory=dict)  # body fields beside the OpenAI ones
+    prefix_first: bool = False  # requests sharing a prompt prefix go in turn (perseval.llm.prefix)
+    server: str | None = None  # embedded: which server
+    slots: int | None = None  # embedded: requests decoded at once
+    threads: int | None = None  # embedded: llama.cpp threads
+
+
+def serving(dep: DeploymentConfig) -> Serving:
+    """The effective serving values of `dep`: what it sets, else what its kind and server need."""
+    if dep.kind != "embedded":
+        return Serving(dep.max_concurrency or 4, dep.structured_output or default_dialect(dep.kind))
+    return Serving(concurrency(dep), dialect(dep), {"repeat_penalty": REPEAT_PENALTY},
+                   prefix_first=dep.server == "llama-server", server=dep.server, slots=slots(dep),
+                   threads=threads(dep))
