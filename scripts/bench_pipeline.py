@@ -36,7 +36,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,21 +45,15 @@ from perseval.benchmarks.iba.distribution import FULL_SIZE  # noqa: E402
 from perseval.components import make_retriever  # noqa: E402
 from perseval.config import BenchmarkEntry, ResolvedExperiment, RetrieverConfig  # noqa: E402
 from perseval.experiment import benchmark_params, load_experiment  # noqa: E402
-from perseval.llm.client import CAPTURE_ENV, CAPTURED_BODY  # noqa: E402
+from perseval.llm.client import CAPTURE_ENV  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
+from perseval.llm.replay import Replay, by_stage, read_capture, replay  # noqa: E402
 from perseval.plan import DataUnit, IndexUnit, data_key, index_key  # noqa: E402
-from perseval.redact import secret_from_env  # noqa: E402
 from perseval.retrieval.base import CHUNKS_FILE, OWNERS_DIR, owner_slug  # noqa: E402
 from perseval.retrieval.embedder import Embedder  # noqa: E402
 from perseval import stages  # noqa: E402
 
-# the client's role -> the flow's stage timing that holds its requests
-STAGE_OF_ROLE = {"agent": "run", "judge": "judge"}
 FIXED = ("imports", "prefect_server", "prepare", "flow_start", "track")
-
-
-def stage_of(role: str) -> str:
-    return "construct" if role.startswith("construct.") else STAGE_OF_ROLE.get(role, role)
 
 
 def child_env(work: Path, capture: Path | None) -> dict[str, str]:
@@ -88,55 +81,25 @@ def perseval_run(config: Path, work: Path, tag: str, capture: Path | None = None
 
 # ---- P1: replay ------------------------------------------------------------------------------------
 
-def read_capture(path: Path) -> dict[str, list[dict[str, Any]]]:
-    by_stage: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for line in path.read_text().splitlines() if path.exists() else []:
-        rec = json.loads(line)
-        by_stage[stage_of(rec["stage"])].append(rec)
-    return dict(by_stage)
-
-
-async def replay(requests: list[dict[str, Any]], endpoints: dict[str, Any]) -> tuple[float, list[float]]:
-    """Send `requests` as captured, at each deployment's max_concurrency; wall seconds and latencies."""
-    sems = {name: asyncio.Semaphore(ep.max_concurrency) for name, ep in endpoints.items()}
-    latencies: list[float] = []
-
-    async def send(http: httpx.AsyncClient, rec: dict[str, Any]) -> None:
-        ep = endpoints[rec["model"]]
-        body = {"model": ep.served_model, **{k: rec[k] for k in CAPTURED_BODY if rec.get(k) is not None}}
-        key = secret_from_env(ep.api_key_env) if ep.api_key_env else ""
-        async with sems[rec["model"]]:
-            t = time.monotonic()
-            resp = await http.post(f"{ep.base_url}/chat/completions", json=body,
-                                   headers={"Authorization": f"Bearer {key}"} if key else {})
-            latencies.append(time.monotonic() - t)
-            resp.raise_for_status()
-
-    t0 = time.monotonic()
-    async with httpx.AsyncClient(timeout=max(ep.timeout_s for ep in endpoints.values())) as http:
-        await asyncio.gather(*(send(http, r) for r in requests))
-    return time.monotonic() - t0, latencies
-
-
-def replay_stage(exp: ResolvedExperiment, requests: list[dict[str, Any]], log_dir: Path) -> tuple[float, list[float]]:
-    """A fresh server per model of the stage (perseval's own deployment code), the replay, the stop."""
-    models = sorted({r["model"] for r in requests})
-    deployments = [Deployment(exp.models[m], exp.deployments[m], log_dir) for m in models]
+def replay_stage(exp: ResolvedExperiment, requests: list[dict[str, Any]], log_dir: Path) -> Replay:
+    """A fresh server per model of the stage (perseval's own deployment code), the replay at the deployment's
+    concurrency in the captured order, the stop."""
+    [model] = sorted({r["model"] for r in requests})  # one model per stage in the experiments measured here
+    deployment = Deployment(exp.models[model], exp.deployments[model], log_dir)
     try:
-        endpoints = {d.model.name: d.start() for d in deployments}
-        return asyncio.run(replay(requests, endpoints))
+        endpoint = deployment.start()
+        return asyncio.run(replay(requests, endpoint, endpoint.max_concurrency))
     finally:
-        for d in deployments:
-            d.stop()
+        deployment.stop()
 
 
 def p1(exp: ResolvedExperiment, cold: dict[str, Any], capture: Path, work: Path) -> dict[str, Any]:
     out = {}
-    for stage, requests in read_capture(capture).items():
-        replay_s, lat = replay_stage(exp, requests, work / "replay-logs")
-        pipeline_s = cold["timings"].get(stage, float("nan"))
-        out[stage] = {"requests": len(requests), "pipeline_s": pipeline_s, "replay_s": round(replay_s, 2),
-                      "ratio": round(pipeline_s / replay_s, 2) if replay_s else None,
+    for stage, requests in by_stage(read_capture(capture)).items():
+        done = replay_stage(exp, requests, work / "replay-logs")
+        pipeline_s, lat = cold["timings"].get(stage, float("nan")), [a.latency_s for a in done.answers]
+        out[stage] = {"requests": len(requests), "pipeline_s": pipeline_s, "replay_s": round(done.wall_s, 2),
+                      "ratio": round(pipeline_s / done.wall_s, 2) if done.wall_s else None,
                       "pipeline_latency_mean_s": round(sum(r["latency_s"] for r in requests) / len(requests), 3),
                       "replay_latency_mean_s": round(sum(lat) / len(lat), 3)}
     return out
