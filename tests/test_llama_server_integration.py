@@ -24,6 +24,7 @@ pytestmark = pytest.mark.integration
 
 MODEL = load_config(ModelConfig, CONFIGS / "models" / "smollm2-135m.yaml")
 DEPLOYMENT = load_config(DeploymentConfig, CONFIGS / "deployments" / "smollm2-135m-cpu.yaml")
+OTHER = load_config(DeploymentConfig, CONFIGS / "deployments" / "smollm2-135m-cpu-llama-cpp-python.yaml")
 VERDICT = {"type": "object", "properties": {"verdict": {"type": "boolean"}, "reason": {"type": "string"}},
            "required": ["verdict", "reason"]}
 # a long shared part (instructions and a history, as a judge's rubric or an APeB session's history), then a tail
@@ -117,3 +118,32 @@ def test_a_shared_prefix_is_taken_from_the_cache_not_prefilled_again(server):
     time.sleep(0.2)
     third = chat(server, shopper("hiking socks"), id_slot=0)
     assert third["timings"]["cache_n"] > 0.9 * third["usage"]["prompt_tokens"], third["timings"]
+
+
+# prompts whose answers repeat what the prompt ends with: where a repeat penalty over the prompt's last tokens
+# (llama-server unpatched) and one over the generated tokens only (llama-cpp-python) part ways
+ECHO = ["Say the word banana five times: banana banana banana", "Count: one, two, three, four, five, six,",
+        "Is Paris in France? Answer in JSON with a verdict and a reason."]
+
+
+def test_both_embedded_servers_give_the_same_answers(server, tmp_path):
+    """The request cache holds answers of either server, so both must answer a request alike at temperature 0:
+    the same sampling (repeat penalty over generated tokens only: infra/llama-server/build.py PATCHES), the same
+    numerics (flash attention off), the same constraint on a schema (the GBNF llama-cpp-python makes of it)."""
+    def answers(endpoint) -> list[str]:
+        client = LLMClient(endpoint, Sampling(max_tokens=32), RequestCache(tmp_path / f"{endpoint.kind}-{id(endpoint)}.sqlite"),
+                           role="agent", run_id="r", seed=3)
+
+        async def ask():
+            try:
+                texts = [(await client.chat([{"role": "user", "content": p}])).text for p in ECHO]
+                verdict = await client.chat([{"role": "user", "content": ECHO[-1]}], json_schema=VERDICT)
+                return texts + [verdict.text]
+            finally:
+                await client.aclose()
+        return asyncio.run(ask())
+
+    with Deployment(MODEL, OTHER, tmp_path / "logs") as other:
+        theirs = answers(other)
+    mine = answers(server)
+    assert all(theirs) and mine == theirs

@@ -1,6 +1,6 @@
 """Build llama.cpp's `llama-server` into a venv's bin/, from the llama.cpp source that the installed
 llama-cpp-python's sdist vendors: the same ggml and llama code, built with the same CPU flags, as the
-library the llama-cpp-python server runs.
+library the llama-cpp-python server runs, and one change to the server (PATCHES) so both answer alike.
 
 No binary comes from anywhere but this machine's compiler: pip downloads the sdist (from its HTTP cache
 when `pip install` just fetched it), CMake builds one target, statically linked. A build is kept under
@@ -35,11 +35,18 @@ SERVER_ARGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA
                "-DLLAMA_BUILD_SERVER=ON", "-DLLAMA_CURL=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF"]
 # llama-cpp-python's own switches, which llama.cpp's CMake does not know
 OWN_SWITCHES = ("-DLLAVA_BUILD", "-DLLAMA_BUILD=")
+# (file, text, replacement): the one change to the vendored source. llama-server feeds each prompt into its
+# sampler's token history, so a repeat penalty also weighs the prompt's last 64 tokens; llama-cpp-python's
+# server penalizes repeats among the generated tokens only. Without the prompt in that history both servers
+# answer alike at temperature 0 (the same 30 of 30 captured requests with the penalty off, where the patch
+# changes nothing), so the request cache's answers stay the answers either server gives.
+PATCHES = [("tools/server/server-context.cpp", "common_sampler_accept(smpl.get(), id, false);",
+            "(void) id;  // perseval: the prompt enters no repeat-penalty history (as llama-cpp-python)")]
 
 
 def cache_dir(pkg_version: str, cmake_args: list[str]) -> Path:
     home = Path(os.environ.get("PERSEVAL_HOME", Path.home() / ".cache" / "perseval"))
-    flags = hashlib.sha256(" ".join(SERVER_ARGS + cmake_args).encode()).hexdigest()[:12]
+    flags = hashlib.sha256(" ".join(SERVER_ARGS + cmake_args).encode() + repr(PATCHES).encode()).hexdigest()[:12]
     return home / "llama-server" / f"{pkg_version}-{flags}"
 
 
@@ -61,7 +68,19 @@ def vendored_source(pkg_version: str, work: Path) -> Path:
     return next(work.glob("llama_cpp_python-*/vendor/llama.cpp"))
 
 
+def patch(source: Path) -> None:
+    """Apply PATCHES; a text not found exactly once means the vendored llama.cpp changed under them."""
+    for name, text, replacement in PATCHES:
+        path = source / name
+        code = path.read_text()
+        if code.count(text) != 1:
+            raise SystemExit(f"{path}: expected one `{text}` to patch, found {code.count(text)}: "
+                             "llama-cpp-python's vendored llama.cpp changed; update PATCHES in infra/llama-server/build.py")
+        path.write_text(code.replace(text, replacement))
+
+
 def build(source: Path, out: Path, cmake_args: list[str], jobs: int) -> Path:
+    patch(source)
     args = [a for a in cmake_args if not a.startswith(OWN_SWITCHES)]
     subprocess.run(["cmake", "-S", str(source), "-B", str(out), *SERVER_ARGS, *args], check=True,
                    stdout=subprocess.DEVNULL)

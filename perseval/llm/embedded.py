@@ -25,9 +25,11 @@ from perseval.errors import ConfigError
 
 HOST = "127.0.0.1"
 LLAMA_SERVER_ENV = "PERSEVAL_LLAMA_SERVER"  # a llama-server binary to use instead of the venv's
-# Slots per core of llama-server when the deployment sets no `parallel`: the best concurrency measured on
-# the quickstart's captured requests on 2 cores (scripts/bench_servers.py; README "Speed").
-SLOTS_PER_CORE = 1
+# llama-server's slots when the deployment sets no `parallel`: one, all cores on it. On 2 cores one slot
+# answered the quickstart's captured requests fastest (scripts/bench_servers.py: a second slot halves the
+# compute of each, and a decoding sequence waits on the other's prefill), and only one slot gives answers that
+# do not depend on which requests happened to share a batch. The prompt cache serves every slot count.
+DEFAULT_SLOTS = 1
 # Host memory for llama-server's prompt cache (llama.cpp's default is 8 GiB): enough for the prefixes of
 # the requests in flight and their followers, small enough for a laptop.
 PROMPT_CACHE_MIB = 1024
@@ -50,16 +52,13 @@ def slots(dep: DeploymentConfig) -> int:
     """Requests the embedded server decodes at once: llama-server's slots, or 1 (llama-cpp-python)."""
     if dep.server == "llama-cpp-python":
         return 1
-    return dep.parallel or SLOTS_PER_CORE * cores()
+    return dep.parallel or DEFAULT_SLOTS
 
 
 def concurrency(dep: DeploymentConfig) -> int:
-    """Requests a client keeps in flight: the deployment's `max_concurrency`, else sized to the server.
-    llama-server: its slots (one client alone fills them; what several clients send beyond waits in the
-    server's queue). llama-cpp-python: 2, so the next request is queued while one is decoded."""
-    if dep.max_concurrency:
-        return dep.max_concurrency
-    return slots(dep) if dep.server == "llama-server" else 2
+    """Requests a client keeps in flight: the deployment's `max_concurrency`, else one more than the server
+    decodes at once, so a request is always queued in the server and no slot idles between two answers."""
+    return dep.max_concurrency or slots(dep) + 1
 
 
 def llama_server_binary() -> Path:
@@ -132,7 +131,7 @@ class Serving:
     max_concurrency: int  # requests in flight per client
     structured_output: str  # the JSON-schema dialect (perseval.llm.client.structured_fields)
     extra_body: dict[str, Any] = field(default_factory=dict)  # body fields beside the OpenAI ones
-    prefix_first: bool = False  # requests sharing a prompt prefix go in turn (perseval.llm.prefix)
+    prefix_first: bool = False  # requests sharing a prompt prefix go in turn (perseval.llm.prefix): slots > 1
     server: str | None = None  # embedded: which server
     slots: int | None = None  # embedded: requests decoded at once
     threads: int | None = None  # embedded: llama.cpp threads
@@ -143,5 +142,5 @@ def serving(dep: DeploymentConfig) -> Serving:
     if dep.kind != "embedded":
         return Serving(dep.max_concurrency or 4, dep.structured_output or default_dialect(dep.kind))
     return Serving(concurrency(dep), dialect(dep), {"repeat_penalty": REPEAT_PENALTY},
-                   prefix_first=dep.server == "llama-server", server=dep.server, slots=slots(dep),
+                   prefix_first=dep.server == "llama-server" and slots(dep) > 1, server=dep.server, slots=slots(dep),
                    threads=threads(dep))
