@@ -105,11 +105,11 @@ class DeploymentConfig(Strict):
     # embedded: which server runs the GGUF (perseval.llm.embedded): llama.cpp's llama-server, several
     # requests decoded together, or llama-cpp-python's, one at a time
     server: EmbeddedServer = "llama-server"
-    parallel: int | None = Field(None, ge=1)  # embedded llama-server: slots (None: sized to the cores)
+    parallel: int | None = Field(None, ge=1)  # embedded llama-server: slots (None: perseval.llm.embedded's default, 1)
     vllm: VLLMSettings = VLLMSettings()
     base_url: str | None = None  # openai: the endpoint (…/v1)
     api_key_env: str | None = None  # openai: the variable holding the key (never logged)
-    # requests in flight per client; None: sized to the server (embedded: its slots), else 4
+    # requests in flight per client; None: sized to the server (embedded: its slots + 1), else 4
     max_concurrency: int | None = Field(None, ge=1)
     timeout_s: float = Field(300.0, gt=0)
     retries: int = Field(3, ge=0)

@@ -166,16 +166,9 @@ def cached_answers(cache: Path | None, requests: list[dict[str, Any]], identity:
     """The pipeline's answers (text + tool calls, as perseval.llm.replay.answer_text writes them), by capture index."""
     if cache is None or not cache.exists():
         return {}
-    con = sqlite3.connect(cache)
-    out = {}
-    for i, rec in enumerate(requests):
-        row = con.execute("SELECT response FROM responses WHERE key = ?", (cache_key(rec, identity),)).fetchone()
-        if row:
-            r = json.loads(row[0])
-            calls = [(c["name"], c["arguments"]) for c in r.get("tool_calls") or []]
-            out[i] = r["text"] + (json.dumps(calls) if calls else "")
-    con.close()
-    return out
+    texts = cache_texts(cache)
+    keys = {i: cache_key(rec, identity) for i, rec in enumerate(requests)}
+    return {i: texts[k] for i, k in keys.items() if k in texts}
 
 
 def cache_texts(cache: Path) -> dict[str, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,14 +92,6 @@ def _answer(index: int, data: dict[str, Any], latency: float) -> Answer:
                   timings.get("prompt_ms"), timings.get("predicted_ms"))
 
 
-def common_prefix(a: str, b: str) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
 def prompt_text(rec: dict[str, Any]) -> str:
     return json.dumps(rec["messages"], ensure_ascii=False)
 
@@ -112,7 +105,8 @@ def prefix_groups(requests: list[dict[str, Any]], share: float = 0.5) -> list[li
     groups: list[list[int]] = []
     for i in order:
         prev = groups[-1][-1] if groups else None
-        if prev is not None and common_prefix(texts[prev], texts[i]) >= share * min(len(texts[prev]), len(texts[i])):
+        shared = len(os.path.commonprefix([texts[prev], texts[i]])) if prev is not None else 0
+        if prev is not None and shared >= share * min(len(texts[prev]), len(texts[i])):
             groups[-1].append(i)
         else:
             groups.append([i])
