@@ -66,7 +66,7 @@ INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: t
 
 
 def _print_headline(rows: list[dict]) -> None:
-    from perseval.report import delta_text, headline_note, score_text
+    from perseval.report.headline import delta_text, headline_note, score_text
 
     table = Table(title="Headline scores (0-100)")
     cols = {"benchmark": "benchmark", "agent": "agent", "backbone": "backbone", "retriever": "retriever",
@@ -88,7 +88,7 @@ def _print_headline(rows: list[dict]) -> None:
     controls = _controls_table(rows)
     if controls is not None:
         console.print(controls)
-    from perseval.probes import NOT_INTERPRETABLE, flagged_judges
+    from perseval.report.probes import NOT_INTERPRETABLE, flagged_judges
 
     for judge in flagged_judges(rows):
         probed = next(r for r in rows if f"{r['benchmark']}/{r['judge']}" == judge)
@@ -100,9 +100,9 @@ def _print_headline(rows: list[dict]) -> None:
 
 
 def _controls_table(rows: list[dict]) -> Table | None:
-    """Beside each score, what it means (perseval.gains): own vs swapped-history vs no-history, the
+    """Beside each score, what it means (perseval.report.gains): own vs swapped-history vs no-history, the
     gains with their user-resampled 95% intervals, and how much gold evidence reached the context."""
-    from perseval.gains import CONTROL_COLUMNS, gain_text
+    from perseval.report.gains import CONTROL_COLUMNS, gain_text
 
     shown = [r for r in rows if any(k in r for k in CONTROL_COLUMNS)]
     if not shown:
@@ -169,7 +169,7 @@ def run(config: Path = CONFIG,
     exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
-    from perseval.report import SMALL_MODEL_WARNING
+    from perseval.report.headline import SMALL_MODEL_WARNING
 
     _print_headline(summary["headline"])
     if any(d.kind == "embedded" for d in exp.deployments.values()):
@@ -206,7 +206,7 @@ def _redo_hint(exp: Any, summary: dict) -> str:
 def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any) -> dict:
     """The evaluate flow (whole, or stopped early by `kwargs`), with run's failure handling: a bad input found
     late is exit 2; a server, the disk, Prefect or Dask failing says what, what is kept and how to resume."""
-    from perseval.errors import ConfigError, InputError
+    from perseval.core.errors import ConfigError, InputError
 
     _quiet_prefect_console()
     try:
@@ -250,9 +250,9 @@ def _load_or_exit(config: Path) -> "Any":
 
     The benchmark sources are read here too, so a bad release row is reported in seconds, not after the
     Prefect server and the Dask cluster started and the construct task failed."""
-    from perseval.errors import PersevalError
-    from perseval.experiment import load_experiment, source_problems
-    from perseval.plan import make_plan
+    from perseval.core.errors import PersevalError
+    from perseval.setup.experiment import load_experiment, source_problems
+    from perseval.pipeline.plan import make_plan
 
     try:
         exp = load_experiment(config)
@@ -283,7 +283,7 @@ def show(config: Path = CONFIG,
     """Print the effective settings of every cell after every override: what a run will send (starts nothing)."""
     import yaml
 
-    from perseval.show import effective_settings
+    from perseval.report.show import effective_settings
 
     apply_offline_env()
     exp, plan = _load_or_exit(config)
@@ -314,8 +314,8 @@ def stats(config: Path = CONFIG,
     apply_offline_env()
     exp, plan = _load_or_exit(config)
     _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
-    from perseval.components import make_benchmark
-    from perseval.stages import load_documents, load_instances, write_artifact
+    from perseval.setup.components import make_benchmark
+    from perseval.pipeline.stages import load_documents, load_instances, write_artifact
 
     root = output_root or exp.experiment.output_root
     for unit in plan.data:
@@ -342,7 +342,7 @@ def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, 
     import pandas as pd
 
     from perseval.benchmarks.iba.validation import agreement_report, read_label_csv
-    from perseval.errors import PersevalError
+    from perseval.core.errors import PersevalError
 
     try:
         a, b = read_label_csv(labels_a), read_label_csv(labels_b)
@@ -394,8 +394,8 @@ def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, 
                 log: bool = typer.Option(True, help="log a 'judge-check' run to the experiment's MLflow")) -> None:
     """A judge against human labels, per criterion: Pearson, Spearman, quadratic-weighted kappa and
     Krippendorff's alpha with user-resampled bootstrap intervals, and the confusion matrices."""
-    from perseval.errors import PersevalError
-    from perseval.judge_check import format_table, judge_check as check, log_validity
+    from perseval.core.errors import PersevalError
+    from perseval.report.judge_check import format_table, judge_check as check, log_validity
 
     apply_offline_env()
     exp, _ = _load_or_exit(config)
@@ -442,8 +442,8 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
     in `perseval ui`."""
     from mlflow.tracking import MlflowClient
 
-    from perseval.config import MLflowSettings
-    from perseval.tracking import compare_frame, parent_runs, resolve_tracking
+    from perseval.setup.config import MLflowSettings
+    from perseval.report.tracking import compare_frame, parent_runs, resolve_tracking
 
     uri, _ = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
     client = MlflowClient(uri)
@@ -471,8 +471,8 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
 def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path],
                        detect: Optional[float]) -> None:
     """The differences between runs (and to `baseline` within each run) with their error bars."""
-    from perseval.config import StatisticsSettings
-    from perseval.run_compare import differences, run_pairs, shown, within_pairs
+    from perseval.setup.config import StatisticsSettings
+    from perseval.report.run_compare import differences, run_pairs, shown, within_pairs
 
     pairs = run_pairs(client, parents)
     for parent in parents if baseline else []:
@@ -491,7 +491,7 @@ def _print_differences(client: Any, parents: list, baseline: Optional[str], leve
 
 def _print_instance_differences(client: Any, parents: list[Any], between: Optional[tuple[str, str]], n: int) -> None:
     """Per pair of cells: the instances whose scores differ most, with both trace ids."""
-    from perseval.traces import cell_pairs, pair_differences
+    from perseval.report.traces import cell_pairs, pair_differences
 
     try:
         pairs = cell_pairs(client, parents, between)
@@ -528,9 +528,9 @@ def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.
                                         "here)"),
        create: bool = typer.Option(False, "--create", help="start on an empty store where TRACKING_URI has none")) -> None:
     """Start the MLflow UI on 127.0.0.1."""
-    from perseval.config import MLflowSettings
+    from perseval.setup.config import MLflowSettings
     from perseval.llm.deployments import HOST
-    from perseval.tracking import resolve_tracking, sqlite_path
+    from perseval.report.tracking import resolve_tracking, sqlite_path
 
     db = sqlite_path(tracking_uri)
     if db is not None and not db.is_file() and not create:

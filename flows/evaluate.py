@@ -17,18 +17,18 @@ from typing import Any
 from prefect import flow
 from prefect.futures import PrefectFuture, as_completed
 
-from perseval.experiment import load_experiment
-from perseval.cost import UnitRecords, plan_cost
-from perseval.gains import with_controls
-from perseval.probes import probe_done, probe_units, with_probe_flags
-from perseval.freshness import data_done, index_done, pending
+from perseval.setup.experiment import load_experiment
+from perseval.pipeline.cost import UnitRecords, plan_cost
+from perseval.report.gains import with_controls
+from perseval.report.probes import probe_done, probe_units, with_probe_flags
+from perseval.pipeline.freshness import data_done, index_done, pending
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
-from perseval.plan import Plan, make_plan
-from perseval.progress import stage_bar
-from perseval.report import headline_rows, track
-from perseval.stages import Runtime, data_manifest, score_summary
-from perseval.store import StageStore
+from perseval.pipeline.plan import Plan, make_plan
+from perseval.core.progress import stage_bar
+from perseval.report.headline import headline_rows, track
+from perseval.pipeline.stages import Runtime, data_manifest, score_summary
+from perseval.core.store import StageStore
 from tasks.stages import (analyze_task, construct_task, index_task, judge_task, probe_task, run_shard_task,
                           score_task)
 

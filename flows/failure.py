@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from perseval.errors import DeploymentError, EndpointRefused
+from perseval.core.errors import DeploymentError, EndpointRefused
 
 LATE_FAILURE_EXIT = 4  # the run stopped after start-up; finished outputs are kept, the same command resumes
 TRACEBACK_ENV = "PERSEVAL_TRACEBACK"

@@ -7,12 +7,12 @@ import uuid
 from pathlib import Path
 
 from perseval.benchmarks.iba import label_sample as ls
-from perseval.config import ResolvedExperiment
+from perseval.setup.config import ResolvedExperiment
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import ServerPool
-from perseval.plan import Plan
-from perseval.stages import load_documents, load_instances
+from perseval.pipeline.plan import Plan
+from perseval.pipeline.stages import load_documents, load_instances
 
 
 def label_sample(exp: ResolvedExperiment, plan: Plan, root: str, n: int, out_dir: Path, model: str | None,

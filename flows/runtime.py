@@ -21,10 +21,10 @@ from prefect.client.schemas.objects import StateType
 from prefect.logging.handlers import APILogWorker
 from prefect.states import Crashed
 
-from perseval.config import DaskSettings
-from perseval.experiment import load_experiment
+from perseval.setup.config import DaskSettings
+from perseval.setup.experiment import load_experiment
 from perseval.llm.deployments import HOST
-from perseval.owner import OWNER_TAG, owner_gone, owner_tag
+from perseval.core.owner import OWNER_TAG, owner_gone, owner_tag
 
 log = logging.getLogger("perseval.runtime")
 UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]

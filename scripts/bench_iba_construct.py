@@ -25,10 +25,10 @@ from perseval.benchmarks.iba import load_taxonomy  # noqa: E402
 from perseval.benchmarks.iba.construct import ConstructParams, construct  # noqa: E402
 from perseval.benchmarks.iba.distribution import FULL_SIZE, missing_domains  # noqa: E402
 from perseval.benchmarks.iba.taxonomy import Taxonomy  # noqa: E402
-from perseval.config import BenchmarkEntry  # noqa: E402
-from perseval.plan import DataUnit  # noqa: E402
-from perseval.components import make_benchmark  # noqa: E402
-from perseval.stages import Runtime, construct as construct_stage  # noqa: E402
+from perseval.setup.config import BenchmarkEntry  # noqa: E402
+from perseval.pipeline.plan import DataUnit  # noqa: E402
+from perseval.setup.components import make_benchmark  # noqa: E402
+from perseval.pipeline.stages import Runtime, construct as construct_stage  # noqa: E402
 
 
 def peak_rss_mib() -> float:

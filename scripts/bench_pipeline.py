@@ -6,7 +6,7 @@ httpx.AsyncClient at the deployment's max_concurrency. A ratio near 1 (target <=
 costs what its requests cost.
 P2: the wall time of the fresh (cold) run vs an identical re-run (which should send no request), and the
 re-run's fixed cost: imports, Prefect server start, preparation, flow start (task runner), MLflow logging.
-P3, index build: passages/s of the index stage (perseval.stages.index: documents read, chunked, encoded per
+P3, index build: passages/s of the index stage (perseval.pipeline.stages.index: documents read, chunked, encoded per
 owner, FAISS-indexed, saved) vs one bare encode of the very same passages with the same embedder in the same
 process (target >= 0.9x), and what a run shard pays to open the index and load one user's FAISS index.
 P4, scale: construct + index of IBA-Bench (Table 2 distribution, 100 noise turns per evidence turn) at
@@ -42,16 +42,16 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from perseval.benchmarks.iba.distribution import FULL_SIZE  # noqa: E402
-from perseval.components import make_retriever  # noqa: E402
-from perseval.config import BenchmarkEntry, ResolvedExperiment, RetrieverConfig  # noqa: E402
-from perseval.experiment import benchmark_params, load_experiment  # noqa: E402
+from perseval.setup.components import make_retriever  # noqa: E402
+from perseval.setup.config import BenchmarkEntry, ResolvedExperiment, RetrieverConfig  # noqa: E402
+from perseval.setup.experiment import benchmark_params, load_experiment  # noqa: E402
 from perseval.llm.client import CAPTURE_ENV  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
 from perseval.llm.replay import Replay, by_stage, read_capture, replay  # noqa: E402
-from perseval.plan import DataUnit, IndexUnit, data_key, index_key  # noqa: E402
+from perseval.pipeline.plan import DataUnit, IndexUnit, data_key, index_key  # noqa: E402
 from perseval.retrieval.base import CHUNKS_FILE, OWNERS_DIR, owner_slug  # noqa: E402
 from perseval.retrieval.embedder import Embedder  # noqa: E402
-from perseval import stages  # noqa: E402
+from perseval.pipeline import stages  # noqa: E402
 
 FIXED = ("imports", "prefect_server", "prepare", "flow_start", "track")
 
@@ -137,7 +137,7 @@ def dask_cluster_seconds(config: Path, work: Path) -> float:
     """Start-up of the experiment's Dask cluster: a cold run pays it inside its first stage with work (the
     runner starts it on the first submitted task), a re-run with nothing to submit not at all."""
     return child_seconds(work, "import sys, time; from flows.runtime import task_runner\n"
-                               "from perseval.experiment import load_experiment\n"
+                               "from perseval.setup.experiment import load_experiment\n"
                                "runner = task_runner(load_experiment(sys.argv[1]).experiment.dask)\n"
                                "with runner:\n    t = time.monotonic(); runner.client; print(time.monotonic() - t)",
                          str(config))

@@ -69,12 +69,12 @@ try:  # per-step evidence (issue 22); an older tree measured for comparison has 
 except ImportError:  # pragma: no cover - only when measuring an older checkout
     STEPS, gold_evidence, held_by_step = (), None, None
 from perseval.benchmarks.iba.release import load_release
-from perseval.components import make_retriever
-from perseval.config import AgentConfig, DeploymentConfig, ModelConfig, RetrieverConfig, load_config
+from perseval.setup.components import make_retriever
+from perseval.setup.config import AgentConfig, DeploymentConfig, ModelConfig, RetrieverConfig, load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment
-from perseval.records import Document
+from perseval.core.records import Document
 
 TREE = Path(perseval.__file__).resolve().parents[1]
 CONFIGS = TREE / "configs"

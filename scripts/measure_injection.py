@@ -21,7 +21,7 @@ attacker; a pair with either side unscored does not count as moved), `delta` = m
 the pairs scored both times, `unscored` = share of attacked judgments left unscored (clean in the
 `clean` row), `copy refused` = share of judge answers that copied the attack's object (whole, or a
 criterion of it) word for word, which the parser refuses to read as the judge's verdict
-(perseval.parsing.judge_object). `mean score`: over the scored judgments (binary 0/1, graded 1-5).
+(perseval.core.parsing.judge_object). `mean score`: over the scored judgments (binary 0/1, graded 1-5).
 
 IBA and Bespoke recall pair each response with a checkpoint or claim of another task (not met by
 construction), so the clean verdict should be "no" and an attack has room to move it.
@@ -52,15 +52,15 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA as RUBRIC_CRITERIA
 from perseval.benchmarks.bespoke.agents.responder import BespokeResponder
 from perseval.benchmarks.bespoke.layout import CRITERIA as BESPOKE_CRITERIA
-from perseval.components import make_benchmark
-from perseval.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.setup.components import make_benchmark
+from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment
-from perseval.parsing import judge_object, read_object_prefix
-from perseval.records import AgentOutput, Document, Instance
-from perseval.registry import agent_class, judge_class
+from perseval.core.parsing import judge_object, read_object_prefix
+from perseval.core.records import AgentOutput, Document, Instance
+from perseval.setup.registry import agent_class, judge_class
 
 TREE = Path(perseval.__file__).resolve().parents[1]
 CONFIGS = TREE / "configs"

@@ -1,9 +1,9 @@
-"""Prefect tasks: thin wrappers of perseval.stages, one per stage unit.
+"""Prefect tasks: thin wrappers of perseval.pipeline.stages, one per stage unit.
 
-Tasks take typed units (perseval.plan) and the flow run's Runtime, and return
+Tasks take typed units (perseval.pipeline.plan) and the flow run's Runtime, and return
 small dicts: paths and keys travel, never frames, models or clients, so they
 pickle cheaply to Dask workers. The content-addressed store is the cache: the
-flow submits only the units perseval.freshness finds missing, stale or holding
+flow submits only the units perseval.pipeline.freshness finds missing, stale or holding
 failures, so Prefect's own result cache is not used (it could not see a deleted
 or stale output and would return an old result for it).
 """
@@ -14,9 +14,10 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from perseval import probes, stages
-from perseval.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit
-from perseval.stages import Runtime
+from perseval.pipeline import stages
+from perseval.report import probes
+from perseval.pipeline.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit
+from perseval.pipeline.stages import Runtime
 
 
 @task(name="construct", cache_policy=NO_CACHE, task_run_name="construct {unit.entry.name}")

@@ -15,8 +15,8 @@ import psutil
 import pytest
 import yaml
 
-from perseval.experiment import load_experiment
-from perseval.plan import make_plan
+from perseval.setup.experiment import load_experiment
+from perseval.pipeline.plan import make_plan
 
 from .conftest import config_tree, cpu_overrides
 

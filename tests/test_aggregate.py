@@ -1,7 +1,7 @@
 import pytest
 
 from perseval.metrics.aggregate import OVERALL, group_table
-from perseval.records import InstanceScore
+from perseval.core.records import InstanceScore
 
 
 def s(iid, group, value, judge_repeat=0, repeat=0, metric="score", unscored=0):
@@ -25,7 +25,7 @@ def test_group_means_and_overall_hand_computed():
 
 
 def test_intervals_rest_on_users_and_leave_the_means_unchanged():
-    from perseval.config import StatisticsSettings
+    from perseval.setup.config import StatisticsSettings
     from perseval.metrics.uncertainty import cluster_mean
 
     def su(iid, user, group, value, repeat=0):

@@ -13,7 +13,7 @@ from perseval.benchmarks.apeb.logs import Event
 from perseval.benchmarks.apeb.sessions import MiningConfig, history_before, mine_sessions, split_sessions
 from perseval.benchmarks.apeb.synth_catalog import CATEGORIES
 from perseval.benchmarks.apeb.synth_logs import DECOY_KINDS, LogConfig, generate_logs
-from perseval.errors import ConfigError
+from perseval.core.errors import ConfigError
 
 SEED = 3
 N_USERS = 40
@@ -353,7 +353,7 @@ def test_dataset_statistics(data):
 
 
 def test_source_path_must_be_a_log_folder(tmp_path):
-    from perseval.errors import InputError
+    from perseval.core.errors import InputError
 
     with pytest.raises(InputError, match="events.parquet"):
         APeB().build(sample=2, seed=0, source=tmp_path)
@@ -364,8 +364,8 @@ def test_source_path_must_be_a_log_folder(tmp_path):
 def test_the_paper_experiment_validates():
     """apeb_paper.yaml: every system of the paper on vLLM with tool calling, 5,648 cases in four cells, the
     rubric judge bound to apeb.rubric."""
-    from perseval.experiment import load_experiment
-    from perseval.plan import make_plan
+    from perseval.setup.experiment import load_experiment
+    from perseval.pipeline.plan import make_plan
     from tests.conftest import CONFIGS
 
     exp = load_experiment(CONFIGS / "experiments" / "apeb_paper.yaml")

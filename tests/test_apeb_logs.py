@@ -8,7 +8,7 @@ import pytest
 from perseval.benchmarks.apeb.benchmark import APeB
 from perseval.benchmarks.apeb.logfiles import load_logs, write_logs
 from perseval.benchmarks.apeb.synth_logs import LogConfig, generate_logs
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 
 SEED = 5
 

@@ -12,11 +12,11 @@ from perseval.benchmarks.apeb.agents.direct import APeBDirect
 from perseval.benchmarks.apeb.agents.oracle import APeBOracle
 from perseval.benchmarks.apeb.benchmark import APeB
 from perseval.benchmarks.apeb.judges.ranking import RankingJudge, StrictRankingJudge
-from perseval.components import make_agent
-from perseval.experiment import bound, judge_specs
-from perseval.experiment import load_experiment
+from perseval.setup.components import make_agent
+from perseval.setup.experiment import bound, judge_specs
+from perseval.setup.experiment import load_experiment
 from perseval.judges.base import JudgeBinding
-from perseval.records import Document
+from perseval.core.records import Document
 from tests.conftest import CONFIGS
 from tests.scripted import ScriptedChat
 

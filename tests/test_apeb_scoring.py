@@ -15,10 +15,10 @@ from perseval.benchmarks.apeb.benchmark import APeB
 from perseval.benchmarks.apeb.judges.ranking import METRICS, RankingJudge
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA, RubricJudge, parse_rubric
 from perseval.benchmarks.base import ANALYSIS_COLUMNS
-from perseval.config import JudgeConfig, load_config
+from perseval.setup.config import JudgeConfig, load_config
 from perseval.judges.base import JudgeBinding
-from perseval.records import AgentOutput
-from perseval.registry import judge_class
+from perseval.core.records import AgentOutput
+from perseval.setup.registry import judge_class
 from tests.scripted import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -166,7 +166,7 @@ def _frame(data, outputs_by_agent, judge, binding):
     for agent, outputs in outputs_by_agent.items():
         for inst, out in zip(data.instances, outputs):
             judgments = asyncio.run(judge.judge(inst, out, binding))
-            # as perseval.runner.score_outputs: only outputs with judgments are scored
+            # as perseval.pipeline.runner.score_outputs: only outputs with judgments are scored
             for s in judge.score(inst, out, judgments) if judgments else []:
                 rows.append({"cell": f"apeb/{agent}", "agent": agent, "agent_kind": "k", "agent_params": "{}",
                              "backbone": "-" if agent in ("oracle", "random") else "smol", "retriever": "-",

@@ -7,8 +7,8 @@ import asyncio
 import pytest
 
 from perseval.agents.rag import RagAgent
-from perseval.attribution import attribution_fields, context_doc_ids, evidence_recall, evidence_turns
-from perseval.records import AgentOutput, Document, Instance
+from perseval.report.attribution import attribution_fields, context_doc_ids, evidence_recall, evidence_turns
+from perseval.core.records import AgentOutput, Document, Instance
 
 from .scripted import ScriptedChat
 from .test_iba import build, context

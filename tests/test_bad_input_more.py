@@ -55,9 +55,9 @@ from typer.testing import CliRunner
 import flows.cli
 from flows.cli import _redo_hint, app
 from flows.failure import failure_report, what_failed
-from perseval.config import DeploymentConfig, ModelConfig, Sampling, load_config
-from perseval.experiment import load_experiment
-from perseval.errors import DeploymentError, EndpointRefused
+from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.setup.experiment import load_experiment
+from perseval.core.errors import DeploymentError, EndpointRefused
 from perseval.llm import deployments
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient

@@ -18,12 +18,12 @@ from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
 from perseval.benchmarks.bespoke.judges.criteria import CriteriaJudge
 from perseval.benchmarks.bespoke.judges.recall import NO_RESPONSE, RecallJudge
 from perseval.judges.base import JudgeBinding
-from perseval.runner import judge_shard, score_outputs
+from perseval.pipeline.runner import judge_shard, score_outputs
 from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.sample import write_sample
-from perseval.config import AgentConfig, load_config
-from perseval.errors import ConfigError, InputError
-from perseval.records import CORPUS_OWNER, AgentOutput, Document, Instance, Judgment, Passage
+from perseval.setup.config import AgentConfig, load_config
+from perseval.core.errors import ConfigError, InputError
+from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance, Judgment, Passage
 from tests.scripted import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]

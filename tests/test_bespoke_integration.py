@@ -15,8 +15,8 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from perseval.records import AgentOutput
-from perseval.store import StageStore
+from perseval.core.records import AgentOutput
+from perseval.core.store import StageStore
 
 from .conftest import CONFIGS
 

@@ -21,19 +21,19 @@ from perseval.benchmarks.bespoke.evaluation import EvaluatorParams
 from perseval.benchmarks.bespoke.judges.criteria import CriteriaJudge
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.benchmarks.bespoke.truncation import HistoryOverBudget, fit_history
-from perseval.experiment import judge_specs
-from perseval.experiment import load_experiment
-from perseval.errors import ConfigError
-from perseval.freshness import pending
+from perseval.setup.experiment import judge_specs
+from perseval.setup.experiment import load_experiment
+from perseval.core.errors import ConfigError
+from perseval.pipeline.freshness import pending
 from perseval.judges.base import JudgeBinding
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
-from perseval.params import EVERY_FIELD
-from perseval.plan import make_plan, run_key, shards
-from perseval.records import AgentOutput, Document
-from perseval.search import make_search
-from perseval.stages import Runtime, construct, data_manifest, run_shard
-from perseval.store import StageStore
+from perseval.setup.params import EVERY_FIELD
+from perseval.pipeline.plan import make_plan, run_key, shards
+from perseval.core.records import AgentOutput, Document
+from perseval.retrieval.search import make_search
+from perseval.pipeline.stages import Runtime, construct, data_manifest, run_shard
+from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
 from tests.scripted import ScriptedChat
 from tests.test_bespoke_protocol import answer, context

@@ -29,8 +29,8 @@ from perseval.benchmarks.bespoke.meta_analysis import correlations, table3
 from perseval.benchmarks.bespoke.meta_benchmark import BespokeMetaBenchmark
 from perseval.benchmarks.bespoke.stats import shannon_equitability
 from perseval.judges.base import JudgeBinding
-from perseval.records import AgentOutput, Instance, Passage
-from perseval.runner import judge_shard, score_outputs
+from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.pipeline.runner import judge_shard, score_outputs
 from tests.scripted import ScriptedChat
 
 EP = json.dumps({c: {"score": s, "feedback": f"{c} note"} for c, s in zip(CRITERIA, (4, 3, 5, 2))})

@@ -15,7 +15,7 @@ import pytest
 from perseval.benchmarks.bespoke.export import export_official, official_query_number
 from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.sessions import split_chat, split_search
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 from tests.test_bespoke_layout import CLAIMS, OFFICIAL_COLUMNS, QUERIES, RUBRICS, SHOTS, official  # noqa: F401
 
 JSON_COLUMNS = {"gold_information/gold_information.parquet": "gold_information_value",
@@ -146,10 +146,10 @@ def test_local_corpus_search_over_page_summaries(tmp_path: Path, official: Path,
     import asyncio
 
     from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
-    from perseval.components import make_retriever
-    from perseval.config import RetrieverConfig, load_config
-    from perseval.records import CORPUS_OWNER, Instance
-    from perseval.search import make_search
+    from perseval.setup.components import make_retriever
+    from perseval.setup.config import RetrieverConfig, load_config
+    from perseval.core.records import CORPUS_OWNER, Instance
+    from perseval.retrieval.search import make_search
     from tests.conftest import CONFIGS
 
     relpath = "search_history/search_history.parquet"
@@ -189,9 +189,9 @@ def test_tables_2_and_7_of_the_hand_written_release(official: Path) -> None:
 def test_the_paper_experiment_validates_against_a_release_folder(official: Path, monkeypatch) -> None:
     """bespoke_paper.yaml names the release by a relative `source:` (read from where perseval runs): with a
     release there it validates into Tables 3, 4 and 5 on vLLM models; without one it says which path is missing."""
-    from perseval.experiment import load_experiment
-    from perseval.errors import ConfigError
-    from perseval.plan import make_plan
+    from perseval.setup.experiment import load_experiment
+    from perseval.core.errors import ConfigError
+    from perseval.pipeline.plan import make_plan
     from tests.conftest import CONFIGS
 
     config = CONFIGS / "experiments" / "bespoke_paper.yaml"

@@ -74,8 +74,8 @@ def test_label_sample_refuses_what_it_cannot_sample_before_building_anything(tmp
 def test_show_prints_the_effective_settings_as_json_and_starts_nothing(tmp_path):
     """`perseval show --json`: what each cell will send after the experiment's overrides (the quickstart's
     CPU budgets over the agent YAMLs' paper ones), one row per cell with its keys."""
-    from perseval.experiment import load_experiment
-    from perseval.plan import make_plan
+    from perseval.setup.experiment import load_experiment
+    from perseval.pipeline.plan import make_plan
 
     from .conftest import CONFIGS
 

@@ -3,12 +3,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.registry import agent_class
-from perseval.config import DeploymentConfig, ModelConfig, load_config
-from perseval.controls import uses_history
-from perseval.experiment import judge_specs, load_experiment
-from perseval.errors import ConfigError
-from perseval.plan import make_plan
+from perseval.setup.registry import agent_class
+from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
+from perseval.pipeline.controls import uses_history
+from perseval.setup.experiment import judge_specs, load_experiment
+from perseval.core.errors import ConfigError
+from perseval.pipeline.plan import make_plan
 
 from .conftest import CONFIGS
 
@@ -35,7 +35,7 @@ def test_shipped_experiments_validate_and_plan(name, tmp_path, monkeypatch):
             # the corpus search uses the retriever's index; gold or web search does not
             uses_index = "retrieve" in needs or ("search" in needs and agent.search_spec() == "corpus")
             retrievers = len(exp.experiment.retrievers) if uses_index else 1
-            # and once more per control for an agent that reads a history (perseval.controls)
+            # and once more per control for an agent that reads a history (perseval.pipeline.controls)
             controls = entry.controls if entry.controls is not None else exp.experiment.controls
             variants = 1 + (len(controls) if uses_history(needs) else 0)
             expected += backbones * retrievers * judges * variants

@@ -13,14 +13,14 @@ import yaml
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.agents.random_ranker import APeBRandom
-from perseval.experiment import load_experiment
-from perseval.controls import SWAPPED_HISTORY, derangement, history_owners, owner_swap, swapped_context, Control
-from perseval.gains import instance_values
-from perseval.plan import make_plan, shards
-from perseval.records import AgentOutput, Document, Instance, Passage
-from perseval.registry import register_agent
-from perseval.stages import Runtime, construct, index, judge, load_instances, run_shard, score
-from perseval.store import StageStore
+from perseval.setup.experiment import load_experiment
+from perseval.pipeline.controls import SWAPPED_HISTORY, derangement, history_owners, owner_swap, swapped_context, Control
+from perseval.report.gains import instance_values
+from perseval.pipeline.plan import make_plan, shards
+from perseval.core.records import AgentOutput, Document, Instance, Passage
+from perseval.setup.registry import register_agent
+from perseval.pipeline.stages import Runtime, construct, index, judge, load_instances, run_shard, score
+from perseval.core.store import StageStore
 
 from .conftest import CONFIGS
 
@@ -174,7 +174,7 @@ def test_a_ranking_agent_that_ignores_the_history_gains_exactly_nothing_from_it(
 # --- the gains beside the headline ---------------------------------------------------------------------------------
 
 def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains_are_0_by_construction(tmp_path):
-    from perseval.gains import NO_HISTORY_NOTE, control_fields, control_metrics, gains_by_metric, with_controls
+    from perseval.report.gains import NO_HISTORY_NOTE, control_fields, control_metrics, gains_by_metric, with_controls
 
     exp = {"name": "t", "seed": 5, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],
            "judges": ["smollm2-judge"], "controls": [SWAPPED_HISTORY],
@@ -214,7 +214,7 @@ def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains
 
 
 def test_the_no_history_reference_is_the_same_kind_without_history_else_the_named_one():
-    from perseval.gains import no_history_agent
+    from perseval.report.gains import no_history_agent
 
     exp = load_experiment(CONFIGS / "experiments" / "quickstart.yaml")
     assert no_history_agent(exp, 0, "iba-rag") == "iba-no-history"

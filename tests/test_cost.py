@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.config import Price, Sampling
-from perseval.experiment import load_experiment
-from perseval.cost import Spend, Usage, UnitRecords, plan_cost, unit_record
-from perseval.errors import ConfigError
+from perseval.setup.config import Price, Sampling
+from perseval.setup.experiment import load_experiment
+from perseval.pipeline.cost import Spend, Usage, UnitRecords, plan_cost, unit_record
+from perseval.core.errors import ConfigError
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
-from perseval.plan import make_plan, shards
-from perseval.stages import Runtime, construct, judge, run_shard, score
-from perseval.store import StageStore
+from perseval.pipeline.plan import make_plan, shards
+from perseval.pipeline.stages import Runtime, construct, judge, run_shard, score
+from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
 
 from .conftest import CONFIGS, cpu_overrides
@@ -209,7 +209,7 @@ def test_the_cost_table_shows_total_and_this_run_and_dollars_only_when_priced():
 
 
 def test_a_gpu_hour_price_is_paid_for_every_gpu_of_a_vllm_deployment_and_changes_no_key(tmp_path):
-    from perseval.cost import devices
+    from perseval.pipeline.cost import devices
 
     cfg = tmp_path / "configs"
     shutil.copytree(CONFIGS, cfg)

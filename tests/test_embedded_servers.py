@@ -15,17 +15,17 @@ from typer.testing import CliRunner
 
 import flows.cli
 from flows.cli import app
-from perseval.config import DeploymentConfig, ModelConfig, load_config
-from perseval.errors import ConfigError
-from perseval.experiment import load_experiment
+from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
+from perseval.core.errors import ConfigError
+from perseval.setup.experiment import load_experiment
 from perseval.llm import deployments, embedded
 from perseval.llm.cache import request_key
 from perseval.llm.client import key_format
 from perseval.llm.deployments import Deployment
 from perseval.llm.embedded import (LLAMA_SERVER_ENV, concurrency, cores, embedded_command, llama_server_binary,
                                    slots)
-from perseval.plan import make_plan
-from perseval.show import effective_settings
+from perseval.pipeline.plan import make_plan
+from perseval.report.show import effective_settings
 
 from .conftest import CONFIGS
 

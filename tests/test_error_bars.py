@@ -11,14 +11,14 @@ from statsmodels.stats.multitest import multipletests
 
 import flows.cli as cli
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
-from perseval.experiment import load_experiment
+from perseval.setup.experiment import load_experiment
 from perseval.metrics.aggregate import group_table
 from perseval.metrics.uncertainty import cluster_mean, paired_difference
-from perseval.plan import make_plan
-from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.report import delta_text, headline_rows, score_text, uncertainty_metrics
-from perseval.runner import score_outputs
-from perseval.store import StageStore
+from perseval.pipeline.plan import make_plan
+from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.report.headline import delta_text, headline_rows, score_text, uncertainty_metrics
+from perseval.pipeline.runner import score_outputs
+from perseval.core.store import StageStore
 
 from .conftest import CONFIGS
 

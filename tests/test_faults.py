@@ -24,23 +24,23 @@ from typer.testing import CliRunner
 from flows.cli import app
 from perseval.benchmarks.apeb.judges.ranking import RankingJudge
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
-from perseval.config import Sampling
-from perseval.experiment import load_experiment
+from perseval.setup.config import Sampling
+from perseval.setup.experiment import load_experiment
 from perseval.judges.base import JudgeBinding
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import start_server, stop_server
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import OVERALL, group_table
-from perseval.plan import make_plan
-from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
-from perseval.redact import MASK, redact, redact_records, register_secret
-from perseval.report import headline, headline_rows
+from perseval.pipeline.plan import make_plan
+from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.core.redact import MASK, redact, redact_records, register_secret
+from perseval.report.headline import headline, headline_rows
 from perseval.retrieval.chunking import chunk_text
-from perseval.runner import judge_shard, score_outputs
-from perseval.search import SearchError, http_search
-from perseval.stages import _documents_by_owner
-from perseval.store import StageStore
+from perseval.pipeline.runner import judge_shard, score_outputs
+from perseval.retrieval.search import SearchError, http_search
+from perseval.pipeline.stages import _documents_by_owner
+from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
 from tests.scripted import ScriptedChat
 
@@ -259,7 +259,7 @@ def test_the_dask_cluster_has_no_dashboard_and_leaves_8787_alone():
     from distributed import LocalCluster
 
     from flows.runtime import task_runner
-    from perseval.config import DaskSettings
+    from perseval.setup.config import DaskSettings
 
     kwargs = dict(task_runner(DaskSettings()).cluster_kwargs, n_workers=0)  # the runner's own kwargs, no worker
     with LocalCluster(**kwargs) as cluster:
@@ -277,7 +277,7 @@ def test_histories_are_ordered_as_instants_not_as_text():
 
 def test_negative_evidence_count_in_a_release_is_refused(tmp_path):
     from perseval.benchmarks.iba.release import load_release
-    from perseval.errors import InputError
+    from perseval.core.errors import InputError
     from tests.test_iba_release import minimal
 
     with pytest.raises(InputError, match=r"instances.jsonl, row 1, field 'n_evidence': -5 is negative"):
@@ -379,8 +379,8 @@ def test_mlflow_runs_a_killed_perseval_left_running_are_ended_as_killed(tmp_path
     KILLED, and leaves a run whose owner is alive, or on another host, alone."""
     from mlflow.tracking import MlflowClient
 
-    from perseval.owner import owner_tag
-    from perseval.tracking import OWNER_KEY, mark_abandoned_runs
+    from perseval.core.owner import owner_tag
+    from perseval.report.tracking import OWNER_KEY, mark_abandoned_runs
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     exp_id = client.create_experiment("abandoned", artifact_location=str(tmp_path / "art"))

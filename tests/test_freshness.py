@@ -1,13 +1,13 @@
 """Re-runs redo exactly what a change or a failure reaches: content keys plus make's newer-than rule,
-decided once per unit by perseval.freshness, top-down, so a redone input redoes what is made from it."""
+decided once per unit by perseval.pipeline.freshness, top-down, so a redone input redoes what is made from it."""
 import os
 import time
 
-from perseval.experiment import load_experiment
-from perseval.freshness import part_final, pending
-from perseval.plan import make_plan
-from perseval.records import AgentOutput, InstanceScore, Judgment
-from perseval.store import StageStore
+from perseval.setup.experiment import load_experiment
+from perseval.pipeline.freshness import part_final, pending
+from perseval.pipeline.plan import make_plan
+from perseval.core.records import AgentOutput, InstanceScore, Judgment
+from perseval.core.store import StageStore
 
 from .conftest import CONFIGS
 

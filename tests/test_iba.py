@@ -19,9 +19,9 @@ from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
 from perseval.benchmarks.iba.judges.slots import SlotJudge
 from perseval.judges.base import JudgeBinding
 from perseval.benchmarks.iba.taxonomy import parse_taxonomy
-from perseval.config import AgentConfig, load_config
-from perseval.errors import ConfigError, InputError
-from perseval.records import AgentOutput, Document, Passage
+from perseval.setup.config import AgentConfig, load_config
+from perseval.core.errors import ConfigError, InputError
+from perseval.core.records import AgentOutput, Document, Passage
 from tests.scripted import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -322,7 +322,7 @@ def test_rag_agent_invalid_and_failed_answers():
 
 
 def test_agent_configs_and_registration():
-    from perseval import registry
+    from perseval.setup import registry
 
     cfgs = {n: load_config(AgentConfig, ROOT / f"configs/agents/{n}.yaml") for n in ("iba-rag", "iba-no-history", "iba-oracle")}
     assert {c.name for c in cfgs.values()} == set(cfgs)

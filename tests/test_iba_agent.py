@@ -19,10 +19,10 @@ from perseval.benchmarks.iba.agents.iba_agent.prompts import FACETS
 from perseval.agents.rag import RagAgent
 from perseval.benchmarks.iba.answers import IbaTask, open_slots
 from perseval.benchmarks.iba.prompts import api_schema, generate_messages
-from perseval.config import AgentConfig, load_config
-from perseval.errors import ConfigError
+from perseval.setup.config import AgentConfig, load_config
+from perseval.core.errors import ConfigError
 from perseval.llm.base import ChatResult
-from perseval.records import Document, Instance, Passage
+from perseval.core.records import Document, Instance, Passage
 from tests.scripted import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -438,9 +438,9 @@ def test_deep_retrieval_mechanics_vs_plain_top_k_at_equal_budget(tmp_path):
     template facets alone do not beat plain top-10, so the paper's gain has to come from model-written
     expansion and salience re-ranking."""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from perseval.components import make_retriever
-    from perseval.config import RetrieverConfig
-    from perseval.registry import benchmark_class
+    from perseval.setup.components import make_retriever
+    from perseval.setup.config import RetrieverConfig
+    from perseval.setup.registry import benchmark_class
 
     data = benchmark_class("iba")({"noise_per_evidence": 20}).build(sample=12, seed=42, source=None)
     retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))

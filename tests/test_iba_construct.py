@@ -18,9 +18,9 @@ from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD, TABLE12
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.iba.llm_construct import Writers
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
-from perseval.errors import ConfigError
-from perseval.records import Document, Instance
-from perseval.store import StageStore
+from perseval.core.errors import ConfigError
+from perseval.core.records import Document, Instance
+from perseval.core.store import StageStore
 from tests.scripted import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -261,21 +261,21 @@ def test_bad_params_are_refused():
 
 def _unit(params: dict, sample: int, seed: int, key: str = "k"):
     from perseval.benchmarks.iba.benchmark import IbaBenchmark
-    from perseval.config import BenchmarkEntry
-    from perseval.plan import DataUnit
+    from perseval.setup.config import BenchmarkEntry
+    from perseval.pipeline.plan import DataUnit
 
     entry = BenchmarkEntry(name="iba", sample=sample, params=params, agents=["x"])
     return DataUnit(key, entry, seed, IbaBenchmark(params).params)
 
 
 def _runtime(root):
-    from perseval.stages import Runtime
+    from perseval.pipeline.stages import Runtime
 
     return Runtime(str(root), "test", str(root / "cache.sqlite"), 4)
 
 
 def test_streamed_build_equals_the_in_memory_build(tmp_path):
-    from perseval.stages import construct as construct_stage
+    from perseval.pipeline.stages import construct as construct_stage
 
     params = {"noise_per_evidence": 3, "distribution": "table2", "part_size": 7}
     mem = construct(load_taxonomy(), sample=25, seed=8, params=ConstructParams(noise_per_evidence=3,
@@ -293,7 +293,7 @@ def test_streamed_build_equals_the_in_memory_build(tmp_path):
 def test_an_unfinished_key_is_rebuilt_by_its_one_writer_never_mixed(tmp_path):
     """An interrupted build leaves parts of a larger build in a key without a manifest: the next build of that
     key must not read them back (this used to give 20 instances where the manifest said 12)."""
-    from perseval.stages import construct as construct_stage, load_instances
+    from perseval.pipeline.stages import construct as construct_stage, load_instances
 
     rt = _runtime(tmp_path)
     construct_stage(_unit({"noise_per_evidence": 2, "part_size": 4}, 20, 1), rt)  # 5 parts
@@ -308,8 +308,8 @@ def test_an_unfinished_key_is_rebuilt_by_its_one_writer_never_mixed(tmp_path):
 
 
 def test_a_deleted_part_makes_the_key_incomplete(tmp_path):
-    from perseval.freshness import data_done
-    from perseval.stages import construct as construct_stage
+    from perseval.pipeline.freshness import data_done
+    from perseval.pipeline.stages import construct as construct_stage
 
     unit = _unit({"noise_per_evidence": 2, "part_size": 4}, 8, 1)
     construct_stage(unit, _runtime(tmp_path))
@@ -392,7 +392,7 @@ def test_llm_mode_can_rewrite_noise_and_streams_to_the_store(tmp_path):
 
 def _experiment(tmp_path, construction: dict | None = None, model_file: str | None = None):
     """The quickstart's IBA entry in a config tree of its own (models copied, so a test may change one)."""
-    from perseval.experiment import load_experiment
+    from perseval.setup.experiment import load_experiment
 
     configs = tmp_path / "configs"
     (configs / "experiments").mkdir(parents=True, exist_ok=True)
@@ -413,7 +413,7 @@ def _experiment(tmp_path, construction: dict | None = None, model_file: str | No
 
 
 def test_llm_construction_is_in_the_data_key_with_the_models_identity(tmp_path):
-    from perseval.plan import make_plan
+    from perseval.pipeline.plan import make_plan
 
     _, template = _experiment(tmp_path / "t")
     _, llm = _experiment(tmp_path / "l", {"mode": "llm"})
@@ -439,7 +439,7 @@ def test_perseval_construct_writes_the_key_perseval_run_reads_in_llm_mode(tmp_pa
     monkeypatch.setenv("PREFECT_API_URL", prefect_api)
     from flows.evaluate import evaluate
     from perseval.llm.cache import RequestCache
-    from perseval.plan import make_plan
+    from perseval.pipeline.plan import make_plan
 
     path, exp = _experiment(tmp_path, {"mode": "llm", "max_tokens": 24})
     root = tmp_path / "runs"

@@ -24,9 +24,9 @@ from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD, TABLE12
 from perseval.benchmarks.iba.judges.slots import SlotJudge
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario
 from perseval.benchmarks.iba.release import load_release
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 from perseval.judges.base import JudgeBinding
-from perseval.records import Document
+from perseval.core.records import Document
 from tests.scripted import ScriptedChat
 from tests.test_iba import by_owner as owners
 
@@ -163,8 +163,8 @@ def test_rating_answers_are_read_from_json_a_cut_reply_or_a_bare_number():
 def indexed(tmp_path_factory):
     """The release and a real MiniLM + FAISS index of its histories."""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from perseval.components import make_retriever
-    from perseval.config import RetrieverConfig, load_config
+    from perseval.setup.components import make_retriever
+    from perseval.setup.config import RetrieverConfig, load_config
 
     data = load_release(RELEASE)
     retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))
@@ -351,8 +351,8 @@ def test_a_preference_stated_late_in_a_long_turn_is_seen_by_the_rater_and_the_ex
     """The rater saw the first 300 characters of a passage, and the extraction 300 of the user's side:
     a statement after a paragraph of chatter reached neither. Now the rater sees the whole chunk and
     the extraction shares 3000 characters among the kept passages."""
-    from perseval.components import make_retriever
-    from perseval.config import RetrieverConfig, load_config
+    from perseval.setup.components import make_retriever
+    from perseval.setup.config import RetrieverConfig, load_config
 
     data = load_release(long_turn_release(tmp_path / "release"))
     long_id = next(d.doc_id for d in data.documents if d.meta.get("supports"))

@@ -11,7 +11,7 @@ import pytest
 
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.release import load_release, write_release
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 
 
 def constructed():

@@ -14,7 +14,7 @@ import pytest
 
 from perseval.benchmarks.iba.release import load_release
 from perseval.benchmarks.iba.release_rows import DOMAINS
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 from tests.test_iba_release import minimal
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from perseval.benchmarks.iba import load_taxonomy
 from perseval.benchmarks.iba.taxonomy import DEFAULT_PATH, EVIDENCE_KINDS, parse_taxonomy
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 
 GEN, API = "generate", "call_api"
 

@@ -10,7 +10,7 @@ from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.validation import (DIMENSIONS, LabelSet, agreement_report, gwet_ac1, raw_agreement,
                                                 read_label_csv, sample_for_validation, write_label_csv)
 from perseval.benchmarks.iba.judges.validation import CRITERIA, label_instances
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 from tests.scripted import ScriptedChat
 
 # Ten items, rater A says 1 eight times, rater B eight times; they differ on items 8 and 9.

@@ -8,11 +8,11 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 from perseval.judges.labels import Label, file_pairs, judge_scores, label_pairs, read_labels
-from perseval.judges.validity import (confusion, correlations, criterion_row, krippendorff_alpha, validity_table,
+from perseval.metrics.validity import (confusion, correlations, criterion_row, krippendorff_alpha, validity_table,
                                       weighted_kappa)
-from perseval.records import Judgment
+from perseval.core.records import Judgment
 
 krippendorff = pytest.importorskip("krippendorff")
 
@@ -116,11 +116,11 @@ def test_labels_join_the_judges_scores_and_an_ambiguous_label_must_name_its_agen
 
 def test_judge_check_reads_the_judgments_a_computed_run_stored(tmp_path):
     """The IBA oracle's slot judgments (a rule judge, so no model) against labels that agree on all but one."""
-    from perseval.experiment import load_experiment
-    from perseval.judge_check import judge_check
-    from perseval.plan import make_plan
-    from perseval.stages import Runtime
-    from perseval.store import StageStore
+    from perseval.setup.experiment import load_experiment
+    from perseval.report.judge_check import judge_check
+    from perseval.pipeline.plan import make_plan
+    from perseval.pipeline.stages import Runtime
+    from perseval.core.store import StageStore
 
     from .test_controls import _compute, _tree
 
@@ -152,12 +152,12 @@ def test_judge_check_reads_the_judgments_a_computed_run_stored(tmp_path):
 def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp_path):
     """Real meta-test pairs of the bundled sample; an evaluator whose scores are the human's (x20) agrees
     perfectly, one off by one step on need alignment does not."""
-    from perseval.experiment import load_experiment
-    from perseval.judge_check import meta_test_pairs
-    from perseval.plan import make_plan
-    from perseval.records import InstanceScore
-    from perseval.stages import Runtime, construct, load_instances
-    from perseval.store import StageStore
+    from perseval.setup.experiment import load_experiment
+    from perseval.report.judge_check import meta_test_pairs
+    from perseval.pipeline.plan import make_plan
+    from perseval.core.records import InstanceScore
+    from perseval.pipeline.stages import Runtime, construct, load_instances
+    from perseval.core.store import StageStore
 
     from .test_controls import _tree
 
@@ -188,7 +188,7 @@ def test_inter_judge_alpha_self_consistency_length_bias_and_self_preference():
     computes it, disagreement share, the length correlation and the model-family flag."""
     from collections import defaultdict
 
-    from perseval.judges.reliability import _alpha, _length_bias, _self_consistency, model_family
+    from perseval.report.reliability import _alpha, _length_bias, _self_consistency, model_family
 
     a = [1.0, 0.0, 1.0, 1.0]
     b = [1.0, 1.0, 1.0, 0.0]

@@ -25,10 +25,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from perseval.hashing import content_key
+from perseval.core.hashing import content_key
 from perseval.retrieval.base import OWNERS_DIR
-from perseval.stages import data_manifest
-from perseval.store import StageStore
+from perseval.pipeline.stages import data_manifest
+from perseval.core.store import StageStore
 
 from .cli_runs import (EXP, MODEL, cli_run, finish, headline_scores, listening, plan_keys,  # noqa: F401 (fixtures)
                        reference, workdir)

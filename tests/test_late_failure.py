@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from flows.failure import LATE_FAILURE_EXIT, TRACEBACK_ENV, failure_report, what_failed
-from perseval.config import DeploymentConfig, ModelConfig, load_config
-from perseval.errors import DeploymentError
+from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
+from perseval.core.errors import DeploymentError
 from perseval.llm.deployments import Deployment
 
 from .conftest import CONFIGS, REPO, config_tree

@@ -12,7 +12,7 @@ import httpx
 import jsonschema
 import pytest
 
-from perseval.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment

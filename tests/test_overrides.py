@@ -12,13 +12,13 @@ import yaml
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.answers import IbaTask
-from perseval.components import make_agent
-from perseval.experiment import bound, judge_specs
-from perseval.experiment import load_experiment
-from perseval.errors import ConfigError
-from perseval.plan import make_plan
-from perseval.records import Instance, Passage
-from perseval.show import at_path, effective_settings
+from perseval.setup.components import make_agent
+from perseval.setup.experiment import bound, judge_specs
+from perseval.setup.experiment import load_experiment
+from perseval.core.errors import ConfigError
+from perseval.pipeline.plan import make_plan
+from perseval.core.records import Instance, Passage
+from perseval.report.show import at_path, effective_settings
 from tests.conftest import CONFIGS
 from tests.scripted import ScriptedChat
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.experiment import load_experiment
-from perseval.errors import ConfigError
-from perseval.plan import Plan, make_plan
+from perseval.setup.experiment import load_experiment
+from perseval.core.errors import ConfigError
+from perseval.pipeline.plan import Plan, make_plan
 
 from .conftest import CONFIGS
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval import registry
-from perseval.experiment import load_experiment
-from perseval.errors import ConfigError
-from perseval.plan import make_plan
-from perseval.records import InstanceScore
-from perseval.stages import Runtime, construct, index, judge, run_shard, score
-from perseval.store import StageStore
+from perseval.setup import registry
+from perseval.setup.experiment import load_experiment
+from perseval.core.errors import ConfigError
+from perseval.pipeline.plan import make_plan
+from perseval.core.records import InstanceScore
+from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score
+from perseval.core.store import StageStore
 
 PLUGIN = Path(__file__).parent / "plugins" / "tiny_plugin.py"
 
@@ -86,7 +86,7 @@ def test_an_installed_package_adds_components_through_its_entry_point(tmp_path, 
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[perseval.plugins]\nfake = fakeplug_judges\n")
     (tmp_path / "fakeplug_judges.py").write_text(
-        "from perseval.judges.base import Judge\nfrom perseval.registry import register_judge\n\n"
+        "from perseval.judges.base import Judge\nfrom perseval.setup.registry import register_judge\n\n"
         "@register_judge('fake.entrypoint')\nclass FakeJudge(Judge):\n"
         "    benchmark = 'apeb'\n    item = 'fake'\n    metrics = ('fake',)\n    uses_llm = False\n"
         "    async def judge(self, instance, output, binding):\n        return []\n"

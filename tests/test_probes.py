@@ -10,9 +10,9 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointParams
-from perseval.config import ModelConfig, Sampling
-from perseval.specs import JudgeSpec
-from perseval.probes import EMPTY, GOOD, NOT_INTERPRETABLE, WRONG, judge_probes, probe_answers, probe_report
+from perseval.setup.config import ModelConfig, Sampling
+from perseval.setup.specs import JudgeSpec
+from perseval.report.probes import EMPTY, GOOD, NOT_INTERPRETABLE, WRONG, judge_probes, probe_answers, probe_report
 
 from .scripted import ScriptedChat
 from .test_iba import build

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.experiment import load_experiment
-from perseval.protocols import Row, check_row, check_sheet, read_sheet
-from perseval.show import MISSING, effective_settings
+from perseval.setup.experiment import load_experiment
+from perseval.report.protocols import Row, check_row, check_sheet, read_sheet
+from perseval.report.show import MISSING, effective_settings
 from tests.conftest import CONFIGS, REPO
 from tests.test_bespoke_layout import official  # noqa: F401 (fixture)
 
@@ -73,7 +73,7 @@ def test_each_kind_of_disagreement_is_reported(row, needle):
 
 
 def test_a_sheet_without_its_table_or_with_a_bad_status_is_refused(tmp_path):
-    from perseval.errors import ConfigError
+    from perseval.core.errors import ConfigError
     bad = tmp_path / "x.md"
     bad.write_text("Paper config: `a.yaml` · CPU config: `b.yaml`\n\nno table\n")
     with pytest.raises(ConfigError, match="no table"):

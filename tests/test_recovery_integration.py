@@ -20,8 +20,8 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from perseval.records import AgentOutput
-from perseval.store import StageStore
+from perseval.core.records import AgentOutput
+from perseval.core.store import StageStore
 
 from .cli_runs import (EXP, MODEL, cli_run, experiment, finish, headline_scores, listening,  # noqa: F401 (fixtures)
                        plan_keys, reference, server_of, workdir)

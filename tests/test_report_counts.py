@@ -9,9 +9,9 @@ import pandas as pd
 from rich.console import Console
 
 from flows.cli import _cost_table
-from perseval.cost import plan_cost
-from perseval.report import cell_status
-from perseval.stages import write_artifact
+from perseval.pipeline.cost import plan_cost
+from perseval.report.headline import cell_status
+from perseval.pipeline.stages import write_artifact
 
 
 def test_a_cell_whose_judge_had_no_items_is_not_complete():

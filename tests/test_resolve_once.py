@@ -16,11 +16,11 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from perseval.experiment import load_experiment
-from perseval.params import Configurable, Params
-from perseval.plan import make_plan
-from perseval.records import AgentOutput
-from perseval.stages import Runtime, analyze, construct, index, judge, run_shard, score
+from perseval.setup.experiment import load_experiment
+from perseval.setup.params import Configurable, Params
+from perseval.pipeline.plan import make_plan
+from perseval.core.records import AgentOutput
+from perseval.pipeline.stages import Runtime, analyze, construct, index, judge, run_shard, score
 
 from .conftest import CONFIGS, REPO
 from .test_plugins import write_configs
@@ -145,7 +145,7 @@ def test_a_benchmark_entrys_seed_reaches_its_data_runs_and_judgings(tmp_path):
 
 def test_the_quickstart_keys_are_the_ones_its_outputs_were_cached_under():
     """Pinned: a change that moves a quickstart key re-runs (and may change) the quickstart's numbers. When a
-    stage's output really changes, bump that stage's version in perseval/stages.py and update the file."""
+    stage's output really changes, bump that stage's version in perseval/pipeline/stages.py and update the file."""
     plan = make_plan(load_experiment(CONFIGS / "experiments" / "quickstart.yaml"))
     got = {"data": {u.entry.name: u.key for u in plan.data},
            "index": {f"{u.data.entry.name}/{u.retriever.name}": u.key for u in plan.index},

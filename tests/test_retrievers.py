@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from perseval.components import make_retriever
-from perseval.config import RetrieverConfig, load_config
-from perseval.records import Document
-from perseval.registry import retriever_class
+from perseval.setup.components import make_retriever
+from perseval.setup.config import RetrieverConfig, load_config
+from perseval.core.records import Document
+from perseval.setup.registry import retriever_class
 
 from .conftest import CONFIGS
 

@@ -15,11 +15,11 @@ from perseval.benchmarks.iba.analysis import judge_views
 from perseval.benchmarks.iba.judges.slot_llm import SlotLlmJudge
 from perseval.benchmarks.iba.judges.slots import SlotJudge
 from perseval.benchmarks.iba.slot_agreement import agreement_table, slot_agreement_tables
-from perseval.components import make_benchmark
-from perseval.experiment import judge_specs
-from perseval.experiment import load_experiment
+from perseval.setup.components import make_benchmark
+from perseval.setup.experiment import judge_specs
+from perseval.setup.experiment import load_experiment
 from perseval.judges.base import JudgeBinding
-from perseval.records import AgentOutput, Instance
+from perseval.core.records import AgentOutput, Instance
 from tests.conftest import CONFIGS
 from tests.scripted import ScriptedChat
 

@@ -1,11 +1,11 @@
-"""What a re-run with every output done starts: no model server (perseval.freshness) and no Dask cluster.
+"""What a re-run with every output done starts: no model server (perseval.pipeline.freshness) and no Dask cluster.
 (The embedded server's cores, slots and concurrency, and that they key nothing: tests/test_embedded_servers.py.)"""
 from __future__ import annotations
 
 import psutil
 
 from flows.runtime import task_runner
-from perseval.config import DaskSettings
+from perseval.setup.config import DaskSettings
 
 
 def _children() -> set[int]:

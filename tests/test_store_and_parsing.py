@@ -1,8 +1,8 @@
 import pytest
 
-from perseval.parsing import extract_json, parse_binary
-from perseval.records import Judgment
-from perseval.store import StageStore, atomic_write_parquet
+from perseval.core.parsing import extract_json, parse_binary
+from perseval.core.records import Judgment
+from perseval.core.store import StageStore, atomic_write_parquet
 
 
 def test_stage_store_round_trip_and_completion(tmp_path):
@@ -57,7 +57,7 @@ def test_extract_json_from_prose():
 def test_input_error_survives_pickling():
     import pickle
 
-    from perseval.errors import InputError
+    from perseval.core.errors import InputError
 
     err = pickle.loads(pickle.dumps(InputError("a.parquet", "bad JSON", row=3, field="value")))
     assert str(err) == "a.parquet, row 3, field 'value': bad JSON" and err.row == 3

@@ -20,12 +20,12 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from flows.cli import app
-from perseval.config import MLflowSettings
-from perseval.experiment import load_experiment
-from perseval.plan import make_plan
-from perseval.records import AgentOutput, Document, Instance, InstanceScore, Judgment
-from perseval.store import StageStore
-from perseval.traces import AUTO_LIMIT, AUTO_PER_CELL, Outcome, resolve_selection, select, write_trace
+from perseval.setup.config import MLflowSettings
+from perseval.setup.experiment import load_experiment
+from perseval.pipeline.plan import make_plan
+from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.core.store import StageStore
+from perseval.report.traces import AUTO_LIMIT, AUTO_PER_CELL, Outcome, resolve_selection, select, write_trace
 from tests.trace_runs import EXPERIMENT, UNREADABLE, make_run, track_run, write_configs
 
 EXP_NAME = EXPERIMENT["mlflow"]["experiment"]

@@ -6,11 +6,11 @@ import pandas as pd
 import pytest
 
 from perseval.benchmarks.base import ANALYSIS_COLUMNS
-from perseval.config import StatisticsSettings
+from perseval.setup.config import StatisticsSettings
 from perseval.metrics.ci_tables import uncertainty_tables
 from perseval.metrics.uncertainty import cluster_mean
 from perseval.metrics.variance import variance_components
-from perseval.records import Instance
+from perseval.core.records import Instance
 
 # y[instance][agent repeat] = (judge repeat 0, judge repeat 1)
 Y = {"i1": [(60, 80), (70, 70)], "i2": [(20, 40), (30, 50)], "i3": [(90, 90), (50, 70)]}

@@ -24,7 +24,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from perseval.config import DeploymentConfig, ModelConfig, load_config
+from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment

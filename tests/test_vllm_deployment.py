@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perseval.config import DeploymentConfig, ModelConfig, Sampling, load_config
-from perseval.errors import DeploymentError
+from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.core.errors import DeploymentError
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment, free_port, vllm_command, wait_healthy

@@ -14,15 +14,15 @@ from typing import Any, Iterator
 
 import yaml
 
-from perseval.config import ResolvedExperiment
-from perseval.experiment import load_experiment
-from perseval.cost import UnitRecords, plan_cost
+from perseval.setup.config import ResolvedExperiment
+from perseval.setup.experiment import load_experiment
+from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
-from perseval.plan import Plan, make_plan, shards
-from perseval.report import headline_rows, track
-from perseval.stages import Runtime, construct, index, judge, run_shard, score, score_summary
-from perseval.store import StageStore
+from perseval.pipeline.plan import Plan, make_plan, shards
+from perseval.report.headline import headline_rows, track
+from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score, score_summary
+from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
 
 from .conftest import CONFIGS

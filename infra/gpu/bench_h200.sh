@@ -39,7 +39,7 @@ run nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 run "$PYTHON" -c "import vllm, FlagEmbedding, faiss; assert faiss.get_num_gpus() > 0, 'faiss sees no GPU'"
 # the weights the experiment names (model sources, embedder models), from the cache only
 run "$PYTHON" -c "import sys; from huggingface_hub import snapshot_download as get
-from perseval.experiment import load_experiment
+from perseval.setup.experiment import load_experiment
 exp = load_experiment(sys.argv[1])
 names = {m.source for m in exp.models.values()} | {r.params['embedder']['model'] for r in exp.retrievers.values()}
 for name in sorted(names): get(name, local_files_only=True)" "$CONFIG"

@@ -1,6 +1,6 @@
 """The contract of a system under test. An agent never knows which judge scores it.
 
-An agent declares what it needs from the run (`requires`, perseval.capabilities): its backbone (llm),
+An agent declares what it needs from the run (`requires`, perseval.setup.capabilities): its backbone (llm),
 retrieval over the user's indexed history (retrieve), the user's raw history
 (documents), a search back end (search), and the benchmark's task format
 (task: how to ask and how to read an answer, for agents that are not written
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, ClassVar
 
 from perseval.benchmarks.base import TaskFormat
-from perseval.capabilities import Capability
+from perseval.setup.capabilities import Capability
 from perseval.llm.base import ChatModel
-from perseval.params import Configurable
-from perseval.records import AgentOutput, Document, Instance, Passage
+from perseval.setup.params import Configurable
+from perseval.core.records import AgentOutput, Document, Instance, Passage
 
 Retrieve = Callable[[str, str, int], Awaitable[list[Passage]]]  # (owner, query, k) -> passages
 Search = Callable[[Instance, str, int], Awaitable[list[Passage]]]  # (instance, query, k) -> results
@@ -55,7 +55,7 @@ class Agent(Configurable, ABC):
         return {}
 
     def search_spec(self) -> str | dict[str, Any] | None:
-        """Which search back end to bind when the agent requires `search` (see perseval.search)."""
+        """Which search back end to bind when the agent requires `search` (see perseval.retrieval.search)."""
         return None
 
     @abstractmethod

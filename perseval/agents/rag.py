@@ -11,11 +11,11 @@ from typing import Any
 from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
-from perseval.capabilities import Capability
+from perseval.setup.capabilities import Capability
 from perseval.llm.base import ChatResult
-from perseval.params import Params
-from perseval.records import AgentOutput, Instance, Passage
-from perseval.registry import register_agent
+from perseval.setup.params import Params
+from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.setup.registry import register_agent
 
 
 class RagParams(Params):

@@ -17,10 +17,10 @@ from typing import Any, AsyncIterator, Callable, ClassVar, Iterable, Mapping, Se
 
 import pandas as pd
 
-from perseval.errors import ConfigError, InputError
+from perseval.core.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
-from perseval.params import Configurable, Params
-from perseval.records import Document, Instance, InstanceScore, Passage
+from perseval.setup.params import Configurable, Params
+from perseval.core.records import Document, Instance, InstanceScore, Passage
 
 
 @dataclass
@@ -105,7 +105,7 @@ class Benchmark(Configurable, ABC):
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         """Construct (seeded) or ingest (from `source`) the instances and histories, in memory.
 
-        Must raise perseval.errors.InputError naming file, row and field on bad input.
+        Must raise perseval.core.errors.InputError naming file, row and field on bad input.
         """
 
     async def batches(self, *, sample: int, seed: int, source: Path | None,

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from perseval.llm.base import ChatModel
-from perseval.params import Configurable
-from perseval.records import AgentOutput, Instance, InstanceScore, Judgment, JudgmentStatus
+from perseval.setup.params import Configurable
+from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment, JudgmentStatus
 
 
 @dataclass

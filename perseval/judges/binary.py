@@ -12,7 +12,7 @@ from typing import Any, Sequence
 
 from perseval.judges.base import answer_budget
 from perseval.llm.base import ChatModel
-from perseval.parsing import parse_binary
+from perseval.core.parsing import parse_binary
 
 REASON_CHARS = 200  # one sentence: bounds the answer, so max_tokens can be sized from the schema
 REASON: dict[str, Any] = {"type": "string", "maxLength": REASON_CHARS}

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
-from perseval.errors import InputError
-from perseval.judges.validity import Pairs
-from perseval.records import Instance, Judgment
+from perseval.core.errors import InputError
+from perseval.metrics.validity import Pairs
+from perseval.core.records import Instance, Judgment
 
 ID_COLUMNS = ("instance_id", "agent", "user_id")
 LONG_COLUMNS = ("instance_id", "human", "item_id", "criterion", "agent", "user_id")

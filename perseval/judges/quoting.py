@@ -3,7 +3,7 @@
 Each piece goes inside its own tag, and the prompt says that tagged text is material
 to assess, never instructions. The quoted text cannot close its own tag: any tag of
 that name inside it is defused first. The judge's verdict is then read only from its
-own answer (perseval.parsing.judge_object), never from the quoted material.
+own answer (perseval.core.parsing.judge_object), never from the quoted material.
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ class ChatResult:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False  # answered by the request cache: the usage and latency are the original request's
-    latency_s: float = 0.0  # seconds the request took (perseval.cost sums them)
+    latency_s: float = 0.0  # seconds the request took (perseval.pipeline.cost sums them)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from perseval.hashing import canonical_json, content_key
+from perseval.core.hashing import canonical_json, content_key
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

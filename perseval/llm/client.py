@@ -6,7 +6,7 @@ dialect the deployment sets (by default the one its kind accepts), token
 counts, and the persistent request cache in front of it all. A request that
 still fails is returned as a failed ChatResult (and logged; a refused key as
 `unauthorized`), never raised: failures are data. The key and `Bearer`
-tokens are masked in every text it returns (perseval.redact).
+tokens are masked in every text it returns (perseval.core.redact).
 """
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ from typing import Any
 
 import openai
 
-from perseval.config import Sampling, default_dialect
-from perseval.cost import Usage
+from perseval.setup.config import Sampling, default_dialect
+from perseval.llm.usage import Usage
 from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.prefix import PrefixGate
-from perseval.redact import redact, redact_value, secret_from_env
+from perseval.core.redact import redact, redact_value, secret_from_env
 
 CAPTURE_ENV = "PERSEVAL_CAPTURE_REQUESTS"  # a .jsonl path: every request sent is appended there (opt-in)
 # the body fields a captured line keeps (with the served model, enough to send the same request again)
@@ -103,7 +103,7 @@ class LLMClient:
         api_key = secret_from_env(endpoint.api_key_env) if endpoint.api_key_env else "not-needed"
         self._client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=api_key or "missing",
                                           timeout=endpoint.timeout_s, max_retries=endpoint.retries)
-        self.usage = Usage()  # what this client sent and what the cache answered (perseval.cost)
+        self.usage = Usage()  # what this client sent and what the cache answered (perseval.pipeline.cost)
 
     def _request(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, max_tokens: int | None,
                  temperature: float | None, repeat: int, tools: list[dict[str, Any]] | None) -> dict[str, Any]:

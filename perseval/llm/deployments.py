@@ -24,8 +24,8 @@ from typing import Any, Iterable, Mapping
 
 import httpx
 
-from perseval.config import DeploymentConfig, ModelConfig
-from perseval.errors import DeploymentError
+from perseval.setup.config import DeploymentConfig, ModelConfig
+from perseval.core.errors import DeploymentError
 from perseval.llm.embedded import HOST, embedded_command, serving
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label, resolve_gguf

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perseval.config import DeploymentConfig, ModelConfig, default_dialect
-from perseval.errors import ConfigError
+from perseval.setup.config import DeploymentConfig, ModelConfig, default_dialect
+from perseval.core.errors import ConfigError
 
 HOST = "127.0.0.1"
 LLAMA_SERVER_ENV = "PERSEVAL_LLAMA_SERVER"  # a llama-server binary to use instead of the venv's

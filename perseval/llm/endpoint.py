@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perseval.config import default_dialect
+from perseval.setup.config import default_dialect
 
 
 @dataclass(frozen=True)

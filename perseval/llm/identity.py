@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perseval.config import ModelConfig
-from perseval.errors import ConfigError
-from perseval.hashing import content_key, file_digest
+from perseval.setup.config import ModelConfig
+from perseval.core.errors import ConfigError
+from perseval.core.hashing import content_key, file_digest
 
 
 def resolve_gguf(spec: str) -> Path:

@@ -16,11 +16,11 @@ from typing import Any
 
 import httpx
 
-from perseval.config import STRUCTURED_OUTPUT
-from perseval.errors import EndpointRefused
+from perseval.setup.config import STRUCTURED_OUTPUT
+from perseval.core.errors import EndpointRefused
 from perseval.llm.client import auth_hint, response_format
 from perseval.llm.endpoint import Endpoint
-from perseval.redact import redact, secret_from_env
+from perseval.core.redact import redact, secret_from_env
 
 log = logging.getLogger("perseval.probe")
 PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}

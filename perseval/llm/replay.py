@@ -21,7 +21,7 @@ import httpx
 
 from perseval.llm.client import CAPTURED_BODY, structured_fields
 from perseval.llm.endpoint import Endpoint
-from perseval.redact import secret_from_env
+from perseval.core.redact import secret_from_env
 
 STAGE_OF_ROLE = {"agent": "run", "judge": "judge"}  # a client's role -> the flow's stage that holds it
 Order = Literal["captured", "prefix", "prefix-slot"]

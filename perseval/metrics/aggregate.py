@@ -14,9 +14,9 @@ from typing import Mapping
 
 import pandas as pd
 
-from perseval.config import StatisticsSettings
+from perseval.setup.config import StatisticsSettings
 from perseval.metrics.uncertainty import cluster_mean
-from perseval.records import InstanceScore
+from perseval.core.records import InstanceScore
 
 OVERALL = "Overall"
 COUNT_COLUMNS = ["n", "unscored_instances", "items", "unscored_items", "unscored_share", "failed_outputs"]

@@ -8,11 +8,11 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from perseval.config import StatisticsSettings
+from perseval.setup.config import StatisticsSettings
 from perseval.metrics.aggregate import OVERALL
 from perseval.metrics.uncertainty import cluster_mean
 from perseval.metrics.variance import variance_components
-from perseval.records import Instance
+from perseval.core.records import Instance
 
 CI_COLUMNS = ["mean", "ci_low", "ci_high", "se", "n", "n_users"]
 

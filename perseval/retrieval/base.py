@@ -18,12 +18,12 @@ from typing import Any, ClassVar, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perseval.config import ChunkingConfig
-from perseval.params import Configurable, Params
-from perseval.records import Document, Passage
+from perseval.setup.config import ChunkingConfig
+from perseval.setup.params import Configurable, Params
+from perseval.core.records import Document, Passage
 from perseval.retrieval.chunking import Tokenizer, chunk_text
-from perseval.schema import CHUNKS
-from perseval.store import atomic_write_parquet
+from perseval.core.schema import CHUNKS
+from perseval.core.store import atomic_write_parquet
 
 CHUNKS_FILE = "chunks.parquet"
 # Owners are indexed in groups of about this many chunks: one encode call per group instead of per owner

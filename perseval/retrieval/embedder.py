@@ -10,8 +10,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from perseval.errors import ConfigError
-from perseval.params import Params
+from perseval.core.errors import ConfigError
+from perseval.setup.params import Params
 
 
 class EmbedderConfig(Params):

@@ -4,8 +4,8 @@ category the shopper was searching in? One module (this) plus one YAML; no bench
 from __future__ import annotations
 
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.registry import register_judge
+from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.setup.registry import register_judge
 
 
 @register_judge("apeb.intent-match")

@@ -16,7 +16,7 @@ from perseval.benchmarks.apeb.judges.rubric import CRITERIA
 from perseval.benchmarks.apeb.stats import OVERALL, dataset_tables
 from perseval.benchmarks.iba.plots import grouped_bars
 from perseval.metrics.ci_tables import ci_long, with_users
-from perseval.records import Instance
+from perseval.core.records import Instance
 
 RANK_METRICS = ("hit@1", "hit@5", "mrr")
 LEVEL_ORDER = ("intent", "refined")

@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 from perseval.benchmarks.apeb.prompts import ranking_messages, ranking_schema
 from perseval.benchmarks.base import Answer, Prompt, TaskFormat
-from perseval.parsing import extract_json
-from perseval.records import AgentOutput, Instance, Passage
+from perseval.core.parsing import extract_json
+from perseval.core.records import AgentOutput, Instance, Passage
 
 TOP_K = 5  # the agent recommends exactly five products
 

@@ -13,10 +13,10 @@ from typing import Any, Callable, Literal
 
 import pandas as pd
 
-from perseval import files
+from perseval.core import files
 from perseval.benchmarks.apeb.catalog import Catalog, Product
 from perseval.benchmarks.apeb.logs import ACTION_TARGETS, ACTIONS, BehaviourLogs, Event
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 
 EVENTS, PRODUCTS = "events", "products"
 SUFFIXES = (".parquet", ".csv")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perseval.records import Document
+from perseval.core.records import Document
 
 SYSTEM = (
     "You are a personal shopping assistant. Given what a shopper searched for and what they did "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perseval.records import Instance
+from perseval.core.records import Instance
 
 OVERALL = "Overall"
 

@@ -27,10 +27,10 @@ from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.records import BespokeQuery, BespokeRelease
 from perseval.benchmarks.bespoke.respond import answer_messages, raw_context
 from perseval.benchmarks.bespoke.sample import QUERIES_PER_USER, write_sample
-from perseval.errors import InputError
-from perseval.params import Params
-from perseval.records import CORPUS_OWNER, Document, Instance, InstanceScore, Passage
-from perseval.registry import register_benchmark
+from perseval.core.errors import InputError
+from perseval.setup.params import Params
+from perseval.core.records import CORPUS_OWNER, Document, Instance, InstanceScore, Passage
+from perseval.setup.registry import register_benchmark
 
 AVG_PARTS = (*CRITERIA, "recall")  # Table 4's Avg. is the mean of these five columns
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from perseval.benchmarks.bespoke.sessions import selection_text
-from perseval.hashing import canonical_json
+from perseval.core.hashing import canonical_json
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.parsing import parse_binary
-from perseval.records import Document, Passage
+from perseval.core.parsing import parse_binary
+from perseval.core.records import Document, Passage
 
 KEEP_SCHEMA: dict[str, Any] = {
     "type": "object",

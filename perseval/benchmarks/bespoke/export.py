@@ -17,7 +17,7 @@ from pathlib import Path
 from perseval.benchmarks.bespoke import layout as L
 from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.records import BespokeQuery
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 
 
 def official_query_number(query_id: str) -> str:

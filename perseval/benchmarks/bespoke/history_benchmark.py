@@ -20,10 +20,10 @@ from pydantic import Field
 from perseval.benchmarks.base import AnalysisInputs, BenchmarkData
 from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark, BespokeParams
 from perseval.benchmarks.bespoke.context import Memo, select_sessions
-from perseval.errors import ConfigError
+from perseval.core.errors import ConfigError
 from perseval.llm.base import ChatModel
-from perseval.records import CORPUS_OWNER, Document, Instance
-from perseval.registry import register_benchmark
+from perseval.core.records import CORPUS_OWNER, Document, Instance
+from perseval.setup.registry import register_benchmark
 
 
 class HistoryParams(BespokeParams):

@@ -20,7 +20,7 @@ from perseval.benchmarks.bespoke.records import (
     BespokeQuery, BespokeRelease, CorpusPassage, CriterionRating, RatedResponse, Session,
 )
 from perseval.benchmarks.bespoke.sessions import CHAT_EXPECTED, session_meta, split_chat
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 
 Row = dict[str, Any]
 QueryKey = tuple[str, str]

@@ -13,8 +13,8 @@ from typing import Mapping
 import pandas as pd
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
-from perseval.params import Params
-from perseval.records import Instance
+from perseval.setup.params import Params
+from perseval.core.records import Instance
 
 
 def correlations(evaluator: list[float], human: list[float]) -> tuple[float | None, float | None]:

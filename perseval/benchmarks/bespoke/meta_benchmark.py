@@ -13,8 +13,8 @@ from typing import Any
 from perseval.benchmarks.base import AnalysisInputs
 from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark, to_instance
 from perseval.benchmarks.bespoke.records import BespokeQuery
-from perseval.records import Instance
-from perseval.registry import register_benchmark
+from perseval.core.records import Instance
+from perseval.setup.registry import register_benchmark
 
 
 @register_benchmark("bespoke-meta")

@@ -16,7 +16,7 @@ from perseval.benchmarks.bespoke.layout import CRITERIA, SCORE_MAX, SCORE_MIN
 from perseval.benchmarks.bespoke.loader import rating_score
 from perseval.judges.binary import REASON, REASON_CHARS
 from perseval.judges.quoting import data_rule, quote
-from perseval.parsing import judge_object
+from perseval.core.parsing import judge_object
 
 
 def criteria_schema(feedback_chars: int | None = REASON_CHARS) -> dict[str, Any]:
@@ -57,7 +57,7 @@ def claim_messages(claim: str, response: str, response_chars: int | None = None)
 
 def parse_criteria(text: str, quoted: Sequence[str] = ()) -> dict[str, tuple[int | None, str]]:
     """Per criterion (score 1..5 or None when missing/out of range/unparseable, feedback), from the judge's
-    own answer (perseval.parsing.judge_object: cut-off answers keep the criteria they completed; an object
+    own answer (perseval.core.parsing.judge_object: cut-off answers keep the criteria they completed; an object
     that also appears in the `quoted` response is never read).
 
     Accepts {"tone": {"score": 4, "feedback": ...}}, the flat {"tone_score": 4,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from perseval.benchmarks.bespoke.prompts import clip
-from perseval.records import Document, Passage
+from perseval.core.records import Document, Passage
 
 ANSWER_SYSTEM = "You are a personalized information-seeking assistant."
 

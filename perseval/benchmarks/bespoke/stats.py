@@ -13,7 +13,7 @@ from statistics import mean
 import pandas as pd
 
 from perseval.benchmarks.bespoke.layout import TASK_TYPES
-from perseval.records import CORPUS_OWNER, Document, Instance
+from perseval.core.records import CORPUS_OWNER, Document, Instance
 
 
 def shannon_equitability(counts: list[int]) -> float | None:

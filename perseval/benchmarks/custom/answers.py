@@ -12,7 +12,7 @@ from typing import Sequence
 from perseval.benchmarks.apeb.answers import ApebTask
 from perseval.benchmarks.base import Answer, Prompt, TaskFormat
 from perseval.benchmarks.iba.answers import IbaTask
-from perseval.records import Instance, Passage
+from perseval.core.records import Instance, Passage
 
 TEXT, API, RANKING = "generate", "call_api", "rank"
 TYPE_NAMES = {TEXT: "free text", API: "API call", RANKING: "ranking"}

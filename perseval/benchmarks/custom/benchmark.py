@@ -23,9 +23,9 @@ from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
 from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomTask, action_type
 from perseval.benchmarks.custom.rows import instance_row, turn_row
 from perseval.benchmarks.iba.release import Layout, load_release, sample_release
-from perseval.errors import InputError
-from perseval.records import Document, Instance
-from perseval.registry import register_benchmark
+from perseval.core.errors import InputError
+from perseval.core.records import Document, Instance
+from perseval.setup.registry import register_benchmark
 
 LAYOUT_DOC = "see docs/custom-data-layout.md for the layout of a user's own data"
 

@@ -10,8 +10,8 @@ from perseval.benchmarks.apeb.judges.ranking import RankingJudge
 from perseval.benchmarks.custom.answers import API, RANKING, TEXT, action_type
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
 from perseval.benchmarks.iba.judges.slots import SlotJudge
-from perseval.records import Instance
-from perseval.registry import register_judge
+from perseval.core.records import Instance
+from perseval.setup.registry import register_judge
 
 
 @register_judge("custom.checkpoint")

@@ -29,8 +29,8 @@ from perseval.benchmarks.iba.analysis_tables import (ablation_table, default_bas
                                                      retriever_swap)
 from perseval.benchmarks.iba.plots import grouped_bars, line_figure
 from perseval.metrics.ci_tables import with_users
-from perseval.params import Params
-from perseval.records import Instance
+from perseval.setup.params import Params
+from perseval.core.records import Instance
 
 
 

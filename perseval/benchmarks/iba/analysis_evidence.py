@@ -13,7 +13,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from perseval.records import Document, Instance
+from perseval.core.records import Document, Instance
 
 STEPS = ("first_retrieval", "expansion", "dedup", "salience", "compact_evidence", "context")
 CELL = ["agent", "backbone", "retriever"]

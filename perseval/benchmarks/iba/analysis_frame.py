@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from perseval.records import Instance
+from perseval.core.records import Instance
 
 OVERALL = "Overall"
 UNSCORED = "unscored"

@@ -13,8 +13,8 @@ from typing import Any, Sequence
 
 from perseval.benchmarks.base import Answer, Prompt, TaskFormat
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
-from perseval.parsing import extract_object
-from perseval.records import AgentOutput, Instance, Passage
+from perseval.core.parsing import extract_object
+from perseval.core.records import AgentOutput, Instance, Passage
 
 _SEP = re.compile(r"[\s\-]+")
 

@@ -38,8 +38,8 @@ from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
-from perseval.records import Document, Instance
-from perseval.registry import register_benchmark
+from perseval.core.records import Document, Instance
+from perseval.setup.registry import register_benchmark
 
 QA_METRIC = "qa_score"
 

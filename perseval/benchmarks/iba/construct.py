@@ -36,9 +36,9 @@ from perseval.benchmarks.iba.noise import noise_turn
 from perseval.benchmarks.iba.personas import Persona, sample_persona
 from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
-from perseval.errors import ConfigError
-from perseval.params import Params
-from perseval.records import Document, Instance
+from perseval.core.errors import ConfigError
+from perseval.setup.params import Params
+from perseval.core.records import Document, Instance
 
 # Instances by number of constraints, overall row of Table 2 (1, 2, 3, 4, 5+), in percent.
 CONSTRAINT_WEIGHTS = {1: 4, 2: 16, 3: 35, 4: 29, 5: 16}

@@ -25,8 +25,8 @@ from pydantic import Field
 from perseval.benchmarks.iba import llm_prompts as P
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.llm.base import ChatModel
-from perseval.params import Params
-from perseval.records import Document, Instance
+from perseval.setup.params import Params
+from perseval.core.records import Document, Instance
 
 Pair = tuple[Instance, list[Document]]
 ROLES = ("user", "assistant", "task")  # user simulator, assistant, task writer

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from perseval.judges.quoting import data_rule, quote
-from perseval.records import Passage
+from perseval.core.records import Passage
 
 MAX_RESPONSE_CHARS = 6000  # the judges' default clip: keeps a judge prompt inside a small model's context
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from perseval.benchmarks.iba.taxonomy import Scenario, load_taxonomy
-from perseval.records import Instance
+from perseval.core.records import Instance
 
 QA_ACTION = "qa"
 QA_SUFFIX = "-qa"

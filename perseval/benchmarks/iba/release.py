@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from perseval import files
+from perseval.core import files
 from perseval.benchmarks.base import BenchmarkData
 from perseval.benchmarks.iba.distribution import bucket
 from perseval.benchmarks.iba.release_rows import UNSPECIFIED, HistoryRow, Rows, history_row, instance_from_row
-from perseval.errors import InputError
-from perseval.records import Document, Instance, instant
+from perseval.core.errors import InputError
+from perseval.core.records import Document, Instance, instant
 
 INSTANCES, HISTORIES = "instances", "histories"
 SUFFIXES = (".jsonl", ".parquet")

@@ -15,8 +15,8 @@ from typing import Any, Iterable
 
 from perseval.benchmarks.iba.distribution import OVERALL, TABLE2
 from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
-from perseval.errors import InputError
-from perseval.records import Document, Instance
+from perseval.core.errors import InputError
+from perseval.core.records import Document, Instance
 
 ACTION_ALIASES = {"generate": "generate", "generate(text)": "generate",
                   "call_api": "call_api", "callapi": "call_api", "callapi(params)": "call_api"}

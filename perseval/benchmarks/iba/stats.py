@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from perseval.benchmarks.iba.distribution import bucket, distribution_report
 from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD
-from perseval.records import Document, Instance
+from perseval.core.records import Document, Instance
 
 
 class ConstructionStats:

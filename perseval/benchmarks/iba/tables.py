@@ -13,7 +13,7 @@ import pandas as pd
 
 from perseval.benchmarks.iba.distribution import BUCKETS, OVERALL, bucket
 from perseval.benchmarks.iba.qa import QA_ACTION
-from perseval.records import Instance
+from perseval.core.records import Instance
 
 SCENARIO_COLUMNS = ["domain", "scenario", "D", "P", "I", "Dyn.", "action"]
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import yaml
 
-from perseval.errors import InputError
+from perseval.core.errors import InputError
 
 DEFAULT_PATH = Path(__file__).with_name("scenarios.yaml")
 EVIDENCE_KINDS = ("behaviour", "correction", "complaint", "rejection", "statement")

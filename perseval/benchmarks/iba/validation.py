@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from perseval import files
-from perseval.errors import InputError
-from perseval.records import Instance
+from perseval.core import files
+from perseval.core.errors import InputError
+from perseval.core.records import Instance
 
 DIMENSIONS = ("reasonableness", "coherence", "persona_consistency")
 CATEGORIES = (0, 1)

@@ -11,10 +11,10 @@ from pydantic import Field
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.answers import candidate_ids, extract, parse_ranking, ranking_size
 from perseval.benchmarks.apeb.prompts import correction_message, history_line, ranking_schema
-from perseval.capabilities import Capability
+from perseval.setup.capabilities import Capability
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.params import Params
-from perseval.records import AgentOutput, Instance
+from perseval.setup.params import Params
+from perseval.core.records import AgentOutput, Instance
 
 
 class HistoryParams(Params):

@@ -19,10 +19,10 @@ from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import ranking_output
-from perseval.capabilities import Capability
-from perseval.params import Params
-from perseval.records import AgentOutput, Instance
-from perseval.registry import register_agent
+from perseval.setup.capabilities import Capability
+from perseval.setup.params import Params
+from perseval.core.records import AgentOutput, Instance
+from perseval.setup.registry import register_agent
 
 
 # bm25s logs every index it builds at DEBUG; one small index per instance would flood a run's log

@@ -8,8 +8,8 @@ import random
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import candidate_ids, ranking_output
-from perseval.records import AgentOutput, Instance
-from perseval.registry import register_agent
+from perseval.core.records import AgentOutput, Instance
+from perseval.setup.registry import register_agent
 
 
 @register_agent("apeb.random")

@@ -13,8 +13,8 @@ from typing import Any, Awaitable, Callable
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.prompts import candidate_line
-from perseval.parsing import extract_object
-from perseval.records import Document, Instance
+from perseval.core.parsing import extract_object
+from perseval.core.records import Document, Instance
 
 FINISH = "finish"
 

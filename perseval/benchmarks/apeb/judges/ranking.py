@@ -13,8 +13,8 @@ import json
 from perseval.benchmarks.apeb.answers import TOP_K, check_ranking, strict_problem
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.metrics.ranking import hit_at_k, rank_of, reciprocal_rank
-from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.registry import register_judge
+from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.setup.registry import register_judge
 
 METRICS = ("hit@1", "hit@5", "mrr", "valid")
 

@@ -11,7 +11,7 @@ judgments. Scores stay on the 1-5 scale.
 Everything the judge reads that it did not write is untrusted - the agent's trajectory (its thoughts, tool
 observations and answers) and the shopper's own queries and history - so each is quoted as data
 (perseval.judges.quoting), and the ratings are read only from the judge's own answer
-(perseval.parsing.judge_object), never from an object that sits in the quoted material.
+(perseval.core.parsing.judge_object), never from an object that sits in the quoted material.
 """
 from __future__ import annotations
 
@@ -23,10 +23,10 @@ from pydantic import Field
 from perseval.benchmarks.apeb.prompts import candidate_line
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.quoting import data_rule, quote
-from perseval.params import Params
-from perseval.parsing import judge_object
-from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.registry import register_judge
+from perseval.setup.params import Params
+from perseval.core.parsing import judge_object
+from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.setup.registry import register_judge
 
 CRITERIA = ("intent_inference", "history_attribution", "planning")
 HELP = {
@@ -133,7 +133,7 @@ def _rating(value: Any) -> int | None:
 def parse_rubric(text: str, quoted: Sequence[str] = ()) -> tuple[dict[str, int | None], str]:
     """Each criterion's rating (None when missing or not an integer 1-5) and the feedback, from the judge's
     own answer: a JSON answer cut short by the token limit still gives the ratings written before the cut,
-    and an object that also appears in the `quoted` material is never read (perseval.parsing.judge_object).
+    and an object that also appears in the `quoted` material is never read (perseval.core.parsing.judge_object).
     No object, no ratings: loose "criterion: n" text is not read, as it may be an echo of the quoted
     trajectory (an agent that wrote "planning: 5" must not grade itself)."""
     obj = judge_object(text or "", structured=True, quoted=quoted) or {}

@@ -9,8 +9,8 @@ from dataclasses import asdict
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.evaluation import EvaluatorParams, evaluate
-from perseval.records import AgentOutput, Instance
-from perseval.registry import register_agent
+from perseval.core.records import AgentOutput, Instance
+from perseval.setup.registry import register_agent
 
 
 @register_agent("bespoke.evaluator")

@@ -14,7 +14,7 @@ Every user-context setting of Table 4 is a configuration of this one agent, name
   selected sessions as raw     -> raw,     query_aware: true,  history_selection: llm
   selected sessions, profile   -> profile, query_aware: true,  history_selection: llm
 
-Search results come from the back end named by `search` (perseval.search: the local corpus index, the
+Search results come from the back end named by `search` (perseval.retrieval.search: the local corpus index, the
 gold information of 4.5 (`search_k: null` gives every gold claim), a web API, or none). Budgets
 (`*_chars`) are None for "whole"; a history over its budget is fitted by `history_truncation`
 (perseval.benchmarks.bespoke.truncation: share, oldest_first or error) and the cut is recorded in the trace.
@@ -33,13 +33,13 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.context import (Memo, query_profile_messages, select_sessions,
                                                  static_profile_messages, top_sessions)
 from perseval.benchmarks.bespoke.respond import answer_messages, raw_context
-from perseval.capabilities import Capability
+from perseval.setup.capabilities import Capability
 from perseval.benchmarks.bespoke.truncation import (HistoryCut, HistoryOverBudget, Truncation, fit_history,
                                                     share_budget)
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.params import Params
-from perseval.records import AgentOutput, Document, Instance, Passage
-from perseval.registry import register_agent
+from perseval.setup.params import Params
+from perseval.core.records import AgentOutput, Document, Instance, Passage
+from perseval.setup.registry import register_agent
 
 
 class ResponderParams(Params):
@@ -55,7 +55,7 @@ class ResponderParams(Params):
     profiler_model: str | None = None  # the model that selects sessions and writes profiles (None: the backbone)
     profile_max_tokens: int = Field(400, ge=1)
     select_max_tokens: int = Field(48, ge=1)
-    search: str | dict[str, Any] = "corpus"  # corpus | gold | none | {kind: http, ...} (perseval.search)
+    search: str | dict[str, Any] = "corpus"  # corpus | gold | none | {kind: http, ...} (perseval.retrieval.search)
     search_k: int | None = Field(3, ge=0)  # None: every result the back end has (search: gold only)
     search_chars: int | None = Field(1200, ge=1)  # budget shared by the search results (None: whole)
     max_tokens: int = Field(256, ge=1)

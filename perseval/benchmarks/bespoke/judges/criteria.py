@@ -19,8 +19,8 @@ from perseval.benchmarks.bespoke.evaluation import EvaluatorParams, evaluate
 from perseval.benchmarks.bespoke.judges.recall import NO_RESPONSE, clip_judgment, clip_score, has_response
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.judges.base import Judge, JudgeBinding, scored_values
-from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.registry import register_judge
+from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.setup.registry import register_judge
 
 
 @register_judge("bespoke.criteria")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from perseval.benchmarks.iba.answers import is_api_task, normalize_slot, submitted_slots
 from perseval.benchmarks.iba.judges.checkpoint import mean_score
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.registry import register_judge
+from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.setup.registry import register_judge
 
 
 @register_judge("iba.slots")

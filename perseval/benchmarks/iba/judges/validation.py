@@ -15,7 +15,7 @@ from perseval.benchmarks.iba.validation import DIMENSIONS, LabelSet
 from perseval.llm.base import ChatModel
 from perseval.judges.binary import REASON, binary_verdict
 from perseval.judges.quoting import data_rule, quote
-from perseval.records import Document, Instance, instant
+from perseval.core.records import Document, Instance, instant
 
 LABEL_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -10,8 +10,8 @@ from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import current_evid
 from perseval.benchmarks.iba.agents.iba_agent.state import Final, Scored, State, usage
 from perseval.benchmarks.iba.answers import extract, open_slots
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
-from perseval.parsing import extract_json
-from perseval.records import instant
+from perseval.core.parsing import extract_json
+from perseval.core.records import instant
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 

@@ -12,8 +12,8 @@ from perseval.benchmarks.iba.agents.iba_agent import prompts
 from perseval.benchmarks.iba.agents.iba_agent.salience import Rating, parse_rating
 from perseval.benchmarks.iba.agents.iba_agent.state import Scored, StageFailed, State, usage
 from perseval.agents.rag import passage_trace
-from perseval.parsing import extract_json
-from perseval.records import Passage
+from perseval.core.parsing import extract_json
+from perseval.core.records import Passage
 
 _FACET_PAIR = re.compile(r'"(' + "|".join(prompts.FACETS) + r')"\s*:\s*"([^"]+)"')
 

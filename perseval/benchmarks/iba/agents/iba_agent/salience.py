@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
-from perseval.parsing import extract_json
+from perseval.core.parsing import extract_json
 
 SIGNALS = tuple(TABLE12)  # correction, rejection, complaint, statement, behaviour
 TASK_RELEVANCE = 3

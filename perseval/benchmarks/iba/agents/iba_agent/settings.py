@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from perseval.params import Params
+from perseval.setup.params import Params
 
 
 class Settings(Params):

@@ -13,7 +13,7 @@ from typing import Any
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.records import AgentOutput, Instance, Passage
+from perseval.core.records import AgentOutput, Instance, Passage
 
 
 class StageFailed(Exception):

@@ -1,0 +1,45 @@
+"""What one LLM client sent and what its request cache answered: the tally perseval.pipeline.cost sums into
+a cell's cost. It lives beside the client that fills it, so the client needs nothing of the pipeline."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from perseval.llm.base import ChatResult
+
+
+@dataclass
+class Usage:
+    """One client's (or a unit's) requests: sent ones with their usage, cache hits with their original usage."""
+
+    requests: int = 0  # sent and answered
+    failed: int = 0  # sent, failed after retries (their seconds count, they have no tokens)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    llm_seconds: float = 0.0  # request latency summed (overlapping requests each count their own)
+    cached: int = 0  # answered by the request cache: no new tokens
+    cached_tokens_in: int = 0
+    cached_tokens_out: int = 0
+    cached_llm_seconds: float = 0.0
+
+    def record(self, result: ChatResult) -> None:
+        if result.cached:
+            self.cached += 1
+            self.cached_tokens_in += result.prompt_tokens
+            self.cached_tokens_out += result.completion_tokens
+            self.cached_llm_seconds += result.latency_s
+            return
+        if result.status == "failed":
+            self.failed += 1
+        else:
+            self.requests += 1
+        self.tokens_in += result.prompt_tokens
+        self.tokens_out += result.completion_tokens
+        self.llm_seconds += result.latency_s
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> "Usage":
+        return cls(**{f.name: data.get(f.name, 0) for f in fields(cls)})

@@ -1,0 +1,30 @@
+"""The difference of two cells' per-instance values, with its interval: paired over shared instances, else
+unpaired; users are the clusters. Pure statistics over frames, shared by reports and benchmark analyses."""
+from __future__ import annotations
+
+import pandas as pd
+
+from perseval.metrics.aggregate import per_instance, scores_frame
+from perseval.metrics.uncertainty import Difference, paired_difference, unpaired_difference
+from perseval.setup.config import StatisticsSettings
+from perseval.core.records import InstanceScore
+
+
+def instance_values(scores: list[InstanceScore] | pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Index instance_id; columns user_id, value: the metric per instance, repeats and judge repeats averaged
+    first (as the score tables average). `scores`: records or a frame with InstanceScore's columns."""
+    frame = scores if isinstance(scores, pd.DataFrame) else scores_frame(scores)
+    if "user_id" not in frame:
+        frame = frame.assign(user_id="")
+    inst = per_instance(frame)
+    return inst[inst["metric"] == metric].set_index("instance_id")[["user_id", "value"]]
+
+
+def compare_values(a: pd.DataFrame, b: pd.DataFrame, statistics: StatisticsSettings, paired: bool) -> Difference:
+    """a - b from two `instance_values` frames; paired over the instances both have."""
+    kw = {"level": statistics.level, "resamples": statistics.resamples, "seed": statistics.seed}
+    if paired:
+        both = a.merge(b, how="inner", left_index=True, right_index=True, suffixes=("_a", "_b"))
+        return paired_difference(both["value_a"].tolist(), both["value_b"].tolist(), both["user_id_a"].tolist(), **kw)
+    return unpaired_difference(a["value"].tolist(), a["user_id"].tolist(), b["value"].tolist(),
+                               b["user_id"].tolist(), **kw)

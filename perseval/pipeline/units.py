@@ -1,0 +1,148 @@
+"""The typed units of a plan: what each stage computes, with its content key and validated components.
+
+Units are made by perseval.pipeline.plan and handed to the stages (perseval.pipeline.stages) and to Prefect tasks; they
+carry validated params and specs (perseval.setup.specs), so a stage builds its components with no second
+validation, and one model object per unit (its name is the model's).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, StatisticsSettings
+from perseval.pipeline.controls import Control, control_label
+from perseval.setup.params import Params
+from perseval.setup.specs import AgentSpec, JudgeSpec
+
+
+def shards(n_instances: int, shard_size: int) -> list[int]:
+    """The shard ids of a benchmark's instances: the one place the shard count is derived."""
+    return list(range(max(1, -(-n_instances // shard_size))))
+
+
+@dataclass
+class DataUnit:
+    """A benchmark entry's instances and histories (constructed, or ingested from `entry.source`)."""
+
+    key: str
+    entry: BenchmarkEntry
+    seed: int  # the entry's seed, or the experiment's: the same one reaches its runs and judgings
+    params: Params  # the entry's params, validated once
+    construction: dict[str, ModelConfig] = field(default_factory=dict)  # role -> model (LLM-mode builds)
+
+
+@dataclass
+class IndexUnit:
+    """Every owner's history chunked and indexed by one retriever."""
+
+    key: str
+    data: DataUnit
+    retriever: RetrieverConfig
+    params: Params  # the retriever's params, validated once
+
+
+@dataclass
+class RunUnit:
+    """One agent on one backbone over a benchmark's instances (mapped per shard)."""
+
+    key: str
+    data: DataUnit
+    index: IndexUnit | None  # None: the agent uses neither retrieval nor search, so no retriever reaches it
+    agent: AgentSpec
+    model: ModelConfig | None  # the backbone; None: an agent that uses no model (oracles)
+    repeats: int
+    seed: int
+    roles: dict[str, ModelConfig] = field(default_factory=dict)  # role models besides the backbone (a profiler)
+    control: Control | None = None  # a control variant (perseval.pipeline.controls); None: the plain run
+
+    @property
+    def backbone(self) -> str | None:
+        return self.model.name if self.model else None
+
+    @property
+    def label(self) -> str:
+        return f"{self.data.entry.name}/{self.agent.name}/{self.backbone or '-'}{control_label(self.control)}"
+
+
+@dataclass
+class JudgeUnit:
+    """One judge binding over one run's outputs (mapped per shard)."""
+
+    key: str
+    run: RunUnit
+    judge: JudgeSpec
+    seed: int
+
+    @property
+    def model(self) -> ModelConfig | None:
+        """The judge model (None for rule judges)."""
+        return self.judge.model
+
+
+@dataclass
+class Cell:
+    """benchmark x agent x backbone x retriever x judge: one score table, one MLflow child run."""
+
+    key: str  # the score key
+    bench_index: int
+    judged: JudgeUnit
+    statistics: StatisticsSettings = field(default_factory=StatisticsSettings)  # how its intervals are made
+
+    @property
+    def run(self) -> RunUnit:
+        return self.judged.run
+
+    @property
+    def benchmark(self) -> str:
+        return self.run.data.entry.name
+
+    @property
+    def agent(self) -> str:
+        return self.run.agent.name
+
+    @property
+    def backbone(self) -> str | None:
+        return self.run.backbone
+
+    @property
+    def retriever(self) -> str:
+        return self.run.index.retriever.name if self.run.index else "-"
+
+    @property
+    def judge(self) -> str:
+        return self.judged.judge.name
+
+    @property
+    def judge_model(self) -> str | None:
+        return self.judged.model.name if self.judged.model else None
+
+    @property
+    def name(self) -> str:
+        return "/".join([self.benchmark, self.agent, self.backbone or "-", self.retriever, self.judge]) + \
+            control_label(self.run.control)
+
+
+@dataclass
+class AnalysisUnit:
+    """The cross-cell tables and figures of one benchmark entry."""
+
+    key: str
+    bench_index: int
+    data: DataUnit
+    cells: list[Cell]
+    statistics: StatisticsSettings = field(default_factory=StatisticsSettings)
+
+
+@dataclass
+class Plan:
+    exp: ResolvedExperiment
+    data: list[DataUnit] = field(default_factory=list)
+    index: list[IndexUnit] = field(default_factory=list)
+    cells: list[Cell] = field(default_factory=list)
+    analyses: list[AnalysisUnit] = field(default_factory=list)
+
+    def runs(self) -> list[RunUnit]:
+        """Each distinct run once (judges, and retrievers an agent does not use, share runs)."""
+        return list({c.run.key: c.run for c in self.cells}.values())
+
+    def judgings(self) -> list[JudgeUnit]:
+        return list({c.judged.key: c.judged for c in self.cells}.values())

@@ -1,0 +1,401 @@
+"""Every instance of a cell as an MLflow trace, linked to the cell's child run: from a score to what happened.
+
+A trace is one (instance, repeat) of a cell: a root span with the task query and the final output; below it
+one span per step of the agent's own trace (each retrieval with its passages, their scores and whether each
+is gold evidence; each LLM call with its role, tokens and whether it came from the request cache; each tool
+call of a ReAct / function-calling agent), then the answer extraction (raw text -> parsed answer, repairs).
+The judge's verdicts are assessments on the trace: one per checkpoint / criterion / slot / claim, with its
+value, rationale and judge; an unscored or failed verdict carries its raw text as the assessment's error.
+
+Everything is read from the Parquet records the run, judge and score stages wrote (AgentOutput.trace,
+Judgment, InstanceScore), in the track stage. Traces are written once per score key: a later track of the
+same cell finds them in the experiment (tag perseval.score_key) and links them to its own child run, so a
+re-run writes no trace again. Tags on every trace (perseval.benchmark, .agent, .backbone, .judge,
+.instance_id, .user_id, .score, .status, ...) make "IBA-Agent instances that scored 0 on a dynamic
+preference" a filter in the UI and in `mlflow.search_traces`.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import mlflow
+import pyarrow.parquet as pq
+from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceType, SpanType
+from mlflow.tracing.constant import SpanAttributeKey, TraceMetadataKey
+from mlflow.tracking import MlflowClient
+
+from perseval.setup.config import TraceSelection
+from perseval.pipeline.plan import Cell
+from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.store import StageStore
+
+AUTO_LIMIT = 1000  # default selection: every instance of a run below this many outputs in all its cells
+AUTO_PER_CELL = 100  # above it, the first this many instances of each cell (the same ones in every cell)
+TEXT_CHARS = 2000  # a passage, an answer or a raw judge text is clipped to this in a span or an assessment
+LINK_BATCH = 100  # MLflow links at most 100 traces to a run per call
+TAG = "perseval."
+USAGE = ("prompt_tokens", "completion_tokens", "cached", "status")
+# trace steps that are one LLM request even where the agent records no token counts for them
+LLM_STEPS = frozenset({"generate", "answer", "think", "refine", "expand", "expand_queries", "extract_preferences",
+                       "plan_alignment", "synthesize", "controller", "evaluate"})
+TOOL_STEPS = frozenset({"tool", "act"})
+
+
+@dataclass
+class Outcome:
+    """One (instance, repeat) of a cell as the trace shows it."""
+
+    instance: Instance
+    output: AgentOutput
+    judgments: list[Judgment] = field(default_factory=list)
+    score: float | None = None  # the cell's headline metric (mean over judge repeats), None when unscored
+
+    @property
+    def status(self) -> str:
+        """failed / invalid (the agent's output); scored; else why there is no score: judge_failed (a verdict
+        request failed), unscored (no verdict could be read), not_judged (this cell's judge judges none of it,
+        e.g. an LLM judge on a rule-scored CallAPI instance)."""
+        if self.output.status != "ok":
+            return self.output.status
+        if self.score is not None:
+            return "scored"
+        if not self.judgments:
+            return "not_judged"
+        return "judge_failed" if any(j.status == "failed" for j in self.judgments) else "unscored"
+
+    @property
+    def went_wrong(self) -> bool:
+        """What `traces: failed` keeps: a failed or invalid output, a verdict that failed or could not be read,
+        or a score of 0."""
+        return self.status not in ("scored", "not_judged") or self.score == 0
+
+
+def resolve_selection(selection: TraceSelection, n_outputs: int) -> str | int:
+    """The `mlflow.traces` setting made concrete: None -> all below AUTO_LIMIT outputs, else AUTO_PER_CELL."""
+    if selection is None:
+        return "all" if n_outputs < AUTO_LIMIT else AUTO_PER_CELL
+    return selection
+
+
+def select(outcomes: list[Outcome], selection: str | int) -> list[Outcome]:
+    """`all`, `failed` (went wrong), or the first N instances by id (every repeat of each)."""
+    if selection == "all":
+        return outcomes
+    if selection == "failed":
+        return [o for o in outcomes if o.went_wrong]
+    keep = set(sorted({o.instance.instance_id for o in outcomes})[:int(selection)])
+    return [o for o in outcomes if o.instance.instance_id in keep]
+
+
+def n_outputs(root: str, cells: Iterable[Cell]) -> int:
+    """How many agent outputs the cells hold (from the Parquet footers: no row is read)."""
+    return sum(pq.ParquetFile(p).metadata.num_rows for c in cells for p in StageStore(root, "run", c.run.key).parts())
+
+
+# ---- reading the stage records ------------------------------------------------------------------------
+
+def _records(root: str, stage: str, key: str, cls: type) -> list[Any]:
+    """A stage's records, none where it wrote no part (a cell whose outputs are all missing has no trace)."""
+    store = StageStore(root, stage, key)
+    return store.read_records(cls) if store.parts() else []
+
+
+def outcomes(root: str, cell: Cell, headline_metric: str) -> list[Outcome]:
+    """Every agent output of the cell with its instance, its judgments and its headline score."""
+    outputs = _records(root, "run", cell.run.key, AgentOutput)
+    if not outputs:
+        return []
+    instances = {i.instance_id: i for i in StageStore(root, "data", cell.run.data.key).read_records(Instance)}
+    judged: dict[tuple[str, int], list[Judgment]] = defaultdict(list)
+    for j in _records(root, "judge", cell.judged.key, Judgment):
+        judged[(j.instance_id, j.repeat)].append(j)
+    values: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for s in _records(root, "score", cell.key, InstanceScore):
+        if s.metric == headline_metric and s.value is not None:
+            values[(s.instance_id, s.repeat)].append(s.value)
+    out = []
+    for o in outputs:
+        key = (o.instance_id, o.repeat)
+        score = sum(values[key]) / len(values[key]) if values.get(key) else None
+        out.append(Outcome(instances[o.instance_id], o, judged.get(key, []), score))
+    return sorted(out, key=lambda x: (x.instance.instance_id, x.output.repeat))
+
+
+def gold_evidence(root: str, data_key: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """(owner, doc_id) -> what the document supports, for the documents that carry preference evidence
+    (IBA-layout `meta["supports"]`); only the owner, id and meta columns are read."""
+    store = StageStore(root, "documents", data_key)
+    if not store.parts():
+        return {}
+    table = store.read().select(["owner", "doc_id", "meta"]).to_pydict()
+    out = {}
+    for owner, doc_id, meta in zip(table["owner"], table["doc_id"], table["meta"]):
+        if meta and "supports" in meta:
+            supports = json.loads(meta).get("supports")
+            if supports:
+                out[(owner, doc_id)] = supports
+    return out
+
+
+# ---- spans ----------------------------------------------------------------------------------------------
+
+def _clip(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= TEXT_CHARS else value[:TEXT_CHARS] + f"... ({len(value)} chars)"
+    if isinstance(value, list):
+        return [_clip(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _clip(v) for k, v in value.items()}
+    return value
+
+
+def _passages(entry: dict[str, Any]) -> list[dict[str, Any]] | None:
+    for key in ("passages", "results"):
+        items = entry.get(key)
+        if isinstance(items, list) and items and all(isinstance(p, dict) and "doc_id" in p for p in items):
+            return items
+    return None
+
+
+def _documents(items: list[dict[str, Any]], owner: str, gold: dict[tuple[str, str], Any]) -> list[dict[str, Any]]:
+    """Passages as MLflow's retriever documents (page_content, metadata, id), each marked gold or not."""
+    docs = []
+    for p in items:
+        supports = gold.get((owner, p["doc_id"]))
+        meta = {k: v for k, v in p.items() if k != "text"} | {"gold_evidence": supports is not None}
+        if supports:
+            meta["supports"] = [{k: s.get(k) for k in ("dimension", "value", "phase") if k in s} for s in supports]
+        docs.append({"page_content": _clip(p.get("text", "")), "metadata": meta, "id": str(p["doc_id"])})
+    return docs
+
+
+def _step_span(parent: Any, entry: dict[str, Any], outcome: Outcome, cell: Cell,
+               gold: dict[tuple[str, str], Any]) -> None:
+    """One step of the agent's recorded trace as a child span of the right type."""
+    step = str(entry.get("step", "step"))
+    items = _passages(entry)
+    failed = entry.get("status") == "failed"
+    if items is not None:
+        span = mlflow.start_span_no_context(step, SpanType.RETRIEVER, parent_span=parent,
+                                            inputs={k: v for k, v in entry.items() if k not in ("passages", "results")})
+        span.end(outputs=_documents(items, outcome.instance.user_id, gold))
+        return
+    if step in TOOL_STEPS:
+        name = entry.get("tool") or entry.get("name") or step
+        span = mlflow.start_span_no_context(f"tool: {name}", SpanType.TOOL, parent_span=parent,
+                                            inputs=_clip({"tool": name, "arguments": entry.get("arguments"),
+                                                          "thought": entry.get("thought")}))
+        span.end(outputs=_clip({k: v for k, v in entry.items() if k not in ("arguments", "thought")}))
+        return
+    if step in LLM_STEPS or "prompt_tokens" in entry or "completion_tokens" in entry:
+        model = cell.run.model
+        attrs: dict[str, Any] = {"role": "agent", "model": cell.backbone or "-", "cached": bool(entry.get("cached"))}
+        if model is not None:
+            attrs["sampling"] = model.sampling.model_dump()
+        if "prompt_tokens" in entry or "completion_tokens" in entry:
+            tin, tout = int(entry.get("prompt_tokens") or 0), int(entry.get("completion_tokens") or 0)
+            attrs[SpanAttributeKey.CHAT_USAGE] = {"input_tokens": tin, "output_tokens": tout,
+                                                  "total_tokens": tin + tout}
+        span = mlflow.start_span_no_context(step, SpanType.CHAT_MODEL, parent_span=parent, attributes=attrs,
+                                            inputs={"step": step, "model": cell.backbone or "-"})
+        span.end(outputs=_clip({k: v for k, v in entry.items() if k not in USAGE}), status="ERROR" if failed else "OK")
+        return
+    span = mlflow.start_span_no_context(step, SpanType.CHAIN, parent_span=parent, inputs={"step": step})
+    span.end(outputs=_clip(entry), status="ERROR" if failed else "OK")
+
+
+def _repairs(trace: list[dict[str, Any]]) -> list[Any]:
+    return [e[k] for e in trace for k in ("repair", "repairs") if e.get(k)]
+
+
+def trace_tags(cell: Cell, outcome: Outcome) -> dict[str, str]:
+    """What a trace is filtered by; the instance's short scalar payload fields (scenario, dynamic, ...) too."""
+    inst = outcome.instance
+    tags = {"benchmark": cell.benchmark, "agent": cell.agent, "agent_kind": cell.run.agent.kind,
+            "backbone": cell.backbone or "-", "retriever": cell.retriever, "judge": cell.judge,
+            "judge_model": cell.judge_model or "-", "cell": cell.name, "score_key": cell.key,
+            "instance_id": inst.instance_id, "user_id": inst.user_id, "group": inst.group,
+            "repeat": str(outcome.output.repeat), "status": outcome.status}
+    if outcome.score is not None:
+        tags["score"] = f"{round(outcome.score, 1):g}"
+    for k, v in inst.payload.items():
+        if isinstance(v, (bool, int, float, str)) and len(str(v)) <= 100:
+            tags[f"payload.{k}"] = str(v)
+    return {TAG + k: v for k, v in tags.items()}
+
+
+def write_trace(cell: Cell, outcome: Outcome, run_id: str, gold: dict[tuple[str, str], Any]) -> str:
+    """The trace of one outcome (spans only; assessments follow once it is stored). Returns its id."""
+    out, inst = outcome.output, outcome.instance
+    root = mlflow.start_span_no_context(
+        f"{cell.benchmark}/{cell.agent} {inst.instance_id}", SpanType.AGENT,
+        inputs={"query": inst.query, "instance_id": inst.instance_id, "user_id": inst.user_id, "group": inst.group},
+        tags=trace_tags(cell, outcome), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
+        attributes={"agent": cell.agent, "backbone": cell.backbone or "-", "repeat": out.repeat,
+                    "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens})
+    for entry in out.trace:
+        if isinstance(entry, dict):
+            _step_span(root, entry, outcome, cell, gold)
+    parser = mlflow.start_span_no_context("answer extraction", SpanType.PARSER, parent_span=root,
+                                          inputs={"raw": _clip(out.text)})
+    parser.end(outputs={"parsed": out.parsed, "status": out.status, "problem": out.error,
+                        "repairs": _repairs(out.trace)})
+    root.end(outputs=_clip({"text": out.text, "parsed": out.parsed, "status": out.status, "error": out.error,
+                            "score": outcome.score}),
+             status="ERROR" if out.status == "failed" else "OK")
+    return root.trace_id
+
+
+# ---- assessments -----------------------------------------------------------------------------------------
+
+def assess(trace_id: str, cell: Cell, outcome: Outcome, headline_metric: str) -> int:
+    """The judge's verdicts on the trace, and the instance's headline score. Returns how many were logged."""
+    spec = cell.judged.judge
+    repeats = spec.repeats if spec.uses_llm else 1
+    for j in outcome.judgments:
+        kind = AssessmentSourceType.LLM_JUDGE if spec.uses_llm and j.judge != "rule" else AssessmentSourceType.CODE
+        source = AssessmentSource(kind, j.judge if j.judge != "rule" else f"rule:{j.kind}")
+        name = f"{j.kind}/{j.item_id}" + (f"#{j.judge_repeat}" if repeats > 1 else "")
+        meta = {"judge": cell.judge, "judge_model": cell.judge_model or "-", "judge_repeat": str(j.judge_repeat),
+                "status": j.status}
+        if j.status == "scored":
+            mlflow.log_feedback(trace_id=trace_id, name=name, value=j.score, rationale=j.feedback or None,
+                                source=source, metadata=meta | {"raw": _clip(j.raw)})
+        else:  # unscored or failed: no value, the raw text kept as the error (never a 0)
+            mlflow.log_feedback(trace_id=trace_id, name=name, source=source, rationale=j.feedback or None,
+                                error=AssessmentError(error_code=j.status.upper(),
+                                                      error_message=_clip(j.raw) or j.feedback or j.status),
+                                metadata=meta)
+    if outcome.score is not None:
+        mlflow.log_feedback(trace_id=trace_id, name=headline_metric, value=round(outcome.score, 2),
+                            source=AssessmentSource(AssessmentSourceType.CODE, "perseval.score"),
+                            rationale=f"{cell.name}: the instance's {headline_metric} (0-100)")
+    return len(outcome.judgments) + (outcome.score is not None)
+
+
+# ---- one cell ----------------------------------------------------------------------------------------------
+
+def written_traces(experiment_id: str, score_key: str) -> dict[tuple[str, int], str]:
+    """(instance_id, repeat) -> trace id of the traces already written for a score key."""
+    found = mlflow.search_traces(locations=[experiment_id], filter_string=f"tags.`{TAG}score_key` = '{score_key}'",
+                                 include_spans=False, return_type="list")
+    return {(t.info.tags[TAG + "instance_id"], int(t.info.tags.get(TAG + "repeat", 0))): t.info.trace_id
+            for t in found}
+
+
+@dataclass
+class CellTraces:
+    """One cell's part of the track stage's traces: its child run and what is to be written or linked."""
+
+    cell: Cell
+    run_id: str
+    headline_metric: str
+    new: list[tuple[str, Outcome]] = field(default_factory=list)  # (trace id, outcome) written now
+    old: list[str] = field(default_factory=list)  # trace ids written by an earlier track
+
+
+def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str,
+               selection: str | int) -> dict[str, dict[str, int]]:
+    """For each (cell, child run id, headline metric): write the selected outcomes that have no trace yet, link
+    every selected trace to the child run, and tag the run with the counts. The spans of all cells are stored
+    before the first assessment (one flush of MLflow's asynchronous trace export for the whole run).
+    Returns {score key: {"written", "linked", "assessments"}}."""
+    client = MlflowClient()
+    parts = [_write_cell(root, cell, run_id, metric, experiment_id, selection) for cell, run_id, metric in cells]
+    if any(p.new for p in parts):
+        mlflow.flush_trace_async_logging(terminate=False)  # assessments need the stored traces
+    counts = {}
+    for p in parts:
+        n_assessments = sum(assess(tid, p.cell, o, p.headline_metric) for tid, o in p.new)
+        for i in range(0, len(p.old), LINK_BATCH):
+            client.link_traces_to_run(p.old[i:i + LINK_BATCH], p.run_id)
+        counts[p.cell.key] = {"written": len(p.new), "linked": len(p.old), "assessments": n_assessments}
+        client.set_tag(p.run_id, TAG + "traces", json.dumps({**counts[p.cell.key], "selection": selection}))
+    return counts
+
+
+def _write_cell(root: str, cell: Cell, run_id: str, headline_metric: str, experiment_id: str,
+                selection: str | int) -> CellTraces:
+    have = written_traces(experiment_id, cell.key)
+    chosen = select(outcomes(root, cell, headline_metric), selection)
+    keys = [(o.instance.instance_id, o.output.repeat) for o in chosen]
+    todo = [o for o, k in zip(chosen, keys) if k not in have]
+    gold = gold_evidence(root, cell.run.data.key) if todo else {}
+    return CellTraces(cell, run_id, headline_metric, [(write_trace(cell, o, run_id, gold), o) for o in todo],
+                      [have[k] for k in keys if k in have])
+
+
+# ---- two cells side by side ------------------------------------------------------------------------------------
+
+@dataclass
+class Side:
+    score: float | None
+    trace_id: str
+    status: str
+
+
+def cell_outcomes(experiment_ids: list[str], score_key: str) -> dict[tuple[str, int], Side]:
+    """(instance_id, repeat) -> score, trace id and status of a cell's traces (read back from MLflow)."""
+    found = mlflow.search_traces(locations=experiment_ids, filter_string=f"tags.`{TAG}score_key` = '{score_key}'",
+                                 include_spans=False, return_type="list")
+    out = {}
+    for t in found:
+        tags = t.info.tags
+        score = tags.get(TAG + "score")
+        out[(tags[TAG + "instance_id"], int(tags.get(TAG + "repeat", 0)))] = Side(
+            float(score) if score is not None else None, t.info.trace_id, tags.get(TAG + "status", ""))
+    return out
+
+
+def most_different(a: dict[tuple[str, int], Side], b: dict[tuple[str, int], Side], n: int) -> list[dict[str, Any]]:
+    """The `n` shared instances whose scores differ most between two cells (an instance scored in one cell and
+    not in the other counts as the largest difference), each with both trace ids."""
+    rows = []
+    for key in sorted(set(a) & set(b)):
+        sa, sb = a[key], b[key]
+        gap = math.inf if (sa.score is None) != (sb.score is None) else abs((sa.score or 0) - (sb.score or 0))
+        rows.append({"instance_id": key[0], "repeat": key[1], "score_a": sa.score, "score_b": sb.score,
+                     "gap": gap, "status_a": sa.status, "status_b": sb.status, "trace_a": sa.trace_id,
+                     "trace_b": sb.trace_id})
+    rows.sort(key=lambda r: (-r["gap"], r["instance_id"], r["repeat"]))
+    return [r for r in rows if r["gap"] > 0][:n]
+
+
+def trace_url(ui: str, experiment_id: str, trace_id: str) -> str:
+    """Where the MLflow UI shows one trace."""
+    return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/traces?traceId={trace_id}"
+
+
+def cell_pairs(client: MlflowClient, parents: list[Any], between: tuple[str, str] | None) -> list[tuple[Any, Any]]:
+    """The pairs of child runs (cells) whose instances to set side by side: with `between` (two cell names or
+    prefixes, e.g. iba/iba-rag and iba/iba-agent), those two cells within each parent run; without, each cell
+    of the first parent run against the same cell of every later one, where its score key changed."""
+    children = {p.info.run_id: client.search_runs([p.info.experiment_id], max_results=5000,
+                                                  filter_string=f"tags.mlflow.parentRunId = '{p.info.run_id}'")
+                for p in parents}
+
+    def named(runs: list[Any], prefix: str) -> Any:
+        found = [r for r in runs if r.data.tags.get(TAG + "cell", "") == prefix] or \
+            [r for r in runs if r.data.tags.get(TAG + "cell", "").startswith(prefix)]
+        if len(found) != 1:
+            cells = sorted(r.data.tags.get(TAG + "cell", "") for r in runs)
+            raise ValueError(f"{prefix!r} names {len(found)} cells of the run, not one; its cells: {cells}")
+        return found[0]
+
+    if between:
+        return [(named(runs, between[0]), named(runs, between[1])) for runs in children.values()]
+    first, *rest = [children[p.info.run_id] for p in parents]
+    by_cell = {r.data.tags.get(TAG + "cell"): r for r in first}
+    return [(by_cell[r.data.tags.get(TAG + "cell")], r) for runs in rest for r in runs
+            if r.data.tags.get(TAG + "cell") in by_cell
+            and by_cell[r.data.tags.get(TAG + "cell")].data.tags.get(TAG + "score_key") != r.data.tags.get(TAG + "score_key")]
+
+
+def pair_differences(a: Any, b: Any, n: int) -> list[dict[str, Any]]:
+    """The `n` instances that differ most between the cells of child runs `a` and `b`, with their trace ids."""
+    sides = [cell_outcomes([r.info.experiment_id], r.data.tags.get(TAG + "score_key", "")) for r in (a, b)]
+    return most_different(sides[0], sides[1], n)

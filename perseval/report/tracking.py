@@ -1,0 +1,280 @@
+"""MLflow on SQLite: one parent run per experiment run, one child run per cell.
+
+Params hold the full resolved configuration of every model, retriever and
+judge of a cell; metrics hold overall and per-group scores; artifacts hold the
+score tables (CSV, Markdown) and the cell's Parquet outputs.
+"""
+from __future__ import annotations
+
+import math
+import sqlite3
+import tempfile
+import time
+from contextlib import closing, nullcontext
+from pathlib import Path
+from typing import Any, ContextManager
+
+import mlflow
+import pandas as pd
+import psutil
+import yaml
+from filelock import FileLock
+from mlflow.tracking import MlflowClient
+
+from perseval.setup.config import MLflowSettings, ResolvedExperiment
+from perseval.metrics.aggregate import OVERALL
+from perseval.core.owner import owner_gone
+from perseval.pipeline.plan import Cell
+
+MAX_PARAM = 6000
+
+
+def sqlite_path(uri: str, base: Path | None = None) -> Path | None:
+    """The database file of an SQLite tracking URI (a relative one from `base`, default the working
+    folder); None for any other back end."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = Path(uri[len("sqlite:///"):])
+    return path if path.is_absolute() else ((base or Path.cwd()) / path).resolve()
+
+
+def resolve_tracking(settings: MLflowSettings, base: Path | None = None) -> tuple[str, str]:
+    """(tracking_uri, artifact_location) with relative sqlite/artifact paths made absolute."""
+    base = base or Path.cwd()
+    uri = settings.tracking_uri
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        db = (base / uri[len("sqlite:///"):]).resolve()
+        db.parent.mkdir(parents=True, exist_ok=True)
+        uri = f"sqlite:///{db}"
+    artifacts = (base / settings.artifact_root).resolve()
+    artifacts.mkdir(parents=True, exist_ok=True)
+    return uri, artifacts.as_uri()
+
+
+def tracking_lock(settings: MLflowSettings, base: Path | None = None) -> ContextManager[Any]:
+    """A lock beside an SQLite tracking database: two runs finishing at once would otherwise both create
+    its tables (or the experiment) and one would fail. Other back ends handle concurrency themselves."""
+    uri, _ = resolve_tracking(settings, base)
+    if not uri.startswith("sqlite:///"):
+        return nullcontext()
+    return FileLock(uri[len("sqlite:///"):] + ".lock")
+
+
+def write_ahead(uri: str) -> None:
+    """Put an SQLite tracking database in write-ahead-log mode (a setting of the file, kept): each trace span
+    and assessment is its own commit, and a WAL commit costs about a third of a rollback-journal one here
+    (tests/test_traces.py: a 24-trace track 33 s -> 21 s). Readers (the UI) no longer block the writer."""
+    db = sqlite_path(uri)
+    if db is not None and db.parent.is_dir():
+        with closing(sqlite3.connect(db)) as con:
+            con.execute("PRAGMA journal_mode=WAL")
+
+
+def ensure_experiment(settings: MLflowSettings, base: Path | None = None) -> str:
+    uri, artifacts = resolve_tracking(settings, base)
+    write_ahead(uri)
+    mlflow.set_tracking_uri(uri)
+    found = mlflow.get_experiment_by_name(settings.experiment)
+    if found is not None:
+        return found.experiment_id
+    return mlflow.create_experiment(settings.experiment, artifact_location=f"{artifacts}/{settings.experiment}")
+
+
+def flatten(prefix: str, obj: Any) -> dict[str, str]:
+    """Nested config -> {'a.b.c': 'value'}; long values are cut to MLflow's limit."""
+    out: dict[str, str] = {}
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.update(flatten(f"{prefix}.{k}" if prefix else str(k), v))
+    else:
+        out[prefix] = str(obj)[:MAX_PARAM]
+    return out
+
+
+def cell_params(exp: ResolvedExperiment, cell: Cell) -> dict[str, str]:
+    """Every model, deployment, retriever and judge configuration of a cell, flattened; keys never logged."""
+    entry = exp.experiment.benchmarks[cell.bench_index]
+    params: dict[str, str] = {}
+    params.update(flatten("benchmark", entry.model_dump(exclude={"agents", "judges"})))
+    agent = cell.run.agent
+    params.update(flatten("agent", {"name": agent.name, "kind": agent.kind,
+                                    "params": agent.params.model_dump(mode="json")}))
+    if cell.backbone:
+        params.update(flatten("backbone", exp.models[cell.backbone].model_dump()))
+        params.update(flatten("backbone_deployment", exp.deployments[cell.backbone].model_dump()))
+    if cell.run.index is not None:
+        params.update(flatten("retriever", cell.run.index.retriever.model_dump()))
+    else:
+        params["retriever"] = "-"
+    spec = cell.judged.judge
+    params.update(flatten("judge", {"name": spec.name, "kinds": ",".join(spec.kinds), "params": spec.params_json(),
+                                    "repeats": spec.repeats}))
+    if spec.model and spec.sampling:
+        params.update(flatten("judge.sampling", spec.sampling.model_dump()))
+        params.update(flatten("judge_model", spec.model.model_dump()))
+        params.update(flatten("judge_deployment", exp.deployments[spec.model.name].model_dump()))
+    params.update({"experiment.seed": str(exp.experiment.seed), "experiment.repeats": str(exp.experiment.repeats),
+                   "key.data": cell.run.data.key, "key.index": cell.run.index.key if cell.run.index else "-",
+                   "key.run": cell.run.key, "key.judge": cell.judged.key, "key.score": cell.key})
+    return {k: v for k, v in params.items() if "api_key" not in k.lower() or k.endswith("_env")}
+
+
+def mlflow_key(name: str) -> str:
+    """MLflow names allow alphanumerics and _-. :/ only: hit@1 -> hit_at_1."""
+    name = name.replace("@", "_at_")
+    return "".join(ch if ch.isalnum() or ch in "_-. :" else "_" for ch in name)
+
+
+def metric_name(metric: str, group: str) -> str:
+    return mlflow_key(metric) if group == OVERALL else f"{mlflow_key(metric)}/{mlflow_key(group)}"
+
+
+def table_metrics(table: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for group, row in table.iterrows():
+        for m in metrics:
+            v = row.get(m)
+            if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                out[metric_name(m, str(group))] = float(v)
+    return out
+
+
+def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables") -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        table.to_csv(Path(tmp) / f"{name}.csv")
+        (Path(tmp) / f"{name}.md").write_text(table.to_markdown(floatfmt=".1f") if not table.empty else "(empty)\n")
+        mlflow.log_artifacts(tmp, artifact_dir)
+
+
+def cell_tags(exp: ResolvedExperiment, cell: Cell, metrics: list[str]) -> dict[str, str]:
+    """The same tags on every benchmark's cells: what the cell is, and the keys that locate its outputs."""
+    return {"perseval.cell": cell.name, "perseval.benchmark": cell.benchmark, "perseval.agent": cell.agent,
+            "perseval.agent_kind": cell.run.agent.kind, "perseval.backbone": cell.backbone or "-",
+            "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
+            "perseval.judge_model": cell.judge_model or "-", "perseval.repeats": str(cell.run.repeats),
+            "perseval.judge_repeats": str(cell.judged.judge.repeats if cell.judged.judge.uses_llm else 1),
+            "perseval.data_key": cell.run.data.key, "perseval.score_key": cell.key,
+            "perseval.headline_metric": mlflow_key(metrics[0]) if metrics else ""}
+
+
+def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: list[str],
+             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path], complete: bool = True) -> str:
+    """`complete` False: some output or judgment failed, so the scores cover only the rest (tag
+    perseval.status = incomplete; a re-run redoes the failed parts)."""
+    with mlflow.start_run(run_name=cell.name, nested=True) as run:
+        mlflow.set_tags({**cell_tags(exp, cell, metrics), "perseval.status": "complete" if complete else "incomplete"})
+        mlflow.log_params(cell_params(exp, cell))
+        values = table_metrics(table, metrics)
+        # every benchmark's headline also under one name, so runs of different benchmarks sort and chart together
+        headline = {"headline": values[metric_name(metrics[0], OVERALL)]} if metrics and \
+            metric_name(metrics[0], OVERALL) in values else {}
+        mlflow.log_metrics({**values, **headline, **extra_metrics})
+        log_table(table, "scores")
+        for label, folder in parquet_dirs.items():
+            for part in sorted(Path(folder).glob("part-*.parquet")):
+                mlflow.log_artifact(str(part), f"parquet/{label}")
+        return run.info.run_id
+
+
+OWNER_KEY = "perseval.owner"
+
+
+def mark_abandoned_runs(client: MlflowClient, experiment_id: str) -> list[str]:
+    """End as KILLED the RUNNING runs of `experiment_id` whose owner process is gone (a run killed while it
+    logged stays RUNNING in the store forever otherwise), with their child runs. Returns the ids ended."""
+    running = client.search_runs([experiment_id], filter_string="attributes.status = 'RUNNING'", max_results=5000)
+    gone = {r.info.run_id for r in running if OWNER_KEY in r.data.tags and owner_gone(r.data.tags[OWNER_KEY])}
+    ended = [r.info.run_id for r in running if r.info.run_id in gone or r.data.tags.get("mlflow.parentRunId") in gone]
+    for run_id in ended:
+        client.set_terminated(run_id, status="KILLED")
+    return ended
+
+
+def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: dict[str, float]) -> None:
+    mlflow.log_params({"experiment.name": exp.experiment.name, "experiment.file": exp.path,
+                       "experiment.seed": str(exp.experiment.seed), "experiment.key": exp.key()})
+    incomplete = int((headline["status"] == "incomplete").sum()) if "status" in headline else 0
+    mlflow.set_tags({"perseval.status": "incomplete" if incomplete else "complete",
+                     "perseval.incomplete_cells": str(incomplete)})
+    mlflow.log_metrics(stats)
+    log_table(headline, "headline", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "resolved_experiment.yaml").write_text(yaml.safe_dump(exp.model_dump(), sort_keys=False))
+        mlflow.log_artifacts(tmp)
+
+
+def parent_run_name(exp: ResolvedExperiment, started: float) -> str:
+    """Distinct per run: the experiment, when it started (UTC) and its configuration's short key."""
+    return f"{exp.experiment.name} {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(started))} {exp.key()[:8]}"
+
+
+def start_parent_run(exp: ResolvedExperiment, experiment_id: str, tags: dict[str, str],
+                     started: float | None = None) -> mlflow.ActiveRun:
+    """The parent run, started when the command started (`started`, default: this process's start), so its
+    Duration in the UI is the run's, not the tracking step's; it ends when the returned context exits."""
+    started = started if started is not None else psutil.Process().create_time()
+    client = MlflowClient()
+    name = first = parent_run_name(exp, started)
+    while "'" not in name and client.search_runs([experiment_id], filter_string=f"attributes.run_name = '{name}'",
+                                                  max_results=1):
+        name = f"{first} #{int(name.rsplit('#', 1)[1]) + 1 if name != first else 2}"  # two runs in one process
+    run = client.create_run(experiment_id, start_time=int(started * 1000), tags=tags, run_name=name)
+    return mlflow.start_run(run_id=run.info.run_id)
+
+
+def headline_metrics(cells: list[Cell], rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Each cell's headline score on the parent run, named after the cell, so the same cell in two runs has
+    the same metric and MLflow's compare view lines them up."""
+    return {"headline/" + "/".join(mlflow_key(part) for part in c.name.split("/")): float(r["score"])
+            for c, r in zip(cells, rows) if r["score"] is not None}
+
+
+def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> list[Any]:
+    """The parent runs that `specs` name: a run id (or its first 8+ characters) names that run; an
+    experiment name names its latest `n_latest` finished parent runs. In the order given."""
+    out: list[Any] = []
+    for spec in specs:
+        exp = client.get_experiment_by_name(spec)
+        if exp is not None:
+            runs = client.search_runs([exp.experiment_id], filter_string="attributes.status = 'FINISHED'",
+                                      order_by=["attributes.start_time DESC"], max_results=5000)
+            out += [r for r in runs if "mlflow.parentRunId" not in r.data.tags][:n_latest]
+            continue
+        matches = [r for e in client.search_experiments() for r in
+                   client.search_runs([e.experiment_id], max_results=5000) if r.info.run_id.startswith(spec)]
+        if len(matches) != 1 or "mlflow.parentRunId" in matches[0].data.tags:
+            raise ValueError(f"{spec!r} is neither an MLflow experiment nor the id of one perseval parent run")
+        out.append(matches[0])
+    return list({r.info.run_id: r for r in out}.values())
+
+
+COST_METRICS = ("tokens_in", "tokens_out", "cost_usd")  # what `perseval compare --cost` shows (totals: perseval.pipeline.cost)
+
+
+def compare_frame(client: MlflowClient, parents: list[Any], cost: bool = False) -> pd.DataFrame:
+    """Rows: cells; columns: each parent run's headline score of that cell, then its delta to the first run;
+    with `cost`, then each run's total tokens in and out and dollars (when priced) of that cell."""
+    columns = {p.info.run_id: f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents}
+    rows: dict[str, dict[str, float]] = {}
+    for p in parents:
+        for r in client.search_runs([p.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{p.info.run_id}'",
+                                    max_results=5000):
+            metric = r.data.tags.get("perseval.headline_metric", "")
+            cell = f"{r.data.tags.get('perseval.cell', r.info.run_name)} ({metric})"
+            row = rows.setdefault(cell, {})
+            row[columns[p.info.run_id]] = r.data.metrics.get(metric, float("nan"))
+            for m in COST_METRICS if cost else ():
+                row[f"{m} {p.info.run_id[:8]}"] = r.data.metrics.get(m, float("nan"))
+    frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns.values())).sort_index()
+    first = list(columns.values())[0] if columns else None
+    for col in list(columns.values())[1:]:
+        frame[f"Δ {col.split()[-1]}"] = frame[col] - frame[first]
+    if cost:
+        every = pd.DataFrame.from_dict(rows, orient="index").reindex(index=frame.index)
+        for m in COST_METRICS:
+            cols = [f"{m} {rid[:8]}" for rid in columns]
+            shown = every.reindex(columns=cols)
+            if shown.notna().any().any():  # no price in any run: no dollar columns at all
+                frame = frame.join(shown)
+    frame.index.name = "cell (headline metric)"
+    return frame

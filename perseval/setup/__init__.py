@@ -1,0 +1,1 @@
+"""Setting up a run: the experiment file's models, component params, the registry, overrides and checks."""

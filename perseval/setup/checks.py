@@ -1,0 +1,130 @@
+"""Experiment-level checks: settings each of which validates on its own but that together run nothing, run
+something twice, or fail only once a server starts.
+
+Called once from `load_experiment`, after every named config is resolved and before the components are
+validated, so `perseval validate` (and `run`, before any server starts) refuses them with one line naming
+the file, the key and what is allowed: an experiment with no benchmarks, an entry with no agents, an agent
+that gets no cell (it needs a backbone or a retriever the experiment does not list), a name listed twice,
+a benchmark entry repeated, a GGUF `source` that is a folder or not a GGUF file, an embedded deployment
+on llama-server where no llama-server binary is installed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from perseval.setup.capabilities import needs_index, needs_model
+from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment
+from perseval.core.errors import ConfigError
+from perseval.core.hashing import content_key
+from perseval.llm.embedded import llama_server_binary
+from perseval.llm.identity import resolve_gguf
+from perseval.setup.registry import BENCHMARKS
+from perseval.setup.specs import AgentSpec
+
+GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's format)
+
+
+def check_experiment(exp: ResolvedExperiment, roots: Sequence[Path]) -> None:
+    """Raise ConfigError for the first degenerate or duplicated setting of `exp` (see the module doc) that
+    needs no component; `roots`: where the experiment's names are looked up (for the known names)."""
+    _lists_without_repeats(exp)
+    _has_benchmarks(exp)
+    for i, entry in enumerate(exp.experiment.benchmarks):
+        _entry_has_agents(exp, i, entry, roots)
+    _no_repeated_entry(exp)
+    for name, model in exp.models.items():
+        if model.format == "gguf":
+            _gguf_file(model, exp.file_of("models", name))
+    for dep in {d.name: d for d in exp.deployments.values()}.values():
+        if dep.kind == "embedded" and dep.server == "llama-server":
+            _llama_server(exp.file_of("deployments", dep.name))
+
+
+def check_cells(exp: ResolvedExperiment, agents: dict[str, AgentSpec], roots: Sequence[Path]) -> None:
+    """Every agent of every entry gets at least one cell, given what its validated params make it use."""
+    for i, entry in enumerate(exp.experiment.benchmarks):
+        _entry_has_cells(exp, i, entry, agents, roots)
+
+
+def known(roots: Sequence[Path], kind: str) -> list[str]:
+    """The names of every `<kind>/*.yaml` an experiment could name (its own configs, then the shipped ones)."""
+    return sorted({p.stem for root in roots for p in (root / kind).glob("*.yaml")})
+
+
+def _lists_without_repeats(exp: ResolvedExperiment) -> None:
+    e = exp.experiment
+    lists: list[tuple[str, Sequence[str]]] = [("backbones", e.backbones), ("retrievers", e.retrievers),
+                                              ("judges", e.judges)]
+    for i, entry in enumerate(e.benchmarks):
+        lists += [(f"benchmarks.{i}.agents", entry.agents), (f"benchmarks.{i}.judges", entry.judges or [])]
+    for key, names in lists:
+        twice = sorted({n for n in names if list(names).count(n) > 1})
+        if twice:
+            raise ConfigError(f"{exp.path}: key '{key}': {twice[0]!r} is listed twice; list each name once")
+
+
+def _has_benchmarks(exp: ResolvedExperiment) -> None:
+    if not exp.experiment.benchmarks:
+        raise ConfigError(f"{exp.path}: key 'benchmarks': the experiment has no benchmarks, so it would run "
+                          f"nothing; list at least one (registered: {', '.join(BENCHMARKS.names())})")
+
+
+def _entry_has_agents(exp: ResolvedExperiment, i: int, entry: BenchmarkEntry, roots: Sequence[Path]) -> None:
+    if not entry.agents:
+        raise ConfigError(f"{exp.path}: key 'benchmarks.{i}.agents': benchmark {entry.name!r} has no agents, so it "
+                          f"would run nothing; list at least one (known: {', '.join(known(roots, 'agents'))})")
+
+
+def _entry_has_cells(exp: ResolvedExperiment, i: int, entry: BenchmarkEntry, agents: dict[str, AgentSpec],
+                     roots: Sequence[Path]) -> None:
+    """Every agent of the entry gets at least one run: a backbone if it uses a model, a retriever if it
+    retrieves (otherwise the plan leaves it out silently and the headline has no row for it)."""
+    key = f"benchmarks.{i}.agents"
+    e = exp.experiment
+    for name in entry.agents:
+        spec = agents[name]
+        if needs_model(spec.needs) and not e.backbones:
+            raise ConfigError(f"{exp.path}: key 'backbones' is empty, but agent {name!r} ({key}) needs a model; "
+                              f"list at least one (known: {', '.join(known(roots, 'models'))})")
+        if needs_index(spec.needs, spec.search) and not e.retrievers:
+            raise ConfigError(f"{exp.path}: key 'retrievers' is empty, but agent {name!r} ({key}) retrieves from "
+                              f"an index; list at least one (known: {', '.join(known(roots, 'retrievers'))})")
+
+
+def _no_repeated_entry(exp: ResolvedExperiment) -> None:
+    """Two entries of one benchmark on the same data (source and params) give cells of the same name: the
+    headline would list each twice (with another sample or seed, under the same name)."""
+    first: dict[str, int] = {}
+    for i, entry in enumerate(exp.experiment.benchmarks):
+        same = content_key(entry.name, entry.source, entry.params)
+        if same in first:
+            raise ConfigError(f"{exp.path}: key 'benchmarks.{i}': the same benchmark as benchmarks.{first[same]} "
+                              f"({entry.name!r}, same source and params), so every cell would be listed twice; "
+                              "merge their agents into one entry, or run another sample or seed as another "
+                              "experiment")
+        first[same] = i
+
+
+def _gguf_file(model: ModelConfig, where: str) -> None:
+    """A gguf model's `source` is one GGUF file: not a folder (an HF checkout, say) and not an empty or
+    truncated download, which llama.cpp's server would only report in its log once started."""
+    must = "a gguf model's source must be a .gguf file (a path, or package:<module>/<file>)"
+    try:
+        path = resolve_gguf(model.source)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: key 'source': {str(exc).split(': ', 1)[-1]}; {must}") from None
+    with open(path, "rb") as fh:
+        head = fh.read(len(GGUF_MAGIC))
+    if head != GGUF_MAGIC:
+        got = "an empty file" if not head else f"a file that does not start with {GGUF_MAGIC!r}"
+        raise ConfigError(f"{where}: key 'source': {path} is {got}, not GGUF weights; {must} (download it again)")
+
+
+def _llama_server(where: str) -> None:
+    """The embedded default needs llama.cpp's server binary (built by `make install`), found before any
+    server starts rather than as a failed start after the construct and index stages."""
+    try:
+        llama_server_binary()
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: key 'server': llama-server: {exc}") from None

@@ -1,0 +1,110 @@
+"""Parameters of registered components: every benchmark, agent, judge and retriever declares one model.
+
+A component's `params:` mapping (from its YAML, or from the benchmark entry of an
+experiment) is validated against its `Params` model before any server starts, so
+a typo or a wrong type is an error naming the file and the key, never ignored.
+"""
+from __future__ import annotations
+
+import importlib
+import pickle
+import sys
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, TypeVar
+
+from pydantic import BaseModel, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler, ValidationError, \
+    model_serializer
+
+from perseval.core.errors import ConfigError
+from perseval.core.plugin_files import PLUGIN_MODULE_PREFIX, import_plugin_file
+
+P = TypeVar("P", bound="Params")
+
+
+class Params(BaseModel):
+    """Base of every component's parameters: unknown keys are errors, values are read-only."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with the plugin file that defines the class, if any: a unit carries validated params to
+        a Dask worker, which imports that file (under the same module name) before it restores them."""
+        cls = type(self)
+        module = sys.modules.get(cls.__module__)
+        source = getattr(module, "__file__", None) if cls.__module__.startswith(PLUGIN_MODULE_PREFIX) else None
+        return _restore, (cls.__module__, cls.__qualname__, source, pickle.dumps(self.__getstate__()))
+
+    # Fields added after outputs were cached, each with the value that reproduces the old behaviour: a dump
+    # (and so every key made from one) leaves such a field out while it holds that value, so adding a
+    # setting invalidates nothing that still computes the same, and setting it to anything else does.
+    # `model_dump(context=EVERY_FIELD)` keeps them all (what `perseval show` prints).
+    key_compatible: ClassVar[dict[str, Any]] = {}
+
+    @model_serializer(mode="wrap")
+    def _without_legacy_values(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not (info.context or {}).get("every_field"):
+            for name, old in self.key_compatible.items():
+                if name in data and getattr(self, name) == old:
+                    del data[name]
+        return data
+
+
+def _restore(module: str, qualname: str, source: str | None, state: bytes) -> Params:
+    if module not in sys.modules and source:
+        import_plugin_file(Path(source))  # a worker that has not loaded the plugin file yet
+    cls: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        cls = getattr(cls, part)
+    obj = cls.__new__(cls)
+    obj.__setstate__(pickle.loads(state))  # noqa: S301 (our own state, pickled just above)
+    return obj
+
+
+EVERY_FIELD = {"every_field": True}
+
+
+class NoParams(Params):
+    """For components that take no parameters: any key is an error."""
+
+
+def error_lines(exc: ValidationError, prefix: str = "", model: type[BaseModel] | None = None) -> list[str]:
+    """One line per problem: `key 'a.b': message` (the key as a user writes it in YAML)."""
+    lines = []
+    for err in exc.errors():
+        key = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "") or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key" + (f" (known: {', '.join(model.model_fields)})" if model and len(err["loc"]) == 1
+                                   else "")
+        lines.append(f"  key '{key}': {msg}")
+    return lines
+
+
+def invalid(where: str, what: str, lines: list[str]) -> str:
+    """The message of a failed validation: one problem on one line (`file: key 'k': msg`), several under a
+    title naming what was invalid, one line each."""
+    if len(lines) == 1:
+        return f"{where}: {lines[0].strip()}"
+    return f"{where}: invalid {what}\n" + "\n".join(lines)
+
+
+def validate_params(model: type[P], raw: Mapping[str, Any] | None, where: str, prefix: str = "params") -> P:
+    """`raw` validated as `model`; a ConfigError naming `where` (a file) and each bad key otherwise."""
+    try:
+        return model.model_validate(dict(raw or {}))
+    except ValidationError as exc:
+        raise ConfigError(invalid(where, f"{prefix} for {model.__qualname__}", error_lines(exc, prefix, model))) from None
+
+
+class Configurable:
+    """A registered component: `Params` declares its parameters; the constructor validates them.
+
+    Constructed with a mapping (from YAML) or with an already validated `Params` instance.
+    """
+
+    Params: ClassVar[type[Params]] = NoParams
+
+    def __init__(self, params: Params | Mapping[str, Any] | None = None):
+        self.params = params if isinstance(params, self.Params) else \
+            validate_params(self.Params, params, type(self).__qualname__)

@@ -1,0 +1,165 @@
+"""Registries of the four component kinds: benchmarks, agents, judges and retrievers.
+
+A new component is one module that registers its class with a decorator, plus
+one YAML under configs/; no flow, plan or central list needs an edit. Modules
+are found three ways: perseval's own packages are indexed from their source
+(name -> module, read without importing anything) and a lookup imports only the
+module that registers the name; an installed package adds modules through the
+entry-point group `perseval.plugins` (the value names a module to import); an
+experiment file lists modules or .py files under `plugins:`. Listing every name
+(`names()`, error messages) still imports everything, once.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import re
+from importlib.metadata import entry_points
+from pathlib import Path
+from functools import cache
+from typing import Callable, Iterable, TypeVar
+
+from perseval.core.errors import ConfigError
+from perseval.core.plugin_files import import_plugin_file
+
+T = TypeVar("T")
+
+BUILTIN_PACKAGES = ("perseval.benchmarks", "perseval.agents", "perseval.judges", "perseval.retrieval")
+ENTRY_POINT_GROUP = "perseval.plugins"
+
+
+class Registry:
+    """Name -> class for one component kind; `attr` is the class attribute that holds the name."""
+
+    def __init__(self, what: str, attr: str, label: str):
+        self.what, self.attr, self.label = what, attr, label  # label: the module-level name (source index key)
+        self.table: dict[str, type] = {}
+
+    def register(self, key: str) -> Callable[[type[T]], type[T]]:
+        """Class decorator: register under `key` and set `cls.<attr> = key`, so the name is written once."""
+        def deco(cls: type[T]) -> type[T]:
+            if key in self.table and self.table[key] is not cls:
+                raise ConfigError(f"{self.what} {key!r} is registered twice ({self.table[key]} and {cls})")
+            builtin = source_index().get((self.label, key))
+            if builtin and cls.__module__ != builtin:  # a plugin may not shadow a built-in not yet imported
+                raise ConfigError(f"{self.what} {key!r} is registered twice (built-in {builtin} and {cls})")
+            setattr(cls, self.attr, key)
+            self.table[key] = cls
+            return cls
+
+        return deco
+
+    def get(self, key: str) -> type:
+        if key not in self.table:
+            _import_registering(self, key)
+        if key not in self.table:
+            scan()
+        if key not in self.table:
+            raise ConfigError(f"unknown {self.what} {key!r}; registered: {sorted(self.table)}")
+        return self.table[key]
+
+    def names(self) -> list[str]:
+        scan()
+        return sorted(self.table)
+
+
+BENCHMARKS = Registry("benchmark", "name", "BENCHMARKS")
+AGENTS = Registry("agent kind", "kind", "AGENTS")
+JUDGES = Registry("judge kind", "kind", "JUDGES")
+RETRIEVERS = Registry("retriever kind", "kind", "RETRIEVERS")
+
+register_benchmark = BENCHMARKS.register
+register_agent = AGENTS.register
+register_judge = JUDGES.register
+register_retriever = RETRIEVERS.register
+benchmark_class = BENCHMARKS.get
+agent_class = AGENTS.get
+judge_class = JUDGES.get
+retriever_class = RETRIEVERS.get
+
+_scanned = False
+# `@register_agent("rag")` (or `@AGENTS.register("rag")`) right above a class: how a built-in module
+# registers, read from its source so a lookup needs to import that one module only
+_DECORATOR = re.compile(r"^@(?:register_(benchmark|agent|judge|retriever)|(BENCHMARKS|AGENTS|JUDGES|RETRIEVERS)"
+                        r"\.register)\(\s*[\"']([^\"']+)[\"']\s*\)\s*$", re.M)
+_BY_WORD = {"benchmark": "BENCHMARKS", "agent": "AGENTS", "judge": "JUDGES", "retriever": "RETRIEVERS"}
+
+
+@cache
+def source_index() -> dict[tuple[str, str], str]:
+    """(registry, name) -> the built-in module that registers it, from the packages' source text."""
+    index: dict[tuple[str, str], str] = {}
+    for pkg_name in BUILTIN_PACKAGES:
+        spec = importlib.util.find_spec(pkg_name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            root = Path(location)
+            for path in sorted(root.rglob("*.py")):
+                parts = path.relative_to(root).with_suffix("").parts
+                module = ".".join((pkg_name, *parts[:-1]) if parts[-1] == "__init__" else (pkg_name, *parts))
+                for word, attr, name in _DECORATOR.findall(path.read_text(encoding="utf-8")):
+                    index.setdefault((attr or _BY_WORD[word], name), module)
+    return index
+
+
+def _import_registering(registry: "Registry", key: str) -> None:
+    """Import the built-in module whose source registers `key` in `registry`, if the index knows one."""
+    if module := source_index().get((registry.label, key)):
+        importlib.import_module(module)
+
+
+def scan() -> None:
+    """Import perseval's own component modules and every installed plugin, once per process."""
+    global _scanned
+    if _scanned:
+        return
+    _scanned = True  # first: a module being imported may itself look something up
+    for pkg_name in BUILTIN_PACKAGES:
+        pkg = importlib.import_module(pkg_name)
+        for mod in pkgutil.walk_packages(pkg.__path__, prefix=pkg_name + "."):
+            importlib.import_module(mod.name)
+    load_entry_points()
+
+
+def load_entry_points() -> None:
+    """Import every module an installed package names under the `perseval.plugins` entry-point group."""
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            ep.load()
+        except Exception as exc:  # a broken plugin names itself, it does not crash with a traceback
+            raise ConfigError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: "
+                              f"{type(exc).__name__}: {exc}") from exc
+
+
+def resolve_plugins(specs: Iterable[str], base_dir: Path) -> tuple[str, ...]:
+    """Plugin specs as every process can load them: .py files made absolute (relative to `base_dir`)."""
+    out = []
+    for spec in specs:
+        if spec.endswith(".py"):
+            path = Path(spec) if Path(spec).is_absolute() else base_dir / spec
+            if not path.is_file():
+                raise ConfigError(f"plugin {spec!r}: no file at {path}")
+            out.append(str(path.resolve()))
+        else:
+            out.append(spec)
+    return tuple(out)
+
+
+def load_plugins(specs: Iterable[str]) -> None:
+    """Import each plugin (a module name, or an absolute .py path from resolve_plugins), once."""
+    for spec in specs:
+        try:
+            if spec.endswith(".py"):
+                import_plugin_file(Path(spec))
+            else:
+                importlib.import_module(spec)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise ConfigError(f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}") from exc
+
+
+def registered() -> dict[str, list[str]]:
+    """Every registered component by kind (for `perseval validate` and error messages)."""
+    return {"benchmarks": BENCHMARKS.names(), "agents": AGENTS.names(), "judges": JUDGES.names(),
+            "retrievers": RETRIEVERS.names()}

@@ -1,0 +1,44 @@
+"""Components as the plan carries them: a registered kind with its params validated once, when the
+experiment is loaded (perseval.setup.experiment), so that a stage builds it with no second validation."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from perseval.setup.capabilities import Capability
+from perseval.setup.config import ModelConfig, Sampling
+from perseval.setup.params import Params
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """An agent YAML resolved: its kind, validated params, the capabilities it uses with these params
+    (`Agent.requires()`) and the search back end it binds when it searches."""
+
+    name: str
+    kind: str
+    params: Params
+    needs: frozenset[Capability]
+    search: str | dict[str, Any] | None = None
+    roles: dict[str, str] = field(default_factory=dict)  # role -> model name besides the backbone (a profiler)
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    """One judge binding of a benchmark entry: the name in the tables, the judge kinds it runs with their
+    validated params, and, for a judge bound to a model, the model with the judge role's sampling."""
+
+    name: str
+    kinds: tuple[str, ...]
+    params: dict[str, Params] = field(default_factory=dict)  # kind -> validated params
+    model: ModelConfig | None = None
+    sampling: Sampling | None = None  # the judge role's sampling: set exactly when `model` is
+    repeats: int = 1
+    uses_llm: bool = False  # some kind asks a model (then `model` is set)
+
+    def __post_init__(self) -> None:
+        if (self.model is None) != (self.sampling is None):
+            raise ValueError(f"judge {self.name!r}: a model comes with its sampling, and sampling with a model")
+
+    def params_json(self) -> dict[str, dict[str, Any]]:
+        return {k: p.model_dump(mode="json") for k, p in self.params.items()}
