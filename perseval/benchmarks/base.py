@@ -21,6 +21,7 @@ from perseval.core.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
 from perseval.setup.params import Configurable, Params
 from perseval.core.records import Document, Instance, InstanceScore, Passage
+from perseval.benchmarks.views import GoldView, PayloadView, check_instance
 
 
 @dataclass
@@ -100,6 +101,16 @@ class Benchmark(Configurable, ABC):
     optional_llm_judges: ClassVar[tuple[str, ...]] = ()
     task_format: ClassVar[TaskFormat | None] = None  # None: only this benchmark's own agents can run it
     combined_metrics: ClassVar[tuple[str, ...]] = ()  # metrics `combine` makes from several judges' metrics
+    # typed views of an instance's payload and gold (perseval.benchmarks.views), checked before data is written
+    Payload: ClassVar[type[PayloadView]] = PayloadView
+    Gold: ClassVar[type[GoldView]] = GoldView
+
+    @classmethod
+    def check_instances(cls, instances: Iterable[Instance], where: str) -> None:
+        """InputError (naming `where`, the instance and the key) at the first instance whose payload or gold
+        does not fit this benchmark's views."""
+        for inst in instances:
+            check_instance(inst, cls.Payload, cls.Gold, where)
 
     @abstractmethod
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:

@@ -29,6 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from perseval.agents.base import AgentContext
 from perseval.core.hashing import content_key
 from perseval.core.records import AgentOutput, Document, Instance, Passage
+from perseval.benchmarks.views import ScenarioPayload
 
 SWAPPED_HISTORY = "swapped-history"
 CONTROL_NAMES = (SWAPPED_HISTORY,)
@@ -68,7 +69,7 @@ def control_runs(runs: Sequence[Any], needs: Iterable[str], controls: Sequence[s
 # --- the derangement --------------------------------------------------------------------------------------
 
 def _stratum(instance: Instance) -> tuple[str, str]:
-    return instance.group, str(instance.payload.get("scenario", ""))
+    return instance.group, ScenarioPayload.of(instance).scenario
 
 
 def derangement(instances: Iterable[Instance], seed: int) -> dict[str, str]:

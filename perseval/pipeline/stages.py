@@ -156,6 +156,7 @@ async def _write_batches(bench: Benchmark, unit: DataUnit, data: StageStore, doc
         if not batch.instances and not batch.documents and part > 0:
             continue
         instances = sorted(batch.instances, key=lambda i: i.instance_id)  # shards are slices of this order
+        bench.check_instances(instances, entry.source or f"the {entry.name} build")  # typed views, before writing
         for i in instances:
             if i.instance_id in seen:
                 raise InputError(entry.source or f"the {entry.name} build", f"instance id {i.instance_id!r} appears "

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from perseval.core.records import AgentOutput, Document, Instance
+from perseval.benchmarks.views import ScenarioPayload
 
 CONTEXT_STEP = "context"
 
@@ -35,7 +36,7 @@ def evidence_turns(instances: Iterable[Instance], documents: Iterable[Document])
             by_owner.setdefault(d.owner, []).append(d)
     out: dict[str, set[str]] = {}
     for inst in instances:
-        scenario = inst.payload.get("scenario")
+        scenario = ScenarioPayload.of(inst).scenario
         ids = {d.doc_id for d in by_owner.get(inst.user_id, [])
                if d.meta.get("scenario") in (scenario, "", None)}
         if ids:

@@ -24,6 +24,7 @@ from perseval.core.records import InstanceScore, Judgment
 from perseval.pipeline.stages import load_instances
 from perseval.core.store import StageStore
 from perseval.report.tracking import ensure_experiment, log_table, mlflow_key
+from perseval.benchmarks.bespoke.views import MetaGold
 
 META_BENCHMARK = "bespoke-meta"
 META_SCALE = 20.0  # the evaluator's criterion scores are reported x20 (0..100); humans rate 1..5
@@ -60,7 +61,7 @@ def meta_test_pairs(plan: Plan, root: str) -> list[Pairs]:
             keys = sorted(k for k in values if k[1] == c)
             pairs = Pairs(f"{cell.agent}/{cell.backbone or '-'}", c,
                           [sum(values[k]) / len(values[k]) for k in keys],
-                          [float(insts[k[0]].gold["human"][c]["score"]) for k in keys],
+                          [MetaGold.of(insts[k[0]]).human[c].score for k in keys],
                           [insts[k[0]].user_id for k in keys])
             if pairs.judge:
                 out.append(pairs)

@@ -34,6 +34,7 @@ from perseval.pipeline.plan import DataUnit, Plan, model_fingerprint
 from perseval.core.records import AgentOutput, Instance, Judgment
 from perseval.setup.specs import JudgeSpec
 from perseval.core.store import StageStore, unit_lock
+from perseval.benchmarks.views import KnownItemsGold, ScenarioPayload
 
 PROBE_VERSION = 1
 PROBED_ITEMS = ("checkpoint", "claim")
@@ -75,9 +76,7 @@ def probe_units(plan: Plan) -> list[ProbeUnit]:
 
 def _items(inst: Instance) -> list[tuple[str, str, str]]:
     """(item id, statement, value) of the items whose verdict a probe knows."""
-    if inst.gold.get("checkpoints"):
-        return [(str(c["id"]), str(c["statement"]), str(c.get("value", ""))) for c in inst.gold["checkpoints"]]
-    return [(f"claim-{k}", str(c), str(c)) for k, c in enumerate(inst.gold.get("claims") or [])]
+    return KnownItemsGold.of(inst).items()
 
 
 def probe_answers(instances: list[Instance], n: int, seed: int) -> tuple[list[AgentOutput], dict[tuple[str, str, str], int]]:
@@ -98,14 +97,14 @@ def probe_answers(instances: list[Instance], n: int, seed: int) -> tuple[list[Ag
             outputs.append(AgentOutput(inst.instance_id, f"probe:{WRONG}", 0,
                                        "\n".join(s for s, _ in theirs.values())))
             labels |= {(f"probe:{WRONG}", inst.instance_id, i): 0 for i, _, v in items
-                       if not inst.gold.get("checkpoints") or (i in theirs and theirs[i][1] != v)}
+                       if not KnownItemsGold.of(inst).checkpoints or (i in theirs and theirs[i][1] != v)}
     return outputs, labels
 
 
 def _other(inst: Instance, pool: list[Instance]) -> Instance | None:
     """Another user's instance of the same scenario (IBA, custom) or any other query (Bespoke)."""
-    same = [o for o in pool if o.user_id != inst.user_id and
-            o.payload.get("scenario") == inst.payload.get("scenario")]
+    scenario = ScenarioPayload.of(inst).scenario
+    same = [o for o in pool if o.user_id != inst.user_id and ScenarioPayload.of(o).scenario == scenario]
     return same[0] if same else None
 
 

@@ -27,6 +27,7 @@ from perseval.benchmarks.apeb.prompts import ranking_messages, ranking_schema
 from perseval.benchmarks.base import Answer, Prompt, TaskFormat
 from perseval.core.parsing import extract_json
 from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.benchmarks.views import RankingPayload
 
 TOP_K = 5  # the agent recommends exactly five products
 
@@ -83,11 +84,11 @@ def parse_ranking(text: str, candidate_ids: list[str], k: int = 5) -> RankingAns
 
 
 def candidate_ids(instance: Instance) -> list[str]:
-    return [c["id"] for c in instance.payload["candidates"]]
+    return [c["id"] for c in RankingPayload.of(instance).candidates]
 
 
 def ranking_size(instance: Instance) -> int:
-    return min(TOP_K, len(instance.payload["candidates"]))
+    return min(TOP_K, len(RankingPayload.of(instance).candidates))
 
 
 def extract(instance: Instance, text: str) -> Answer:
@@ -152,7 +153,7 @@ class ApebTask(TaskFormat):
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:
         history = [f"- {p.text[:passage_chars]}" for p in passages] if passages else None
-        cards, k = instance.payload["candidates"], ranking_size(instance)
+        cards, k = RankingPayload.of(instance).candidates, ranking_size(instance)
         return Prompt(ranking_messages(instance.query, cards, history, k), ranking_schema(candidate_ids(instance), k))
 
     def extract(self, instance: Instance, text: str) -> Answer:

@@ -42,6 +42,7 @@ from perseval.benchmarks.base import Benchmark, BenchmarkData
 from perseval.setup.params import Params
 from perseval.core.records import Document, Instance
 from perseval.setup.registry import register_benchmark
+from perseval.benchmarks.apeb.views import ApebGold, ApebPayload
 
 QueryLevel = Literal["intent", "refined"]
 QUERY_LEVELS: tuple[QueryLevel, ...] = ("intent", "refined")
@@ -67,6 +68,7 @@ class ApebParams(Params):
 
 @register_benchmark("apeb")
 class APeB(Benchmark):
+    Payload, Gold = ApebPayload, ApebGold
     Params = ApebParams
     params: ApebParams
     headline_metric = "hit@1"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from perseval.core.records import Instance
+from perseval.benchmarks.views import RankingPayload
 
 OVERALL = "Overall"
 
@@ -18,7 +19,7 @@ def _sessions(instances: list[Instance]) -> pd.DataFrame:
     rows = {}
     for inst in instances:
         s = inst.gold.get("session", {})
-        hard = len(inst.payload["candidates"]) if inst.payload.get("candidate_set", "").startswith("hard") else None
+        hard = len(RankingPayload.of(inst).candidates) if inst.payload.get("candidate_set", "").startswith("hard") else None
         row = rows.setdefault(inst.user_id, {
             "category": inst.group, "queries": len(s.get("queries", [])), "session_events": s.get("n_events"),
             "session_minutes": s.get("minutes"), "browsed_products": s.get("browsed"),
@@ -44,7 +45,7 @@ def by_category(sessions: pd.DataFrame) -> pd.DataFrame:
 
 def by_cell(instances: list[Instance]) -> pd.DataFrame:
     frame = pd.DataFrame([{"query_level": i.payload.get("query_level"), "candidate_set": i.payload.get("candidate_set"),
-                           "user": i.user_id, "category": i.group, "candidates": len(i.payload["candidates"]),
+                           "user": i.user_id, "category": i.group, "candidates": len(RankingPayload.of(i).candidates),
                            "query_words": len(i.query.split())} for i in instances])
     return frame.groupby(["query_level", "candidate_set"]).agg(
         instances=("user", "size"), sessions=("user", "nunique"), categories=("category", "nunique"),

@@ -31,6 +31,7 @@ from perseval.core.errors import InputError
 from perseval.setup.params import Params
 from perseval.core.records import CORPUS_OWNER, Document, Instance, InstanceScore, Passage
 from perseval.setup.registry import register_benchmark
+from perseval.benchmarks.bespoke.views import BespokeGold, BespokePayload
 
 AVG_PARTS = (*CRITERIA, "recall")  # Table 4's Avg. is the mean of these five columns
 
@@ -55,6 +56,7 @@ class BespokeTask(TaskFormat):
 
 @register_benchmark("bespoke")
 class BespokeBenchmark(Benchmark):
+    Payload, Gold = BespokePayload, BespokeGold
     Params = BespokeParams
     params: BespokeParams
     headline_metric = "avg"

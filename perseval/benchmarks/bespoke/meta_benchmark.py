@@ -15,10 +15,12 @@ from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark, to_instance
 from perseval.benchmarks.bespoke.records import BespokeQuery
 from perseval.core.records import Instance
 from perseval.setup.registry import register_benchmark
+from perseval.benchmarks.bespoke.views import MetaGold
 
 
 @register_benchmark("bespoke-meta")
 class BespokeMetaBenchmark(BespokeBenchmark):
+    Gold = MetaGold
     headline_metric = "feedback_accuracy"
     llm_judges = ("bespoke.feedback_match",)
     rule_judges = ("bespoke.evaluator_scores",)

@@ -26,6 +26,8 @@ from perseval.benchmarks.iba.release import Layout, load_release, sample_release
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
 from perseval.setup.registry import register_benchmark
+from perseval.benchmarks.custom.views import CustomGold, CustomPayload
+from perseval.benchmarks.views import RankingPayload
 
 LAYOUT_DOC = "see docs/custom-data-layout.md for the layout of a user's own data"
 
@@ -37,7 +39,7 @@ def scored_items(instance: Instance) -> int:
         return len(instance.gold["checkpoints"])
     if kind == API:
         return len(instance.gold["slots"])
-    return len(instance.payload["candidates"])
+    return len(RankingPayload.of(instance).candidates)
 
 
 def data_info(folder: Path, instances: list[Instance], documents: list[Document], n_users: int) -> dict[str, Any]:
@@ -58,6 +60,7 @@ def load_custom(source: Path) -> BenchmarkData:
 
 @register_benchmark("custom")
 class CustomBenchmark(Benchmark):
+    Payload, Gold = CustomPayload, CustomGold
     headline_metric = "score"  # free text and API calls; a ranking cell's headline is its judge's first, hit@1
     group_label = "group"
     llm_judges = ("custom.checkpoint",)

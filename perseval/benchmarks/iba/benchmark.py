@@ -40,6 +40,7 @@ from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
 from perseval.core.records import Document, Instance
 from perseval.setup.registry import register_benchmark
+from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 
 QA_METRIC = "qa_score"
 
@@ -59,6 +60,7 @@ def chunks(pairs: Iterable[Pair], size: int) -> Iterator[list[Pair]]:
 
 @register_benchmark("iba")
 class IbaBenchmark(Benchmark):
+    Payload, Gold = IbaPayload, IbaGold
     Params = IbaParams
     params: IbaParams
     headline_metric = "score"

@@ -13,6 +13,7 @@ from perseval.benchmarks.apeb.prompts import ranking_messages
 from perseval.setup.capabilities import Capability
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
+from perseval.benchmarks.views import RankingPayload
 
 
 @register_agent("apeb.direct")
@@ -28,5 +29,5 @@ class APeBDirect(Agent):
         assert ctx.llm is not None
         out = AgentOutput(instance.instance_id, name, repeat, text="")
         history = await history_lines(instance, ctx, self.params, instance.query)
-        messages = ranking_messages(instance.query, instance.payload["candidates"], history, ranking_size(instance))
+        messages = ranking_messages(instance.query, RankingPayload.of(instance).candidates, history, ranking_size(instance))
         return await ask_ranking(ctx.llm, messages, instance, out, max_tokens=self.params.max_tokens, repeat=repeat)

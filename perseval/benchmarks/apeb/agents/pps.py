@@ -23,6 +23,7 @@ from perseval.setup.capabilities import Capability
 from perseval.setup.params import Params
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
+from perseval.benchmarks.views import RankingPayload
 
 
 # bm25s logs every index it builds at DEBUG; one small index per instance would flood a run's log
@@ -67,7 +68,7 @@ class APeBPersonalizedSearch(Agent):
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.retrieve is not None
         p = self.params
-        cards = instance.payload["candidates"]
+        cards = RankingPayload.of(instance).candidates
         texts = [card_text(c) for c in cards]
         rel = relevance(instance.query, texts, p.stopwords)
         aff = np.zeros(len(cards))

@@ -28,6 +28,7 @@ from perseval.setup.capabilities import Capability
 from perseval.setup.params import Params
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
+from perseval.benchmarks.views import RankingPayload
 
 
 class ReactParams(Params):
@@ -61,7 +62,7 @@ def react_messages(instance: Instance, k: int, refined: str | None) -> list[dict
     lines = [f'The shopper searched for: "{instance.query}"']
     if refined:
         lines.append(f'What they most likely want, given their history: "{refined}"')
-    lines.append("Candidate products:\n" + "\n".join(candidate_line(c) for c in instance.payload["candidates"]))
+    lines.append("Candidate products:\n" + "\n".join(candidate_line(c) for c in RankingPayload.of(instance).candidates))
     lines.append(f"Investigate, then call finish with exactly {k} distinct candidate ids.")
     return [{"role": "system", "content": SYSTEM % k}, {"role": "user", "content": "\n\n".join(lines)}]
 

@@ -15,6 +15,7 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.prompts import candidate_line
 from perseval.core.parsing import extract_object
 from perseval.core.records import Document, Instance
+from perseval.benchmarks.views import RankingPayload
 
 FINISH = "finish"
 
@@ -106,7 +107,7 @@ class Toolbox:
 
     def __init__(self, instance: Instance, ctx: AgentContext, search_k: int, chars: int):
         self.instance, self.ctx, self.search_k, self.chars = instance, ctx, search_k, chars
-        self.cards = {c["id"]: c for c in instance.payload["candidates"]}
+        self.cards = {c["id"]: c for c in RankingPayload.of(instance).candidates}
         docs: list[Document] = ctx.documents(instance.user_id) if ctx.documents else []
         self.history_texts = [d.text.lower() for d in docs]
         self.product_actions: dict[str, Counter] = {}

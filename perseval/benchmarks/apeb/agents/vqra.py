@@ -21,6 +21,7 @@ from perseval.setup.capabilities import Capability
 from perseval.core.parsing import extract_object
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
+from perseval.benchmarks.views import RankingPayload
 
 
 class VqraParams(HistoryParams):
@@ -60,6 +61,6 @@ class APeBVqra(Agent):
         if p.ranker == "react":
             return await run_react(instance, ctx, p.react, repeat, out, refined=refined or None)
         shown = history if p.use_history else None
-        messages = ranking_messages(instance.query, instance.payload["candidates"], shown, ranking_size(instance),
+        messages = ranking_messages(instance.query, RankingPayload.of(instance).candidates, shown, ranking_size(instance),
                                     refined=refined or None)
         return await ask_ranking(ctx.llm, messages, instance, out, max_tokens=p.max_tokens, repeat=repeat)

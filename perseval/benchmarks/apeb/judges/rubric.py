@@ -27,6 +27,7 @@ from perseval.setup.params import Params
 from perseval.core.parsing import judge_object
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.setup.registry import register_judge
+from perseval.benchmarks.views import RankingPayload
 
 CRITERIA = ("intent_inference", "history_attribution", "planning")
 HELP = {
@@ -81,7 +82,7 @@ def render_step(entry: dict[str, Any]) -> str | None:
 def render_trajectory(instance: Instance, output: AgentOutput, limit: int) -> str:
     steps = [s for s in (render_step(e) for e in output.trace) if s]
     lines = [f"{i}. {s}" for i, s in enumerate(steps, 1)] or ["(no intermediate steps: a single answer)"]
-    cards = {c["id"]: c for c in instance.payload["candidates"]}
+    cards = {c["id"]: c for c in RankingPayload.of(instance).candidates}
     ranking = (output.parsed or {}).get("ranking") or []
     if output.status == "ok" and ranking:
         lines.append("Final ranking:\n" + "\n".join(f"  {n}. {candidate_line(cards[i])}" for n, i in
@@ -96,7 +97,7 @@ def rubric_quotes(instance: Instance, output: AgentOutput, limit: int) -> dict[s
     """The untrusted material of one judge prompt, by tag: the search the agent was given, the reference
     the agent never saw (the shopper's later search, the purchase, their history) and the trajectory."""
     gold = instance.gold
-    cards = {c["id"]: c for c in instance.payload["candidates"]}
+    cards = {c["id"]: c for c in RankingPayload.of(instance).candidates}
     bought = cards.get(gold.get("purchased", ""))
     evidence = "\n".join(f"- {x}" for x in gold.get("history_evidence", [])) or "- (none recorded)"
     queries = gold.get("session", {}).get("queries") or [instance.query]

@@ -1,0 +1,19 @@
+"""The custom layout's instance views: one of three task types (text with checkpoints, an API call with
+slots, a ranking over candidates), each in the shape the reused IBA and APeB judges read."""
+from __future__ import annotations
+
+from typing import Any
+
+from perseval.benchmarks.views import GoldView, PayloadView
+
+
+class CustomPayload(PayloadView):
+    action_type: str
+    api: dict[str, Any] | None = None
+    candidates: list[dict[str, Any]] | None = None
+
+
+class CustomGold(GoldView):
+    checkpoints: list[dict[str, Any]] | None = None
+    slots: dict[str, Any] | None = None
+    purchased: str | None = None
