@@ -65,87 +65,35 @@ def _error(message: object) -> None:
 INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: their cells are incomplete
 
 
-def _print_headline(rows: list[dict]) -> None:
-    from perseval.report.headline import delta_text, headline_note, score_text
+def _print_headline(rows: list[dict], wide: bool = False) -> None:
+    """The headline as the terminal shows it: compact (fits 100 columns; perseval.report.tables) or, with
+    `wide`, every column and the cost per cell. The summary JSON and headline.md keep every field."""
+    from perseval.report.headline import headline_note
+    from perseval.report.probes import NOT_INTERPRETABLE, discrimination_lines
+    from perseval.report.tables import controls_table, cost_line, cost_table, headline_tables, wide_table
 
-    table = Table(title="Headline scores (0-100)")
-    cols = {"benchmark": "benchmark", "agent": "agent", "backbone": "backbone", "retriever": "retriever",
-            "judge": "judge", "metric": "metric", "score": "score ± CI", "n_users": "users", "n": "n",
-            "unscored_items": "unscored", "invalid_outputs": "invalid", "failed_outputs": "failed out",
-            "failed_judgments": "failed judg"}
-    compared = any(r.get("baseline") for r in rows)
-    if compared:
-        cols |= {"delta": "Δ vs baseline [CI]", "delta_p": "p (Holm)", "mde": "MDE"}
-    cols["status"] = "status"
-    text = {"score": score_text, "delta": delta_text}
-    for key, label in cols.items():
-        table.add_column(label, justify="left" if key in {"benchmark", "agent", "backbone", "retriever", "judge",
-                                                            "metric", "status"} else "right")
-    for r in rows:
-        table.add_row(*[text[c](r) if c in text else _cell_text(c, r) for c in cols])
-    console.print(table)
-    console.print(headline_note(rows), soft_wrap=True, markup=False, highlight=False)
-    controls = _controls_table(rows)
+    for table in [wide_table(rows)] if wide else headline_tables(rows):
+        console.print(table)
+    console.print(headline_note(rows), markup=False, highlight=False)
+    controls = controls_table(rows, wide)
     if controls is not None:
         console.print(controls)
-    from perseval.report.probes import NOT_INTERPRETABLE, flagged_judges
-
-    for judge in flagged_judges(rows):
-        probed = next(r for r in rows if f"{r['benchmark']}/{r['judge']}" == judge)
-        console.print(f"[red]{judge}: {NOT_INTERPRETABLE}[/red] (on answers of known verdict: AUC "
-                      f"{probed.get('judge_auc')}, passes {probed.get('judge_pass_rate_gold')}% of gold and "
-                      f"{probed.get('judge_pass_rate_bad')}% of known-bad items)", soft_wrap=True)
-    if rows and "tokens_in" in rows[0]:
-        console.print(_cost_table(rows))
-
-
-def _controls_table(rows: list[dict]) -> Table | None:
-    """Beside each score, what it means (perseval.report.gains): own vs swapped-history vs no-history, the
-    gains with their user-resampled 95% intervals, and how much gold evidence reached the context."""
-    from perseval.report.gains import CONTROL_COLUMNS, gain_text
-
-    shown = [r for r in rows if any(k in r for k in CONTROL_COLUMNS)]
-    if not shown:
-        return None
-    table = Table(title="Controls: personalization gain = own - swapped history; history gain = own - no history")
-    for label in ["cell", "score", "swapped", "personalization gain [95% CI]", "no history", "history gain [95% CI]",
-                  "evidence recall", "score: evidence in / missed"]:
-        table.add_column(label, justify="left" if label == "cell" else "right")
-    for r in shown:
-        table.add_row(*gain_text(r))
-    return table
+    lines = discrimination_lines(rows)
+    if lines:
+        console.print("Judge check on answers of known verdict (judge_probes):")
+    for line in lines:
+        colour = "red" if NOT_INTERPRETABLE in line else "green"
+        console.print(f"[{colour}]  {line}[/{colour}]", soft_wrap=True, highlight=False)
+    if wide and rows and "tokens_in" in rows[0]:
+        console.print(cost_table(rows))
+    elif (line := cost_line(rows)) is not None:
+        console.print(line, soft_wrap=True, highlight=False)
 
 
 def _cost_table(rows: list[dict]) -> Table:
-    """What each cell cost: in total (cached answers at their original usage) and spent by this run. A run
-    shared by several cells (one agent, several judges) is counted in the first of them only, so the rows add
-    up; "shard s" sums the wall time of the cell's shards, which ran in parallel: it can exceed the run's."""
-    def usd(value: Any) -> str | None:  # None or NaN (a frame's None) when no model of the cell has a price
-        return None if value is None or value != value else f"{value:.4f}"
+    from perseval.report.tables import cost_table
 
-    priced = any(usd(r.get("cost_usd")) for r in rows)
-    table = Table(title="Cost per cell (total; this run)", caption="a shared agent run is counted in its first cell; "
-                  "shard s = the cell's shard wall times summed (shards run in parallel)")
-    for label in ["cell", "tokens in", "tokens out", "LLM s", "shard s", *(["USD"] if priced else [])]:
-        table.add_column(label, justify="left" if label == "cell" else "right")
-    for r in rows:
-        total, new = usd(r["cost_usd"]), usd(r["new_cost_usd"])
-        cost = [] if not priced else ["-" if total is None else f"{total}; {new}"]
-        table.add_row("/".join(r[k] for k in ("benchmark", "agent", "backbone", "retriever", "judge")),
-                      f"{r['tokens_in']}; {r['new_tokens_in']}", f"{r['tokens_out']}; {r['new_tokens_out']}",
-                      f"{r['llm_seconds']:.1f}", f"{r['wall_seconds']:.1f}", *cost)
-    return table
-
-
-def _cell_text(column: str, row: dict) -> str:
-    value = row.get(column)
-    if column == "delta_p" and value is not None:
-        return f"{value:.2f}" if value >= 0.01 else f"{value:.0e}"
-    if column == "mde" and value is not None:
-        return f"{value:.1f}"
-    if column == "unscored_items" and row.get("unscored_share") is not None:
-        return f"{value} ({row['unscored_share']:.0f}%)"  # items a judge left unscored, and their share
-    return "" if value is None else str(value)
+    return cost_table(rows)
 
 
 def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[str]:
@@ -163,7 +111,9 @@ def run(config: Path = CONFIG,
         summary_json: Optional[Path] = typer.Option(None, help="also write the run summary as JSON here"),
         sample: Optional[int] = typer.Option(None, min=1, help="run every benchmark on this many instances "
                                                                "(instead of each entry's sample)"),
-        quiet: bool = typer.Option(False, "--quiet", help="no progress bars")) -> None:
+        quiet: bool = typer.Option(False, "--quiet", help="no progress bars"),
+        wide: bool = typer.Option(False, "--wide", help="print every headline column and the cost per cell (the "
+                                                        "summary JSON and headline.md always hold them)")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
     exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
@@ -171,7 +121,7 @@ def run(config: Path = CONFIG,
                         sample=sample)
     from perseval.report.headline import SMALL_MODEL_WARNING
 
-    _print_headline(summary["headline"])
+    _print_headline(summary["headline"], wide)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
     console.print(f"stage seconds: {summary['timings']}")
@@ -213,7 +163,7 @@ def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any)
         with _prefect_for(exp.experiment.output_root, output_root):
             from flows.runtime import run_experiment
 
-            return run_experiment(str(config), output_root=output_root, **kwargs)
+            return run_experiment(exp, output_root=output_root, **kwargs)  # the experiment resolved once, above
     except (InputError, ConfigError) as exc:
         _error(exc)
         raise typer.Exit(2)

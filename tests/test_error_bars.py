@@ -102,7 +102,7 @@ def test_the_printed_headline_shows_error_bars_and_failed_judgments_apart(quicks
     rows = headline_rows(plan, _store(plan, root, {}), root=root)
     console = Console(width=400, record=True)
     monkeypatch.setattr(cli, "console", console)
-    cli._print_headline(rows)
+    cli._print_headline(rows, wide=True)  # every column (the compact one: tests/test_headline_terminal.py)
     text = console.export_text()
     header = next(line for line in text.splitlines() if "score ± CI" in line)
     assert "Δ vs baseline [CI]" in header and "p (Holm)" in header and "failed judg" in header

@@ -198,11 +198,35 @@ def with_probe_flags(plan: Plan, root: str, rows: list[dict[str, Any]]) -> list[
         rep = reports.get((r["benchmark"], r["judge"]))
         if rep is not None and rep["discriminates"] is not None:
             r = {**r, "judge_auc": rep["auc"], "judge_pass_rate_gold": rep[f"pass_rate.{GOOD}"],
-                 "judge_pass_rate_bad": rep["pass_rate.bad"], "judge_discriminates": rep["discriminates"]}
+                 "judge_pass_rate_bad": rep["pass_rate.bad"], "judge_discriminates": rep["discriminates"],
+                 "judge_probe_items": rep["n_items"], "judge_probe_gold": rep.get(f"n.{GOOD}"),
+                 "judge_probe_bad": (rep.get(f"n.{EMPTY}") or 0) + (rep.get(f"n.{WRONG}") or 0)}
             if rep["discriminates"] is False:
                 r["judge_flag"] = NOT_INTERPRETABLE
         out.append(r)
     return out
+
+
+def discrimination_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per probed judge: its AUC on answers of known verdict, its pass rates with their counts, and
+    what that means for the scores it gave (what `perseval run` prints under the headline)."""
+    seen: dict[str, str] = {}
+    for r in rows:
+        judge = f"{r['benchmark']}/{r['judge']}"
+        if r.get("judge_discriminates") is None or judge in seen:
+            continue
+        auc = "undefined" if r.get("judge_auc") is None else f"{r['judge_auc']:.2f}"
+        verdict = "discriminates" if r["judge_discriminates"] else NOT_INTERPRETABLE
+        seen[judge] = (f"{judge}: AUC {auc} on {r.get('judge_probe_items', '?')} probe items of known verdict; "
+                       f"passes {_pct(r.get('judge_pass_rate_gold'))} of {r.get('judge_probe_gold', '?')} gold and "
+                       f"{_pct(r.get('judge_pass_rate_bad'))} of {r.get('judge_probe_bad', '?')} known-bad items: "
+                       f"{verdict} (AUC >= {DISCRIMINATION_AUC} and < {100 * PASSES_EVERYTHING:.0f}% of bad "
+                       "passed needed)")
+    return list(seen.values())
+
+
+def _pct(value: Any) -> str:
+    return "-" if value is None else f"{value:.0f}%"
 
 
 def flagged_judges(rows: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,214 @@
+"""The headline as a person reads it in a terminal: a compact table that fits 100 columns (cell, score ± CI,
+users/n, Δ vs baseline with its interval and p, status), the wide one with every column (`--wide`; the
+summary JSON and the Markdown artifact keep every field too), the controls table when controls ran, and
+the cost table.
+
+A cell is named by the fewest of its parts that tell it apart within its benchmark: the agent alone when
+only one cell has it, else the agent and the judge (then the backbone, then the retriever) - `iba-rag` vs
+`iba-no-history` vs `iba-oracle`, or `iba-rag/smollm2-judge` vs `iba-rag/iba.slots`.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any, Iterable, Mapping, Sequence
+
+from rich import box
+from rich.table import Table
+
+IDENTITY = ("benchmark", "agent", "backbone", "retriever", "judge")
+EXTRA_PARTS = ("judge", "backbone", "retriever")  # tried in this order after the agent
+
+Row = Mapping[str, Any]
+
+
+def identity(row: Row) -> tuple[str, ...]:
+    return tuple(str(row.get(k) or "-") for k in IDENTITY)
+
+
+def short_names(identities: Sequence[Sequence[str]]) -> list[str]:
+    """Per identity (benchmark, agent, backbone, retriever, judge): the shortest unambiguous name within its
+    benchmark, the agent first ("iba-rag", "iba-rag/iba.slots")."""
+    by_bench: dict[str, list[int]] = {}
+    for k, ident in enumerate(identities):
+        by_bench.setdefault(ident[0], []).append(k)
+    names = [""] * len(identities)
+    for members in by_bench.values():
+        parts = _distinguishing([identities[k] for k in members])
+        for k in members:
+            names[k] = "/".join(identities[k][IDENTITY.index(p)] for p in ("agent", *parts))
+    return names
+
+
+def _distinguishing(group: list[Sequence[str]]) -> tuple[str, ...]:
+    """The fewest extra parts (after the agent) that make the group's names distinct."""
+    for size in range(len(EXTRA_PARTS) + 1):
+        for parts in combinations(EXTRA_PARTS, size):
+            cols = [IDENTITY.index(p) for p in ("agent", *parts)]
+            if len({tuple(ident[c] for c in cols) for ident in group}) == len(group):
+                return tuple(sorted(parts, key=EXTRA_PARTS.index))
+    return EXTRA_PARTS
+
+
+def p_text(value: Any) -> str:
+    if value is None or value != value:
+        return ""
+    return f"{value:.2f}" if value >= 0.01 else f"{value:.0e}"
+
+
+def status_text(row: Row) -> str:
+    """complete / incomplete / no items, with what was left out: failed outputs and judgments, unscored items."""
+    parts = [str(row.get("status") or "")]
+    failed_out, failed_judg = row.get("failed_outputs") or 0, row.get("failed_judgments") or 0
+    if failed_out:
+        parts.append(f"{failed_out} failed out")
+    if failed_judg:
+        parts.append(f"{failed_judg} failed judg")
+    if row.get("unscored_items"):
+        share = row.get("unscored_share")
+        parts.append(f"{row['unscored_items']} unscored" + (f" ({share:.0f}%)" if share is not None else ""))
+    if row.get("judge_flag"):
+        parts.append("judge flagged")
+    return ", ".join(p for p in parts if p)
+
+
+def delta_compact(row: Row) -> str:
+    """"+11.1 [-5.0, +27.2]" (with "unpaired" where the cells were not scored on the same instances)."""
+    from perseval.report.headline import delta_text
+
+    text = delta_text(row)
+    return text.replace(" (unpaired)", " unpaired")
+
+
+def headline_tables(rows: Sequence[Row]) -> list[Table]:
+    """The compact headline, one table per benchmark: every cell's agent and score readable at 100 columns;
+    the cells of one judge together."""
+    names = short_names([identity(r) for r in rows])
+    benches: dict[str, list[tuple[Row, str]]] = {}
+    for r, name in zip(rows, names):
+        benches.setdefault(str(r.get("benchmark")), []).append((r, name))
+    return [_bench_table(bench, members) for bench, members in benches.items()]
+
+
+def _bench_table(bench: str, members: list[tuple[Row, str]]) -> Table:
+    from perseval.report.headline import score_text
+
+    metrics = sorted({str(r.get("metric")) for r, _ in members})
+    baseline = next((r.get("baseline") for r, _ in members if r.get("baseline")), None)
+    title = f"{bench}: {', '.join(metrics)} (0-100)" + (f", Δ vs baseline {baseline}" if baseline else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("cell", no_wrap=True)
+    table.add_column("score ± CI", justify="right", no_wrap=True)
+    table.add_column("users/n", justify="right", no_wrap=True)
+    if baseline:
+        table.add_column("Δ [CI]", justify="right")
+        table.add_column("p", justify="right", no_wrap=True)
+    table.add_column("status")
+    judges = list(dict.fromkeys(str(r.get("judge")) for r, _ in members))  # in the plan's order
+    members = sorted(members, key=lambda m: judges.index(str(m[0].get("judge"))))  # stable within a judge
+    for k, (r, name) in enumerate(members):
+        users = f"{r.get('n_users') if r.get('n_users') is not None else '-'}/{r.get('n') or 0}"
+        cells = [name, score_text(r) or "-", users]
+        if baseline:
+            cells += [delta_compact(r), p_text(r.get("delta_p"))]
+        last = k + 1 < len(members) and members[k + 1][0].get("judge") != r.get("judge")
+        table.add_row(*cells, status_text(r), end_section=last)
+    return table
+
+
+WIDE_COLUMNS = {"benchmark": "benchmark", "agent": "agent", "backbone": "backbone", "retriever": "retriever",
+                "judge": "judge", "metric": "metric", "score": "score ± CI", "n_users": "users", "n": "n",
+                "unscored_items": "unscored", "invalid_outputs": "invalid", "failed_outputs": "failed out",
+                "failed_judgments": "failed judg"}
+LEFT = {"benchmark", "agent", "backbone", "retriever", "judge", "metric", "status"}
+
+
+def wide_table(rows: Sequence[Row]) -> Table:
+    """Every column of the headline (what `--wide` prints)."""
+    from perseval.report.headline import delta_text, score_text
+
+    cols = dict(WIDE_COLUMNS)
+    if any(r.get("baseline") for r in rows):
+        cols |= {"delta": "Δ vs baseline [CI]", "delta_p": "p (Holm)", "mde": "MDE"}
+    cols["status"] = "status"
+    text = {"score": score_text, "delta": delta_text}
+    table = Table(title="Headline scores (0-100)", title_justify="left")
+    for key, label in cols.items():
+        table.add_column(label, justify="left" if key in LEFT else "right")
+    for r in rows:
+        table.add_row(*[text[c](r) if c in text else _cell_text(c, r) for c in cols])
+    return table
+
+
+def _cell_text(column: str, row: Row) -> str:
+    value = row.get(column)
+    if column == "delta_p" and value is not None:
+        return p_text(value)
+    if column == "mde" and value is not None:
+        return f"{value:.1f}"
+    if column == "unscored_items" and row.get("unscored_share") is not None:
+        return f"{value} ({row['unscored_share']:.0f}%)"  # items a judge left unscored, and their share
+    return "" if value is None else str(value)
+
+
+def controls_ran(rows: Iterable[Row]) -> bool:
+    """Whether a control run (the swapped-history one) is behind any row."""
+    return any(r.get("swapped_score") is not None for r in rows)
+
+
+def controls_table(rows: Sequence[Row], wide: bool = False) -> Table | None:
+    """Beside each score, what it means (perseval.report.gains): own vs swapped-history vs no-history, the gains
+    with their user-resampled 95% intervals, and how much gold evidence reached the context. Compact: only when
+    controls ran; wide: whenever any row has a control or evidence field."""
+    from perseval.report.gains import CONTROL_COLUMNS, gain_text
+
+    if not wide and not controls_ran(rows):
+        return None
+    shown = [r for r in rows if any(r.get(k) is not None for k in CONTROL_COLUMNS)]
+    if not shown:
+        return None
+    names = dict(zip(map(identity, rows), short_names([identity(r) for r in rows])))
+    table = Table(title="Controls: personalization gain = own - swapped history; history gain = own - no history",
+                  title_justify="left")
+    for label in ["cell", "score", "swapped", "personalization gain [95% CI]", "no history", "history gain [95% CI]",
+                  "evidence recall", "score: evidence in / missed"]:
+        table.add_column(label, justify="left" if label == "cell" else "right", no_wrap=label == "cell")
+    for r in shown:
+        cells = gain_text(dict(r))
+        cells[0] = cells[0] if wide else f"{r.get('benchmark')}/{names[identity(r)]}"
+        table.add_row(*cells)
+    return table
+
+
+def cost_table(rows: Sequence[Row]) -> Table:
+    """What each cell cost: in total (cached answers at their original usage) and spent by this run. A run
+    shared by several cells (one agent, several judges) is counted in the first of them only, so the rows add
+    up; "shard s" sums the wall time of the cell's shards, which ran in parallel: it can exceed the run's."""
+    def usd(value: Any) -> str | None:  # None or NaN (a frame's None) when no model of the cell has a price
+        return None if value is None or value != value else f"{value:.4f}"
+
+    priced = any(usd(r.get("cost_usd")) for r in rows)
+    table = Table(title="Cost per cell (total; this run)", caption="a shared agent run is counted in its first cell; "
+                  "shard s = the cell's shard wall times summed (shards run in parallel)", title_justify="left")
+    for label in ["cell", "tokens in", "tokens out", "LLM s", "shard s", *(["USD"] if priced else [])]:
+        table.add_column(label, justify="left" if label == "cell" else "right")
+    for r in rows:
+        total, new = usd(r.get("cost_usd")), usd(r.get("new_cost_usd"))
+        cost = [] if not priced else ["-" if total is None else f"{total}; {new}"]
+        table.add_row("/".join(str(r[k]) for k in IDENTITY),
+                      f"{r['tokens_in']}; {r['new_tokens_in']}", f"{r['tokens_out']}; {r['new_tokens_out']}",
+                      f"{r['llm_seconds']:.1f}", f"{r['wall_seconds']:.1f}", *cost)
+    return table
+
+
+def cost_line(rows: Sequence[Row]) -> str | None:
+    """The run's cost in one line (the compact output; `--wide` prints the table per cell)."""
+    if not rows or "tokens_in" not in rows[0]:
+        return None
+    tin = sum(int(r.get("tokens_in") or 0) for r in rows)
+    tout = sum(int(r.get("tokens_out") or 0) for r in rows)
+    new = sum(int(r.get("new_tokens_in") or 0) for r in rows)
+    secs = sum(float(r.get("llm_seconds") or 0.0) for r in rows)
+    usd = [r.get("cost_usd") for r in rows if r.get("cost_usd") is not None and r.get("cost_usd") == r.get("cost_usd")]
+    money = f", {sum(usd):.4f} USD" if usd else ""
+    return (f"cost: {tin} tokens in ({new} sent this run), {tout} out, {secs:.1f} LLM s over {len(rows)} cells"
+            f"{money} (--wide: per cell)")
