@@ -17,6 +17,7 @@ from typing import Any
 from prefect import flow
 from prefect.futures import PrefectFuture, as_completed
 
+from perseval.setup.config import ResolvedExperiment
 from perseval.setup.experiment import load_experiment
 from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.report.gains import with_controls
@@ -51,13 +52,22 @@ def _manifests(root: str, stage: str, keys: list[str]) -> dict[str, dict[str, An
     return {k: {"key": k, **StageStore(root, stage, k).manifest()} for k in keys}
 
 
+def resolved(experiment: ResolvedExperiment | str | Path) -> ResolvedExperiment:
+    """The experiment a flow runs: the one its caller resolved (`perseval run` loads its file once, before any
+    server starts, and hands it on), or a config path loaded here (a scheduled deployment's parameter)."""
+    if isinstance(experiment, ResolvedExperiment):
+        # a copy: the overrides below (output_root, sample) must not reach the caller's experiment
+        return experiment.model_copy(deep=True)
+    return load_experiment(experiment)
+
+
 @flow(name="perseval-evaluate", log_prints=True)
-def evaluate(config_path: str, output_root: str | None = None, stop_after: str | None = None,
+def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = None, stop_after: str | None = None,
              sample: int | None = None, mlflow_base: str | None = None, show_progress: bool = True) -> dict[str, Any]:
-    """Run one experiment file end to end (or up to `stop_after="construct"`); returns the headline table,
-    MLflow run id and request counts. `sample` overrides every benchmark's sample size."""
+    """Run one experiment (resolved, or a file's path) end to end (or up to `stop_after="construct"`); returns
+    the headline table, MLflow run id and request counts. `sample` overrides every benchmark's sample size."""
     entered_at = time.time()  # the flow run has started: run_experiment times what came before
-    exp = load_experiment(config_path)
+    exp = resolved(experiment)
     if output_root:
         exp.experiment.output_root = output_root
     for entry in exp.experiment.benchmarks if sample else []:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 from prefect_dask import DaskTaskRunner  # first: imported after other prefect modules, Dask's log config is lost
@@ -21,7 +22,7 @@ from prefect.client.schemas.objects import StateType
 from prefect.logging.handlers import APILogWorker
 from prefect.states import Crashed
 
-from perseval.setup.config import DaskSettings
+from perseval.setup.config import DaskSettings, ResolvedExperiment
 from perseval.setup.experiment import load_experiment
 from perseval.llm.deployments import HOST
 from perseval.core.owner import OWNER_TAG, owner_gone, owner_tag
@@ -67,16 +68,18 @@ def mark_stale_runs() -> list[str]:
     return marked
 
 
-def run_experiment(config_path: str, *, output_root: str | None = None, dask_address: str | None = None,
-                   show_progress: bool = True, stop_after: str | None = None,
+def run_experiment(experiment: ResolvedExperiment | str | Path, *, output_root: str | None = None,
+                   dask_address: str | None = None, show_progress: bool = True, stop_after: str | None = None,
                    sample: int | None = None) -> dict[str, Any]:
-    """Run the evaluate flow; its summary's timings gain `prepare` (load, stale-run check) and `flow_start`
-    (the flow run's creation). The Dask cluster is not in either: prefect-dask starts it on the first
-    submitted task, inside the first stage that has work, so a re-run with nothing to do starts none."""
+    """Run the evaluate flow on `experiment`: the one `perseval run` resolved (handed on, not loaded again), or a
+    config path (a scheduled deployment's parameter), loaded here once. The summary's timings gain `prepare`
+    (load, stale-run check) and `flow_start` (the flow run's creation). The Dask cluster is not in either:
+    prefect-dask starts it on the first submitted task, inside the first stage that has work, so a re-run with
+    nothing to do starts none."""
     from flows.evaluate import evaluate
 
     t0 = time.time()
-    exp = load_experiment(config_path)
+    exp = experiment if isinstance(experiment, ResolvedExperiment) else load_experiment(experiment)
     try:
         mark_stale_runs()
     except Exception as exc:  # housekeeping: never the reason a run does not start
@@ -85,7 +88,7 @@ def run_experiment(config_path: str, *, output_root: str | None = None, dask_add
     t1 = time.time()
     try:
         with tags(owner_tag()):
-            summary = evaluate.with_options(task_runner=runner)(config_path=config_path, output_root=output_root,
+            summary = evaluate.with_options(task_runner=runner)(experiment=exp, output_root=output_root,
                                                                 stop_after=stop_after, sample=sample,
                                                                 show_progress=show_progress)
     finally:

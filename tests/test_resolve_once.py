@@ -4,6 +4,7 @@ One seed reaches every agent. And the quickstart's keys are the ones its cached 
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -23,7 +24,7 @@ from perseval.core.records import AgentOutput
 from perseval.pipeline.stages import Runtime, analyze, construct, index, judge, run_shard, score
 
 from .conftest import CONFIGS, REPO
-from .test_plugins import write_configs
+from .conftest import write_configs
 
 QUICKSTART_KEYS = Path(__file__).parent / "data" / "quickstart_keys.json"
 
@@ -155,3 +156,73 @@ def test_the_quickstart_keys_are_the_ones_its_outputs_were_cached_under():
            "cells": {c.name: c.key for c in plan.cells},
            "analyses": {u.data.entry.name: u.key for u in plan.analyses}}
     assert got == json.loads(QUICKSTART_KEYS.read_text())
+
+
+# --- one load per command ---------------------------------------------------------------------------------------
+
+class Loads:
+    """Calls of load_experiment, wherever a module holds it: the modules that imported it by name at import
+    time (flows.runtime, flows.evaluate) and the ones that import it lazily from perseval.setup.experiment."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        import flows.cli
+        import flows.evaluate
+        import flows.runtime
+        import perseval.setup.experiment as experiment
+
+        self.paths: list[str] = []
+        real = experiment.load_experiment
+
+        def counted(path, *args, **kwargs):
+            self.paths.append(str(path))
+            return real(path, *args, **kwargs)
+
+        for module in (experiment, flows.cli, flows.runtime, flows.evaluate):
+            if getattr(module, "load_experiment", None) is real:
+                monkeypatch.setattr(module, "load_experiment", counted)
+
+
+@pytest.mark.integration
+def test_perseval_run_loads_the_experiment_file_once(tmp_path, monkeypatch, prefect_api):
+    """One `perseval run` (the real command, in this process, on a real Prefect API and a one-worker Dask
+    LocalCluster): the file is loaded once, before any server starts, and the flow runs what that load
+    resolved; and the summary is the run's, so the experiment really went through the flow."""
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    path = write_configs(tmp_path)
+    exp = yaml.safe_load(path.read_text())
+    exp["dask"] = {"n_workers": 1, "threads_per_worker": 1}  # one worker process is enough to count loads
+    path.write_text(yaml.safe_dump(exp))
+    loads = Loads(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PREFECT_API_URL", prefect_api)
+    saved = dict(os.environ)  # `run` sets its offline and logging variables in the process it runs in
+    try:
+        result = CliRunner().invoke(app, ["run", str(path), "--quiet", "--summary-json", str(tmp_path / "s.json")])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    assert result.exit_code == 0, result.output[-3000:]
+    assert loads.paths == [str(path)]
+    (row,) = json.loads((tmp_path / "s.json").read_text())["headline"]
+    assert (row["benchmark"], row["score"], row["n"]) == ("tiny", 100.0, 7)
+
+
+@pytest.mark.integration
+def test_a_scheduled_deployments_config_path_is_loaded_once(tmp_path, monkeypatch, prefect_api):
+    """A scheduled deployment hands its flow a config path (a JSON parameter): `run_experiment` loads it once
+    and the evaluate flow runs that load, not a second one (here stopped after construct)."""
+    from flows.runtime import run_experiment
+
+    path = write_configs(tmp_path)
+    exp = yaml.safe_load(path.read_text())
+    exp["dask"] = {"n_workers": 1, "threads_per_worker": 1}
+    path.write_text(yaml.safe_dump(exp))
+    loads = Loads(monkeypatch)
+    monkeypatch.setenv("PREFECT_API_URL", prefect_api)
+    out = run_experiment(str(path), output_root=str(tmp_path / "runs"), stop_after="construct", show_progress=False)
+    assert loads.paths == [str(path)]
+    (data,) = out["data"].values()
+    assert data["n_instances"] == 7
