@@ -167,6 +167,25 @@ def _own_members(whole: dict[str, Any], planted: list[dict[str, Any]]) -> dict[s
             if not (isinstance(v, dict) and any(isinstance(p.get(k), dict) and _copies(v, p[k]) for p in planted))}
 
 
+# a template's slot copied as the answer: "<one sentence>", "<reason>" (the prompts' own placeholder)
+_PLACEHOLDER = re.compile(r"^\s*<[^<>]{0,80}>\s*$")
+
+
+def reason_problem(text: str, *, structured: bool, quoted: Sequence[str] = (), reason_key: str = "reason") -> str | None:
+    """Why a judge answer's reason cannot back its verdict, or None: the reason member is there but empty, or
+    is a template placeholder copied from the prompt ("<one sentence>": a judge that fills the form in
+    without reading). An answer cut off before its reason has no such member and keeps its verdict."""
+    obj = judge_object(text, structured=structured, quoted=quoted)
+    if obj is None or reason_key not in obj:
+        return None
+    reason = obj[reason_key]
+    if not isinstance(reason, str) or not reason.strip():
+        return f"the judge's {reason_key} is empty: its verdict is not read"
+    if _PLACEHOLDER.match(reason):
+        return f"the judge's {reason_key} is the prompt's placeholder {reason.strip()!r}: its verdict is not read"
+    return None
+
+
 _YES = re.compile(r"^\W*(yes|true|satisfied|present)\b", re.I)
 _NO = re.compile(r"^\W*(no|false|not satisfied|absent|missing)\b", re.I)
 

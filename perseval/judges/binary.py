@@ -3,7 +3,8 @@
 The judge model answers JSON {"<key>": bool, "reason": str}, the verdict first and the reason
 bounded, so the whole answer fits the max_tokens sized from the schema, and an answer cut off
 anyway still gives its verdict. A failed request is `failed`; an answer that cannot be read is
-`unscored` with its raw text, never a 0.
+`unscored` with its raw text, never a 0; so is a verdict whose reason is empty or the prompt's placeholder
+copied ("<one sentence>": 8 of 395 quickstart assessments passed that way), never a pass.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Sequence
 
 from perseval.judges.base import answer_budget
 from perseval.llm.base import ChatModel
-from perseval.core.parsing import parse_binary
+from perseval.core.parsing import parse_binary, reason_problem
 
 REASON_CHARS = 200  # one sentence: bounds the answer, so max_tokens can be sized from the schema
 REASON: dict[str, Any] = {"type": "string", "maxLength": REASON_CHARS}
@@ -43,4 +44,7 @@ async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, qu
     score, reason = parse_binary(result.text, key=key, structured=True, quoted=quoted)
     if score is None:
         return Verdict(None, "unscored", result.text, "judge answer could not be parsed")
+    problem = reason_problem(result.text, structured=True, quoted=quoted)
+    if problem is not None:
+        return Verdict(None, "unscored", result.text, problem)
     return Verdict(score, "scored", result.text, reason)
