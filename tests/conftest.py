@@ -1,12 +1,19 @@
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from perseval.agents.base import AgentContext
+from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.iba.benchmark import IbaBenchmark
+from perseval.core.records import Document, Passage
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -84,3 +91,93 @@ def prefect_api(tmp_path_factory):
             os.environ.pop("PREFECT_HOME", None)
         else:
             os.environ["PREFECT_HOME"] = old
+
+
+# --- shared builders: data and config trees several test modules use --------------------------------------
+
+def build(sample=10, seed=7, **params):
+    params.setdefault("noise_per_evidence", 4)
+    return IbaBenchmark(params).build(sample=sample, seed=seed, source=None)
+
+
+def by_owner(documents: list[Document]) -> dict[str, list[Document]]:
+    out: dict[str, list[Document]] = {}
+    for d in documents:
+        out.setdefault(d.owner, []).append(d)
+    return out
+
+
+def evidence(docs: list[Document]) -> list[Document]:
+    return [d for d in docs if "dimension" in d.meta]
+
+
+def memory_retrieve(documents: list[Document], calls: list | None = None):
+    """A lexical stand-in for the dense retriever: word-overlap score over the owner's turns."""
+    owners = by_owner(documents)
+
+    def words(text: str) -> set[str]:
+        return set(re.findall(r"[a-z]+", text.lower()))
+
+    async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
+        if calls is not None:
+            calls.append((owner, query, k))
+        q = words(query)
+        ranked = sorted(owners.get(owner, []), key=lambda d: -len(q & words(d.text)))
+        return [Passage(d.doc_id, 0, d.text, float(len(q & words(d.text)))) for d in ranked[:k]]
+
+    return retrieve
+
+
+def context(data, llm=None, calls=None) -> AgentContext:
+    owners = by_owner(data.documents)
+    return AgentContext(llm=llm, retrieve=memory_retrieve(data.documents, calls), documents=lambda u: owners.get(u, []),
+                        task=IbaTask())
+
+
+def minimal(tmp_path: Path, inst: dict | None = None, turns: list[dict] | None = None,
+            raw_instances: str | None = None):
+    """A one-instance JSONL release, with `inst` fields overriding a valid CallAPI row."""
+    row = {"instance_id": "a1", "user_id": "u1", "domain": "Daily Consumption", "scenario": "Food ordering",
+           "action_type": "CallAPI(params)", "query": "Order two dumplings from Golden Wok.",
+           "preferences": [{"dimension": "spice_level", "value": "hot", "previous": "mild"}],
+           "api": {"name": "order_food", "slots": [{"name": "restaurant"}, {"name": "spice_level",
+                                                                            "values": ["mild", "hot"]}],
+                   "task_fixed": {"restaurant": "Golden Wok"}},
+           "gold_slots": {"spice_level": "hot"}}
+    for k, v in (inst or {}).items():
+        if v is None:
+            row.pop(k, None)
+        else:
+            row[k] = v
+    (tmp_path / "instances.jsonl").write_text(raw_instances if raw_instances is not None else json.dumps(row) + "\n")
+    turns = turns if turns is not None else [
+        {"user_id": "u1", "timestamp": "2025-03-01T09:00:00", "user": "Mild please.", "assistant": "Sure.",
+         "evidence": [{"dimension": "spice_level", "value": "mild", "kind": "statement", "phase": "old"}]},
+        {"user_id": "u1", "timestamp": "2025-03-02T09:00:00", "text": "User: What is Go?\nAssistant: A game."},
+        {"user_id": "u1", "timestamp": "2025-03-03T09:00:00", "user": "Now I like it hot.",
+         "evidence": [{"dimension": "spice_level", "value": "hot", "kind": "correction", "phase": "new"}]}]
+    (tmp_path / "histories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
+    return tmp_path
+
+
+PLUGIN = Path(__file__).parent / "plugins" / "tiny_plugin.py"
+
+
+def write_configs(root: Path, plugin: str = str(PLUGIN)) -> Path:
+    """A config tree holding only the plugin's YAML: one agent, one retriever, one experiment."""
+    cfg = root / "configs"
+    for kind, name, data in (
+        ("agents", "tiny-lookup", {"name": "tiny-lookup", "kind": "tiny.lookup"}),
+        ("retrievers", "tiny-overlap", {"name": "tiny-overlap", "kind": "tiny.overlap",
+                                        "chunking": {"size": 32, "overlap": 4}, "params": {"lowercase": True}}),
+        ("experiments", "tiny", {
+            "name": "tiny-plugin", "seed": 5, "shard_size": 3, "plugins": [plugin], "backbones": [],
+            "retrievers": ["tiny-overlap"], "benchmarks": [{"name": "tiny", "sample": 7, "params": {"noise": 3},
+                                                           "agents": ["tiny-lookup"]}],
+            "dask": {"n_workers": 2, "threads_per_worker": 1},
+            "mlflow": {"experiment": "tiny-plugin", "tracking_uri": "sqlite:///mlruns/mlflow.db",
+                       "artifact_root": "mlruns/artifacts"}}),
+    ):
+        (cfg / kind).mkdir(parents=True, exist_ok=True)
+        (cfg / kind / f"{name}.yaml").write_text(yaml.safe_dump(data))
+    return cfg / "experiments" / "tiny.yaml"

@@ -11,7 +11,7 @@ from perseval.report.attribution import attribution_fields, context_doc_ids, evi
 from perseval.core.records import AgentOutput, Document, Instance
 
 from .scripted import ScriptedChat
-from .test_iba import build, context
+from .conftest import build, context
 
 
 def _out(iid: str, trace: list, status: str = "ok") -> AgentOutput:

@@ -24,7 +24,7 @@ from perseval.benchmarks.apeb.synth_logs import generate_logs
 from perseval.benchmarks.bespoke.sample import write_sample
 
 from .conftest import REPO
-from .test_iba_release import minimal
+from .conftest import minimal
 
 runner = CliRunner()
 BIG = "x" * 10_000_000  # a 10 MB field

@@ -9,11 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.agents.base import AgentContext
 from perseval.agents.rag import RagAgent
 from perseval.benchmarks.iba import load_taxonomy
 from perseval.benchmarks.iba.agents.oracle import IbaOracleAgent
-from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
 from perseval.benchmarks.iba.judges.slots import SlotJudge
@@ -21,51 +19,13 @@ from perseval.judges.base import JudgeBinding
 from perseval.benchmarks.iba.taxonomy import parse_taxonomy
 from perseval.setup.config import AgentConfig, load_config
 from perseval.core.errors import ConfigError, InputError
-from perseval.core.records import AgentOutput, Document, Passage
+from perseval.core.records import AgentOutput
 from tests.scripted import ScriptedChat
+from .conftest import build, by_owner, context, evidence
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATE = ["Academic paper writing", "Weekly plan"]
 CALL_API = ["Food ordering", "Ticket booking", "Appointment registration"]
-
-
-def build(sample=10, seed=7, **params):
-    params.setdefault("noise_per_evidence", 4)
-    return IbaBenchmark(params).build(sample=sample, seed=seed, source=None)
-
-
-def by_owner(documents: list[Document]) -> dict[str, list[Document]]:
-    out: dict[str, list[Document]] = {}
-    for d in documents:
-        out.setdefault(d.owner, []).append(d)
-    return out
-
-
-def evidence(docs: list[Document]) -> list[Document]:
-    return [d for d in docs if "dimension" in d.meta]
-
-
-def memory_retrieve(documents: list[Document], calls: list | None = None):
-    """A lexical stand-in for the dense retriever: word-overlap score over the owner's turns."""
-    owners = by_owner(documents)
-
-    def words(text: str) -> set[str]:
-        return set(re.findall(r"[a-z]+", text.lower()))
-
-    async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
-        if calls is not None:
-            calls.append((owner, query, k))
-        q = words(query)
-        ranked = sorted(owners.get(owner, []), key=lambda d: -len(q & words(d.text)))
-        return [Passage(d.doc_id, 0, d.text, float(len(q & words(d.text)))) for d in ranked[:k]]
-
-    return retrieve
-
-
-def context(data, llm=None, calls=None) -> AgentContext:
-    owners = by_owner(data.documents)
-    return AgentContext(llm=llm, retrieve=memory_retrieve(data.documents, calls), documents=lambda u: owners.get(u, []),
-                        task=IbaTask())
 
 
 def judge_and_score(instance, output, binding=None):

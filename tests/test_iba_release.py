@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,6 +11,7 @@ import pytest
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.release import load_release, write_release
 from perseval.core.errors import InputError
+from .conftest import minimal
 
 
 def constructed():
@@ -56,32 +56,6 @@ def test_parquet_with_native_nested_columns(tmp_path):
 
 
 # --- errors ---------------------------------------------------------------------------------
-
-
-def minimal(tmp_path: Path, inst: dict | None = None, turns: list[dict] | None = None,
-            raw_instances: str | None = None):
-    """A one-instance JSONL release, with `inst` fields overriding a valid CallAPI row."""
-    row = {"instance_id": "a1", "user_id": "u1", "domain": "Daily Consumption", "scenario": "Food ordering",
-           "action_type": "CallAPI(params)", "query": "Order two dumplings from Golden Wok.",
-           "preferences": [{"dimension": "spice_level", "value": "hot", "previous": "mild"}],
-           "api": {"name": "order_food", "slots": [{"name": "restaurant"}, {"name": "spice_level",
-                                                                            "values": ["mild", "hot"]}],
-                   "task_fixed": {"restaurant": "Golden Wok"}},
-           "gold_slots": {"spice_level": "hot"}}
-    for k, v in (inst or {}).items():
-        if v is None:
-            row.pop(k, None)
-        else:
-            row[k] = v
-    (tmp_path / "instances.jsonl").write_text(raw_instances if raw_instances is not None else json.dumps(row) + "\n")
-    turns = turns if turns is not None else [
-        {"user_id": "u1", "timestamp": "2025-03-01T09:00:00", "user": "Mild please.", "assistant": "Sure.",
-         "evidence": [{"dimension": "spice_level", "value": "mild", "kind": "statement", "phase": "old"}]},
-        {"user_id": "u1", "timestamp": "2025-03-02T09:00:00", "text": "User: What is Go?\nAssistant: A game."},
-        {"user_id": "u1", "timestamp": "2025-03-03T09:00:00", "user": "Now I like it hot.",
-         "evidence": [{"dimension": "spice_level", "value": "hot", "kind": "correction", "phase": "new"}]}]
-    (tmp_path / "histories.jsonl").write_text("".join(json.dumps(t) + "\n" for t in turns))
-    return tmp_path
 
 
 def test_a_minimal_release_loads(tmp_path):

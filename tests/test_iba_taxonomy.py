@@ -145,19 +145,6 @@ def parse_error(data: dict) -> InputError:
     return info.value
 
 
-# --- the reference tables themselves ---------------------------------------------------
-
-
-def test_reference_tables_are_consistent():
-    assert len(ROWS) == 66 and sum(r[2] for r in ROWS) == 262 and sum(r[4] for r in ROWS) == 6962
-    assert Counter(r[6] for r in ROWS) == {GEN: 50, API: 16}
-    assert sum(r[4] for r in ROWS if r[6] == API) == 2280  # "2,280 API-actionable instances"
-    for domain, (s, d, p, i) in TABLE2.items():
-        rows = TABLE13[domain]
-        assert (len(rows), sum(r[1] for r in rows), sum(r[2] for r in rows) // len(rows), sum(r[3] for r in rows)) \
-            == (s, d, p, i), domain
-
-
 # --- the taxonomy against Tables 13 and 2 ------------------------------------------------
 
 

@@ -18,29 +18,7 @@ from perseval.pipeline.plan import make_plan
 from perseval.core.records import InstanceScore
 from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score
 from perseval.core.store import StageStore
-
-PLUGIN = Path(__file__).parent / "plugins" / "tiny_plugin.py"
-
-
-def write_configs(root: Path, plugin: str = str(PLUGIN)) -> Path:
-    """A config tree holding only the plugin's YAML: one agent, one retriever, one experiment."""
-    cfg = root / "configs"
-    for kind, name, data in (
-        ("agents", "tiny-lookup", {"name": "tiny-lookup", "kind": "tiny.lookup"}),
-        ("retrievers", "tiny-overlap", {"name": "tiny-overlap", "kind": "tiny.overlap",
-                                        "chunking": {"size": 32, "overlap": 4}, "params": {"lowercase": True}}),
-        ("experiments", "tiny", {
-            "name": "tiny-plugin", "seed": 5, "shard_size": 3, "plugins": [plugin], "backbones": [],
-            "retrievers": ["tiny-overlap"], "benchmarks": [{"name": "tiny", "sample": 7, "params": {"noise": 3},
-                                                           "agents": ["tiny-lookup"]}],
-            "dask": {"n_workers": 2, "threads_per_worker": 1},
-            "mlflow": {"experiment": "tiny-plugin", "tracking_uri": "sqlite:///mlruns/mlflow.db",
-                       "artifact_root": "mlruns/artifacts"}}),
-    ):
-        (cfg / kind).mkdir(parents=True, exist_ok=True)
-        (cfg / kind / f"{name}.yaml").write_text(yaml.safe_dump(data))
-    return cfg / "experiments" / "tiny.yaml"
-
+from .conftest import PLUGIN, write_configs
 
 def test_a_plugin_adds_all_four_kinds_and_runs_through_the_stages(tmp_path):
     exp = load_experiment(write_configs(tmp_path))

@@ -15,7 +15,7 @@ from perseval.setup.specs import JudgeSpec
 from perseval.report.probes import EMPTY, GOOD, NOT_INTERPRETABLE, WRONG, judge_probes, probe_answers, probe_report
 
 from .scripted import ScriptedChat
-from .test_iba import build
+from .conftest import build
 
 
 def _reading_judge(messages) -> str:
