@@ -2,26 +2,41 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# llama-cpp-python has no binary wheel: it compiles (about 7-10 min with these flags, 15 without);
-# pip's wheel cache makes later installs fast.
+# CPU flags of the one compile the default install does (llama-server), and of llama-cpp-python's when its
+# optional extra is installed (`make test` does): both run the same ggml code, built alike. -DLLAVA_BUILD is
+# llama-cpp-python's own switch (build.py drops it); kept here so the build cache's key stays the same.
 LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: install install-gpu check-gpu demo test test-fast chromium clean-runs
+.PHONY: install install-llama-cpp install-gpu check-gpu demo test test-fast chromium clean-runs
 
-$(VENV)/.installed: pyproject.toml
+$(BIN)/python:
 	$(PY) -m venv $(VENV)
+
+# Python packages only, all wheels: no compile (llama-cpp-python is the optional extra `[llama-cpp]`).
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
 	# torch first, pinned: an open torch requirement pulls a multi-GB CUDA build
 	$(BIN)/pip install torch==2.13.0
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[dev]'
+	$(BIN)/pip install -e '.[dev]'
 	touch $@
 
-# llama.cpp's own server, the embedded default (parallel slots, continuous batching, prompt cache): built from
-# the llama.cpp source the llama-cpp-python sdist vendors, with the same CPU flags; about 12 minutes on 2 cores
-# the first time on a machine, then copied from ~/.cache/perseval/llama-server.
-$(BIN)/llama-server: $(VENV)/.installed infra/llama-server/build.py
+# llama.cpp's own server, the embedded default (parallel slots, continuous batching, prompt cache): the one
+# compile of the default install (one target, CPU only, about 7-8 minutes on 2 cores the first time on a
+# machine, then copied from ~/.cache/perseval/llama-server). It needs only the venv's Python and pip (to
+# download the pinned sdist), so `install` runs it beside the package install, whose downloads and unpacking
+# leave the cores mostly idle.
+$(BIN)/llama-server: infra/llama-server/build.py | $(BIN)/python
 	$(BIN)/python infra/llama-server/build.py --cmake-args "$(LLAMA_CMAKE_ARGS)"
 
-install: $(VENV)/.installed $(BIN)/llama-server
+install: | $(BIN)/python
+	$(MAKE) --no-print-directory -j2 $(VENV)/.installed $(BIN)/llama-server
+
+# llama-cpp-python's server (`server: llama-cpp-python`) and its library, which some tests run beside
+# llama-server: it compiles (about 5 minutes on 2 cores; pip's wheel cache makes later installs fast).
+$(VENV)/.installed-llama-cpp: $(VENV)/.installed
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/pip install -e '.[dev,llama-cpp]'
+	touch $@
+
+install-llama-cpp: install $(VENV)/.installed-llama-cpp
 
 # The GPU path (on a Linux x86_64 GPU machine, after `make install`): faiss-gpu in place of faiss-cpu in this
 # venv, and vLLM in its own venv .venv-vllm (it pins its own torch and transformers 5), which perseval's vLLM
@@ -54,10 +69,10 @@ chromium:
 	  || (apt-get update >/dev/null 2>&1 && apt-get install -y chromium >/dev/null 2>&1) \
 	  || echo "chromium could not be installed: tests/test_ui_browser.py will be skipped"
 
-test: install chromium
+test: install-llama-cpp chromium
 	$(BIN)/pytest
 
-test-fast: install
+test-fast: install-llama-cpp
 	$(BIN)/pytest -m "not integration"
 
 clean-runs:

@@ -191,6 +191,23 @@ def test_the_shipped_llama_cpp_python_deployment_validates_without_the_binary(tm
     assert {d.server for d in exp.deployments.values()} == {"llama-cpp-python"}
 
 
+def test_validate_says_how_to_install_llama_cpp_python_where_it_is_missing(tmp_path, configs):
+    """llama-cpp-python is an optional extra: a deployment on its server, in a Python where the package cannot be
+    imported, is refused at validate with one line naming the YAML, the key and the install command."""
+    model = configs / "models" / "smollm2-135m.yaml"
+    spec = yaml.safe_load(model.read_text())
+    model.write_text(yaml.safe_dump({**spec, "deployment": "smollm2-135m-cpu-llama-cpp-python"}))
+    # None in sys.modules makes every `import llama_cpp` fail, as where the extra was never installed
+    code = ("import sys; sys.modules['llama_cpp'] = None; sys.argv = ['perseval', 'validate', sys.argv[1]]; "
+            "from flows.cli import app; app()")
+    proc = subprocess.run([sys.executable, "-c", code, str(configs / "experiments" / "quickstart.yaml")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 2, out[-2000:]
+    assert "smollm2-135m-cpu-llama-cpp-python.yaml: key 'server': llama-cpp-python:" in out
+    assert "pip install -e '.[llama-cpp]'" in out
+
+
 def _build_script():
     import importlib.util
     spec = importlib.util.spec_from_file_location("build", Path(__file__).parents[1] / "infra" / "llama-server" / "build.py")
@@ -218,3 +235,19 @@ def test_the_build_patches_the_vendored_server_once_or_says_the_source_changed(t
     with pytest.raises(SystemExit) as err:  # patched already, or a llama.cpp that moved the line
         build.patch(source)
     assert "found 0" in str(err.value) and "update PATCHES" in str(err.value)
+
+
+def test_the_build_pins_the_sdist_of_the_llama_cpp_extra_and_the_default_install_compiles_nothing_else():
+    """llama-server is built from the llama.cpp that the `[llama-cpp]` extra's version vendors (both servers run
+    the same ggml code), without llama-cpp-python installed; the default dependencies hold no llama-cpp-python,
+    and `make test` installs the extra (some tests run both servers)."""
+    import tomllib
+
+    build = _build_script()
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert project["optional-dependencies"]["llama-cpp"] == [f"llama-cpp-python[server]=={build.SOURCE_VERSION}"]
+    assert not [d for d in project["dependencies"] if d.startswith("llama-cpp-python")]
+    assert "importlib.metadata" not in (Path(__file__).parents[1] / "infra" / "llama-server" / "build.py").read_text()
+    dry = subprocess.run(["make", "-n", "-B", "test"], cwd=Path(__file__).parents[1], capture_output=True,
+                         text=True, timeout=60)
+    assert "pip install -e '.[dev,llama-cpp]'" in dry.stdout, dry.stdout + dry.stderr

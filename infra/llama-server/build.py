@@ -1,11 +1,13 @@
-"""Build llama.cpp's `llama-server` into a venv's bin/, from the llama.cpp source that the installed
-llama-cpp-python's sdist vendors: the same ggml and llama code, built with the same CPU flags, as the
-library the llama-cpp-python server runs, and one change to the server (PATCHES) so both answer alike.
+"""Build llama.cpp's `llama-server` into a venv's bin/, from the llama.cpp source that llama-cpp-python's
+sdist (version SOURCE_VERSION, pinned here) vendors: the same ggml and llama code, built with the same CPU
+flags, as the library the optional llama-cpp-python server runs (the `[llama-cpp]` extra, pinned to the same
+version), and one change to the server (PATCHES) so both answer alike. llama-cpp-python itself need not be
+installed: `make install` runs this beside pip, not after it.
 
-No binary comes from anywhere but this machine's compiler: pip downloads the sdist (from its HTTP cache
-when `pip install` just fetched it), CMake builds one target, statically linked. A build is kept under
-$PERSEVAL_HOME (default ~/.cache/perseval)/llama-server/<version>-<flags digest>/, so a new venv on the same
-machine copies it instead of compiling again (about 12 minutes on 2 cores, beside llama-cpp-python's 7-10).
+No binary comes from anywhere but this machine's compiler: pip downloads the sdist, CMake builds one target,
+statically linked. A build is kept under $PERSEVAL_HOME (default ~/.cache/perseval)/llama-server/<version>-
+<flags digest>/, so a new venv on the same machine copies it instead of compiling again (about 7-8 minutes on
+2 cores).
 
     .venv/bin/python infra/llama-server/build.py --cmake-args "-DGGML_NATIVE=OFF -DGGML_AVX2=ON ..."
 
@@ -24,10 +26,12 @@ import sys
 import tarfile
 import tempfile
 import time
-from importlib.metadata import version
 from pathlib import Path
 
 PACKAGE = "llama-cpp-python"
+# the sdist whose vendored llama.cpp is built: the version pyproject.toml's `[llama-cpp]` extra pins (a test
+# holds them equal), so llama-server and llama-cpp-python's server run the same ggml code
+SOURCE_VERSION = "0.3.36"
 TARGET = "llama-server"
 # one static binary with only what the server needs: no tests, examples, web UI download, curl or TLS
 SERVER_ARGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
@@ -97,19 +101,22 @@ def main() -> int:
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
     cmake_args = shlex.split(args.cmake_args)
-    pkg_version = version(PACKAGE)
+    pkg_version = SOURCE_VERSION
     kept = cache_dir(pkg_version, cmake_args) / TARGET
     dest = args.dest / TARGET
     t0 = time.monotonic()
     if not works(kept):
         print(f"building {TARGET} from the llama.cpp source vendored by {PACKAGE} {pkg_version} "
-              f"(about 12 minutes on 2 cores, once per machine) ...", flush=True)
+              f"(about 7-8 minutes on 2 cores, once per machine) ...", flush=True)
         with tempfile.TemporaryDirectory(prefix="llama-server-") as tmp:
             binary = build(vendored_source(pkg_version, Path(tmp)), Path(tmp) / "build", cmake_args, args.jobs)
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(binary, kept.with_suffix(".part"))
             kept.with_suffix(".part").replace(kept)  # whole or absent: a killed build leaves no half binary
-    shutil.copy2(kept, dest)
+    # copied beside, then renamed over: a llama-server running from `dest` keeps its file (a copy onto a
+    # running binary fails with "Text file busy")
+    shutil.copy2(kept, dest.with_suffix(".part"))
+    dest.with_suffix(".part").replace(dest)
     if not works(dest):
         print(f"{dest} does not run: `{dest} --version` failed", file=sys.stderr)
         return 1

@@ -82,6 +82,26 @@ def llama_server_binary() -> Path:
         "in the embedded deployment's YAML")
 
 
+# how to get llama-cpp-python's server, an optional extra since the default serves on llama-server: its wheel
+# is compiled at install (about 5 minutes on 2 cores), which the default install no longer pays
+LLAMA_CPP_PYTHON_HINT = ("llama-cpp-python is not installed (an optional extra): `pip install -e '.[llama-cpp]'` "
+                         "(it compiles, about 5 minutes on 2 cores), or serve on llama-server (`server: llama-server`,"
+                         " the default, built by `make install`)")
+
+
+def require_llama_cpp_python() -> None:
+    """The `server: llama-cpp-python` deployment needs the package's server module; a missing one is a
+    ConfigError saying how to install it, raised at validate rather than as a failed start later."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("llama_cpp.server") is not None
+    except (ImportError, ValueError):  # no llama_cpp at all (or one set aside in sys.modules)
+        found = False
+    if not found:
+        raise ConfigError(LLAMA_CPP_PYTHON_HINT)
+
+
 def llama_server_command(model: ModelConfig, dep: DeploymentConfig, gguf: Path, port: int) -> list[str]:
     """llama.cpp's server on `gguf`: `slots(dep)` parallel slots, each with a KV cache of its own of
     `context_length` tokens (what one request may use, as with llama-cpp-python's n_ctx), the prompt cache
