@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +34,29 @@ from tasks.stages import (analyze_task, construct_task, index_task, judge_task, 
                           score_task)
 
 
-def _wait(stage: str, futures: dict[Any, PrefectFuture], show: bool, timings: dict[str, float]) -> dict[Any, Any]:
+@dataclass
+class StageClock:
+    """Each stage's seconds (`timings`) and, for the stages that had work, its wall-clock window in epoch
+    seconds (`windows`: the bench's per-process CPU table attributes its samples to stages by them)."""
+
+    show: bool  # progress bars
+    timings: dict[str, float] = field(default_factory=dict)
+    windows: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def _wait(stage: str, futures: dict[Any, PrefectFuture], clock: StageClock) -> dict[Any, Any]:
     """Results of a stage's futures, advancing its progress bar as each finishes."""
-    t0 = time.monotonic()
+    t0, started = time.monotonic(), time.time()
     by_future = {id(f): k for k, f in futures.items()}
     results: dict[Any, Any] = {}
-    with stage_bar(stage, len(futures), show and bool(futures)) as bar:
+    with stage_bar(stage, len(futures), clock.show and bool(futures)) as bar:
         for fut in as_completed(list(futures.values())):
             results[by_future[id(fut)]] = fut.result()
             if bar is not None:
                 bar.advance(bar.task_ids[0])
-    timings[stage] = round(time.monotonic() - t0, 2)
+    clock.timings[stage] = round(time.monotonic() - t0, 2)
+    if futures:
+        clock.windows[stage] = (round(started, 3), round(time.time(), 3))
     return results
 
 
@@ -78,35 +90,35 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
     plan: Plan = make_plan(exp)
     cache = str(Path(e.request_cache).resolve()) if e.request_cache else str(Path(root) / "request-cache.sqlite")
     rt = Runtime(root, uuid.uuid4().hex, cache, e.shard_size, exp.plugins)
-    timings: dict[str, float] = {}
+    clock = StageClock(show_progress)
+    timings = clock.timings
     RequestCache(rt.cache_path)  # a damaged cache is set aside here, once, before any worker opens it
     with ServerPool(exp.models, exp.deployments, Path(root) / "logs", exp.files) as servers:
         building = [u for u in plan.data if not data_done(root, u)]
         crt = replace(rt, endpoints=servers.ensure({m.name for u in building for m in u.construction.values()}))
-        _wait("construct", {u.key: construct_task.submit(u, crt) for u in building}, show_progress, timings)
+        _wait("construct", {u.key: construct_task.submit(u, crt) for u in building}, clock)
         data = {u.key: data_manifest(root, u.key, e.shard_size) for u in plan.data}
         if stop_after == "construct":
             return {"run_id": rt.run_id, "data": {k: asdict(m) for k, m in data.items()}, "timings": timings,
                     "entered_at": entered_at}
         _wait("index", {u.key: index_task.submit(u, rt) for u in plan.index if not index_done(root, u)},
-              show_progress, timings)
+              clock)
         shard_ids = {k: list(m.shard_ids) for k, m in data.items()}
         todo = pending(root, plan, shard_ids)
         t0 = time.monotonic()
         rt = replace(rt, endpoints=servers.ensure(todo.models(plan)))
         timings["serve"] = round(time.monotonic() - t0, 2)
         runs = _wait("run", {(u.key, s): run_shard_task.submit(u, s, rt) for u in plan.runs()
-                             for s in shard_ids[u.data.key] if (u.key, s) in todo.runs}, show_progress, timings)
+                             for s in shard_ids[u.data.key] if (u.key, s) in todo.runs}, clock)
         _wait("judge", {(u.key, s): judge_task.submit(u, s, rt) for u in plan.judgings()
-                        for s in shard_ids[u.run.data.key] if (u.key, s) in todo.judges}, show_progress, timings)
+                        for s in shard_ids[u.run.data.key] if (u.key, s) in todo.judges}, clock)
         probing = [u for u in probe_units(plan) if not probe_done(root, u)]  # judge_probes: off by default
         prt = replace(rt, endpoints=servers.ensure({u.model.name for u in probing})) if probing else rt
-        _wait("probe", {u.key: probe_task.submit(u, prt) for u in probing}, show_progress, timings)
-    _wait("score", {c.key: score_task.submit(c, rt) for c in plan.cells if c.key in todo.scores}, show_progress,
-          timings)
+        _wait("probe", {u.key: probe_task.submit(u, prt) for u in probing}, clock)
+    _wait("score", {c.key: score_task.submit(c, rt) for c in plan.cells if c.key in todo.scores}, clock)
     scores = {c.key: score_summary(root, c) for c in plan.cells}
     _wait("analyze", {u.key: analyze_task.submit(u, rt) for u in plan.analyses if u.key in todo.analyses},
-          show_progress, timings)
+          clock)
     analyses = _manifests(root, "analysis", [u.key for u in plan.analyses])
 
     requests = RequestCache(rt.cache_path).request_counts(rt.run_id)
@@ -123,4 +135,5 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
             "cost": costs.summary(plan),
             "analyses": {u.data.entry.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},
-            "experiment": e.mlflow.experiment, "tracking_uri": e.mlflow.tracking_uri, "entered_at": entered_at}
+            "experiment": e.mlflow.experiment, "tracking_uri": e.mlflow.tracking_uri, "entered_at": entered_at,
+            "stage_windows": clock.windows}

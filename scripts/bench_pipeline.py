@@ -40,6 +40,7 @@ import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))  # proc_cpu, beside this script, also when imported by a test
 
 from perseval.benchmarks.iba.distribution import FULL_SIZE  # noqa: E402
 from perseval.setup.components import make_retriever  # noqa: E402
@@ -52,6 +53,8 @@ from perseval.pipeline.plan import DataUnit, IndexUnit, data_key, index_key  # n
 from perseval.retrieval.base import CHUNKS_FILE, OWNERS_DIR, owner_slug  # noqa: E402
 from perseval.retrieval.embedder import Embedder  # noqa: E402
 from perseval.pipeline import stages  # noqa: E402
+
+from proc_cpu import CpuSampler, format_table  # noqa: E402  (scripts/, this script's folder)
 
 FIXED = ("imports", "prefect_server", "prepare", "flow_start", "track")
 
@@ -66,17 +69,26 @@ def child_env(work: Path, capture: Path | None) -> dict[str, str]:
     return env
 
 
-def perseval_run(config: Path, work: Path, tag: str, capture: Path | None = None) -> dict[str, Any]:
-    """`perseval run` as a user starts it; its summary with the wall time it took."""
+def perseval_run(config: Path, work: Path, tag: str, capture: Path | None = None,
+                 env_extra: dict[str, str] | None = None) -> dict[str, Any]:
+    """`perseval run` as a user starts it; its summary with the wall time it took and the CPU its processes
+    used per stage (`cpu`: proc_cpu.CpuSampler's table over the flow's stage windows)."""
     summary = work / f"summary-{tag}.json"
     cmd = [sys.executable, "-m", "flows.cli", "run", str(config), "--output-root", str(work / "runs"),
            "--summary-json", str(summary), "--quiet"]
+    log = work / f"out-{tag}.log"
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=work, env=child_env(work, capture), capture_output=True, text=True)
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=work, env={**child_env(work, capture), **(env_extra or {})}, stdout=out,
+                                stderr=subprocess.STDOUT, text=True)
+        sampler = CpuSampler(proc.pid).start()
+        rc = proc.wait()
+        sampler.stop()
     wall = time.monotonic() - t0
-    if proc.returncode not in (0, 3):  # 3: finished with some failed cells
-        sys.exit(f"perseval run ({tag}) failed with {proc.returncode}:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
-    return {**json.loads(summary.read_text()), "wall_s": round(wall, 2)}
+    if rc not in (0, 3):  # 3: finished with some failed cells
+        sys.exit(f"perseval run ({tag}) failed with {rc}:\n{log.read_text()[-6000:]}")
+    got = json.loads(summary.read_text())
+    return {**got, "wall_s": round(wall, 2), "cpu": sampler.table(got.get("stage_windows", {}))}
 
 
 # ---- P1: replay ------------------------------------------------------------------------------------
@@ -366,6 +378,7 @@ def llm_stages(args: argparse.Namespace, config: Path, exp: ResolvedExperiment, 
     """P1 and P2, which share one cold run of the experiment."""
     capture = work / "requests.jsonl"
     cold = perseval_run(config, work, "cold", capture)
+    figures["cold_cpu"] = cold["cpu"]
     if args.p2:  # the re-run first: the replay's servers would only add load to the box later
         figures["p2"] = p2(config, cold, perseval_run(config, work, "rerun"), work)
     if args.p1:
@@ -385,6 +398,8 @@ def report(figures: dict[str, Any]) -> None:
               f"other {f['rerun_other_s']} s")
         print(f"P2 cold run: stage seconds {f['cold_timings']}; its Dask cluster start ({f['cold_dask_cluster_s']} s, "
               "timed apart) is inside its first stage with work")
+    if "cold_cpu" in figures:
+        print("\n".join(format_table(figures["cold_cpu"])))
     if "p3" in figures:
         f = figures["p3"]
         print(f"P3 index stage {f['stage_passages_per_s']} passages/s ({f['passages']} passages, {f['stage_s']} s) vs "

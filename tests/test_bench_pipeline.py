@@ -34,3 +34,23 @@ def test_one_size_scales_from_the_origin(bench):
     full = bench.extrapolate([size(100, 30.0, 600.0)], full=400)
     assert full["wall_s"] == 120.0
     assert full["peak_rss_mib"] == 900.0  # 500 before building + 4 x the 100 MiB growth
+
+
+def test_the_cpu_table_counts_each_process_inside_each_stage_window(bench):
+    """A process's CPU seconds inside a window (from its last sample before it, or from zero when it started
+    inside it) over the window's length, summed by role; a process not sampled inside a window is left out."""
+    from proc_cpu import CpuSampler
+
+    sampler = CpuSampler(root_pid=1)
+    sampler.series = {
+        1: ("perseval parent", 0.0, [(5.0, 5.0), (15.0, 6.0), (25.0, 6.5), (35.0, 7.0)]),
+        2: ("dask worker", 0.0, [(5.0, 1.0), (15.0, 2.0), (20.0, 3.0)]),  # ended after 20.0
+        3: ("dask worker", 12.0, [(13.0, 0.5), (20.0, 1.0)]),  # started inside the run window
+        4: ("llama-server", 25.0, [(26.0, 2.0), (30.0, 9.0)]),  # only inside the judge window
+    }
+    table = sampler.table({"run": (10.0, 20.0), "judge": (20.0, 30.0)})
+    # the parent: 5.5 at 10 and 6.25 at 20, interpolated; the workers: 1.5 -> 3.0, and 0 -> 1.0
+    assert table["run"] == {"seconds": 10.0, "perseval parent": 7.5, "dask worker": 25.0,
+                            "processes": {"perseval parent": 1, "dask worker": 2}}
+    assert table["judge"] == {"seconds": 10.0, "llama-server": 90.0, "perseval parent": 5.0,
+                              "processes": {"llama-server": 1, "perseval parent": 1}}  # no worker seen inside
