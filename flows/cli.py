@@ -380,42 +380,77 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
                                                               "this many points (80% power, α 0.05), each "
                                                               "comparison taken as a pilot"),
             between: Optional[tuple[str, str]] = typer.Option(
-                None, metavar="CELL_A CELL_B", help="two cells (names or prefixes, e.g. iba/iba-rag iba/iba-agent): "
-                "the instances whose scores differ most between them in each run, with their MLflow trace ids"),
-            instances: int = typer.Option(0, help="how many differing instances to list (default 5 with --between; "
+                None, metavar="CELL_A CELL_B", help="two cells, named as the headline names them (e.g. iba-rag "
+                "iba-no-history: paired under each judge; or full names): their instances side by side in each "
+                "run, those that differ most first, with both scores and trace ids"),
+            instances: int = typer.Option(0, help="how many instances to list (default 10 with --between; "
                                                   "without it, N > 0 lists them per cell whose key changed)"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
-    """Headline score of every cell, side by side for the runs named, with deltas to the first (and with
-    --cost what each cell cost in each run); then each difference with its user-clustered interval, a
+    """Headline score ± CI of every cell, side by side for the runs named, with the change from the first (and
+    with --cost what each cell cost in each run); then each difference with its user-clustered interval, a
     Holm-corrected p and whether it is significant at the n it rests on (paired when the same instances);
-    with --between or --instances, the instances that differ most and their trace ids, to open side by side
-    in `perseval ui`."""
+    with --between or --instances, the instances that differ most with both scores and trace ids, to open
+    side by side in `perseval ui`."""
+    from mlflow.tracking import MlflowClient
+
+    from perseval.report.run_compare import scored_cells
+    from perseval.report.samples import quiet_artifacts
+    from perseval.report.tables import compare_tables
+    from perseval.report.tracking import compare_frame
+
+    quiet_artifacts()
+    client, parents = _parents_or_exit(runs or ["perseval-quickstart"], latest, tracking_uri)
+    pairs = _between_or_exit(client, parents, between) if between else None  # a bad name: before any output
+    console.print("runs: " + "; ".join(f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents), soft_wrap=True)
+    for table in compare_tables(scored_cells(client, parents, cost), parents, cost):
+        console.print(table)
+    if out:
+        frame = compare_frame(client, parents, cost)
+        # scores to 0.1, tokens whole, dollars to 0.0001 (a small cell costs cents)
+        formats = [".1f"] + [".4f" if c.startswith("cost_usd") else ".0f" if c.startswith("tokens") else ".1f"
+                             for c in frame.columns]
+        out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
+        console.print(f"written to {out}")
+    _print_differences(client, parents, baseline, level, out, detect)
+    if pairs is not None:
+        _print_pairs(client, pairs, instances or 10)
+    elif instances:
+        _print_instance_differences(client, parents, instances)
+
+
+def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str) -> tuple[Any, list[Any]]:
     from mlflow.tracking import MlflowClient
 
     from perseval.setup.config import MLflowSettings
-    from perseval.report.tracking import compare_frame, parent_runs, resolve_tracking
+    from perseval.report.tracking import parent_runs, resolve_tracking
 
     uri, _ = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
     client = MlflowClient(uri)
     try:
-        parents = parent_runs(client, runs or ["perseval-quickstart"], latest)
+        parents = parent_runs(client, specs, latest)
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        _error(exc)
         raise typer.Exit(2)
     if not parents:
-        console.print(f"no finished runs for {runs or ['perseval-quickstart']}")
+        console.print(f"no finished runs for {specs}")
         raise typer.Exit(1)
-    frame = compare_frame(client, parents, cost)
-    # scores to 0.1, tokens whole, dollars to 0.0001 (a small cell costs cents)
-    formats = [".1f"] + [".4f" if c.startswith("cost_usd") else ".0f" if c.startswith("tokens") else ".1f"
-                         for c in frame.columns]
-    console.print(frame.to_markdown(floatfmt=formats))
-    if out:
-        out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
-        console.print(f"written to {out}")
-    _print_differences(client, parents, baseline, level, out, detect)
-    if between or instances:
-        _print_instance_differences(client, parents, between, instances or 5)
+    return client, parents
+
+
+def _children(client: Any, parent: Any) -> list[Any]:
+    return client.search_runs([parent.info.experiment_id], max_results=5000,
+                              filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
+
+
+def _between_or_exit(client: Any, parents: list[Any], between: tuple[str, str]) -> list[tuple[Any, Any]]:
+    """The cell pairs `--between` names in every run, or the reason it names none (exit 2, nothing printed)."""
+    from perseval.report.samples import resolve_pairs
+
+    try:
+        return [pair for p in parents for pair in resolve_pairs(_children(client, p), *between)]
+    except ValueError as exc:
+        _error(exc)
+        raise typer.Exit(2)
 
 
 def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path],
@@ -423,6 +458,7 @@ def _print_differences(client: Any, parents: list, baseline: Optional[str], leve
     """The differences between runs (and to `baseline` within each run) with their error bars."""
     from perseval.setup.config import StatisticsSettings
     from perseval.report.run_compare import differences, run_pairs, shown, within_pairs
+    from perseval.report.tables import frame_table
 
     pairs = run_pairs(client, parents)
     for parent in parents if baseline else []:
@@ -430,45 +466,77 @@ def _print_differences(client: Any, parents: list, baseline: Optional[str], leve
     diffs = differences(pairs, StatisticsSettings(level=level), detect)
     if diffs.empty:
         return
-    console.print(f"\nDifferences ({100 * level:g}% user-clustered intervals; p Holm-corrected across the "
-                  f"{int(diffs['p (Holm)'].notna().sum())} comparisons below)")
-    console.print(shown(diffs).to_markdown())
+    console.print(frame_table(shown(diffs), f"Differences ({100 * level:g}% user-clustered intervals; p "
+                                            f"Holm-corrected across the {int(diffs['p (Holm)'].notna().sum())} "
+                                            "comparisons below)"))
     if out:
         path = out.with_name(f"{out.stem}_differences{out.suffix}")
         path.write_text(diffs.to_csv(index=False) if out.suffix == ".csv" else shown(diffs).to_markdown() + "\n")
         console.print(f"written to {path}")
 
 
-def _print_instance_differences(client: Any, parents: list[Any], between: Optional[tuple[str, str]], n: int) -> None:
-    """Per pair of cells: the instances whose scores differ most, with both trace ids."""
-    from perseval.report.traces import cell_pairs, pair_differences
+def _print_pairs(client: Any, pairs: list[tuple[Any, Any]], n: int) -> None:
+    """Per pair of cells: their instances side by side, those that differ most first, with both trace ids."""
+    from perseval.report.samples import cell_name, read_samples, side_by_side, trace_url
+    from perseval.report.tables import pair_table
 
+    for a, b in pairs:
+        rows = side_by_side(read_samples(client, a), read_samples(client, b))
+        differ = sum(r.gap > 0 for r in rows)
+        title = (f"A = {cell_name(a)} ({a.info.run_id[:8]}) vs B = {cell_name(b)} ({b.info.run_id[:8]}): "
+                 f"{differ} of {len(rows)} instance(s) differ; the first {min(n, len(rows))}")
+        console.print(pair_table(title, rows[:n]))
+    if pairs:
+        console.print("open a trace in `perseval ui`: " + trace_url("http://127.0.0.1:5000",
+                      pairs[0][0].info.experiment_id, "<trace id>"), soft_wrap=True)
+
+
+def _print_instance_differences(client: Any, parents: list[Any], n: int) -> None:
+    """Each cell whose score key changed between the first run and a later one: its instances side by side."""
+    from perseval.report.traces import cell_pairs
+
+    pairs = cell_pairs(client, parents, None)
+    if not pairs:
+        console.print("no cell changed between the runs: no instance to set side by side")
+    _print_pairs(client, pairs, n)
+
+
+@app.command()
+def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id (8+ characters) or an experiment "
+                                                              "name (its latest finished run)"),
+            cell: str = typer.Argument(..., metavar="CELL", help="a cell as the headline names it (iba-rag/iba.slots, "
+                                                                "apeb-direct) or in full"),
+            sort: Optional[str] = typer.Option(None, help="order by a field, '-' first for descending (-score)"),
+            where: Optional[list[str]] = typer.Option(None, help="keep instances where FIELD OP VALUE (score<50, "
+                                                                "status=unscored, user=u3, output~tofu); repeatable"),
+            limit: Optional[int] = typer.Option(None, min=1, help="at most this many instances"),
+            brief: bool = typer.Option(False, "--brief", help="verdict marks only, no rationales"),
+            html: Optional[Path] = typer.Option(None, help="also write the instances as a sortable HTML page here"),
+            ui_url: str = typer.Option("http://127.0.0.1:5000", help="the MLflow UI the trace links point at"),
+            tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
+    """Every instance of one cell of a run: its user, score, status, each judge verdict with its rationale, and
+    its trace id (open it in `perseval ui`). Fields for --sort and --where: instance, repeat, user, group,
+    score, status, verdicts, passed, unscored, trace, output."""
+    from perseval.report.samples import choose, read_samples, resolve_cell, samples_html, trace_url
+    from perseval.report.tables import samples_table
+
+    client, parents = _parents_or_exit([run], 1, tracking_uri)
     try:
-        pairs = cell_pairs(client, parents, between)
+        chosen = resolve_cell(_children(client, parents[0]), cell)
+        choose([], where or (), sort, limit)  # a bad --where or --sort: refused before anything is read
     except ValueError as exc:
         _error(exc)
         raise typer.Exit(2)
-    if not pairs:
-        console.print("no cell changed between the runs: no instance to set side by side")
-    for a, b in pairs:
-        rows = pair_differences(a, b, n)
-        console.print(f"\n[bold]{a.data.tags.get('perseval.cell')} ({a.info.run_id[:8]}) vs "
-                      f"{b.data.tags.get('perseval.cell')} ({b.info.run_id[:8]})[/bold]: {len(rows)} instance(s) "
-                      "that differ most", soft_wrap=True)
-        table = Table()
-        for label in ("instance", "repeat", "score A", "score B", "trace A", "trace B"):
-            table.add_column(label, no_wrap=label.startswith("trace"))
-        for r in rows:
-            table.add_row(r["instance_id"], str(r["repeat"]), _score_text(r["score_a"], r["status_a"]),
-                          _score_text(r["score_b"], r["status_b"]), r["trace_a"], r["trace_b"])
-        console.print(table)
-    if pairs:
-        console.print("open a trace in `perseval ui`: Traces tab of the experiment, or "
-                      "http://127.0.0.1:5000/#/experiments/<id>/traces?traceId=<trace id>", soft_wrap=True)
-
-
-def _score_text(score: Optional[float], status: str) -> str:
-    return f"{score:.1f}" if score is not None else status
+    every = read_samples(client, chosen)
+    shown = choose(every, where or (), sort, limit)
+    name = chosen.data.tags.get("perseval.cell", chosen.info.run_name)
+    console.print(samples_table(f"{name} in {parents[0].info.run_name} ({parents[0].info.run_id[:8]}): "
+                                f"{len(shown)} of {len(every)} instance(s)", shown, brief))
+    experiment = chosen.info.experiment_id
+    console.print("open a trace: " + trace_url(ui_url, experiment, "<trace id>"), soft_wrap=True, highlight=False)
+    if html:
+        html.write_text(samples_html(name, shown, ui_url, experiment))
+        console.print(f"written to {html}")
 
 
 @app.command()

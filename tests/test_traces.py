@@ -238,3 +238,81 @@ def test_tool_calls_of_a_react_agent_are_tool_spans(tmp_path):
     assert tools[0].inputs["arguments"] == {"query": "running shoes"} and tools[0].outputs["observation"] == "2 views of p1"
     parser = next(s for s in spans if s.span_type == SpanType.PARSER)
     assert parser.outputs["repairs"] == [["dropped 1 unknown id"]]
+
+
+# ---- from a score to its instances: `perseval samples` and `compare --between` by short names (issue 32) ----
+
+def _cell(plan, agent: str, judge: str):
+    return next(c for c in plan.cells if c.agent == agent and c.judge == judge and c.run.control is None)
+
+
+def _trace_ids(score_key: str) -> dict[str, str]:
+    return {t.info.tags["perseval.instance_id"]: t.info.trace_id
+            for t in _traces(f"tags.`perseval.score_key` = '{score_key}'", include_spans=False)}
+
+
+def test_samples_lists_every_instance_with_user_score_verdicts_rationales_and_trace(tracked, tmp_path):
+    exp, plan, root, _, parents, uri, _ = tracked
+    cell = _cell(plan, "iba-rag", "stub-judge")
+    page = tmp_path / "samples.html"
+    result = CliRunner().invoke(app, ["samples", parents[1], "iba-rag/stub-judge", "--tracking-uri", uri,
+                                      "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    assert "Downloading artifacts" not in result.output
+    scores = {s.instance_id: s for s in StageStore(root, "score", cell.key).read_records(InstanceScore)
+              if s.metric == "score"}
+    ids = _trace_ids(cell.key)
+    lines = result.output.splitlines()
+    for iid, s in scores.items():
+        line = next(ln for ln in lines if ln.split()[:1] == [iid])
+        assert s.user_id in line and ids[iid] in line, line
+        assert (f"{s.value:.1f}" if s.value is not None else "-") in line, line
+    judgments = StageStore(root, "judge", cell.judged.key).read_records(Judgment)
+    reasons = {j.feedback for j in judgments if j.status == "scored"}
+    words = set(result.output.split())
+    assert reasons and all(set(r.split()) <= words for r in reasons)  # each rationale (wrapped in its column)
+    html = page.read_text()
+    assert f"traces?selectedEvaluationId={ids[next(iter(scores))]}" in html and "sortBy(" in html
+    low = CliRunner().invoke(app, ["samples", parents[1], "iba-rag/stub-judge", "--where", "score<50", "--sort",
+                                   "-score", "--limit", "2", "--brief", "--tracking-uri", uri])
+    assert low.exit_code == 0, low.output
+    shown = [ln.split()[0] for ln in low.output.splitlines() if ln.split()[:1] and ln.split()[0] in scores]
+    expected = sorted((i for i, s in scores.items() if s.value is not None and s.value < 50),
+                      key=lambda i: (-scores[i].value, i))[:2]
+    assert sorted(shown) == sorted(expected) and len(shown) == len(expected)
+
+
+def test_samples_refuses_an_ambiguous_cell_or_a_bad_filter_before_any_output(tracked):
+    exp, plan, root, _, parents, uri, _ = tracked
+    both = CliRunner().invoke(app, ["samples", parents[1], "iba-rag", "--tracking-uri", uri])
+    assert both.exit_code == 2 and both.output.startswith("error:")
+    assert "names 2 cells" in both.output and "iba.slots" in both.output and "stub-judge" in both.output
+    bad = CliRunner().invoke(app, ["samples", parents[1], "iba-rag/stub-judge", "--where", "colour=red",
+                                   "--tracking-uri", uri])
+    assert bad.exit_code == 2 and bad.output.startswith("error:") and "the fields: instance" in bad.output
+
+
+def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scores_and_traces(tracked):
+    exp, plan, root, _, parents, uri, _ = tracked
+    result = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba-rag", "iba-no-history",
+                                      "--tracking-uri", uri])
+    assert result.exit_code == 0, result.output
+    assert "Downloading artifacts" not in result.output and "|" not in result.output  # no pipe-markdown rows
+    differing = 0
+    for judge in ("stub-judge", "iba.slots"):
+        a, b = _cell(plan, "iba-rag", judge), _cell(plan, "iba-no-history", judge)
+        assert f"A = {a.name}" in result.output and f"B = {b.name}" in result.output
+        va, vb = ({s.instance_id: s.value for s in StageStore(root, "score", c.key).read_records(InstanceScore)
+                   if s.metric == "score"} for c in (a, b))
+        ta, tb = _trace_ids(a.key), _trace_ids(b.key)
+        for iid in sorted(set(va) & set(vb)):
+            if va[iid] is not None and vb[iid] is not None and va[iid] != vb[iid]:
+                line = next(ln for ln in result.output.splitlines() if ln.split()[:1] == [iid] and ta[iid] in ln)
+                assert f"{va[iid]:.1f}" in line and f"{vb[iid]:.1f}" in line and tb[iid] in line, line
+                differing += 1
+    assert differing > 0  # the stand-in's verdicts make some instance differ between the two agents
+    # the headline's scores side by side carry their intervals and users
+    rag = next(ln for ln in result.output.splitlines() if ln.split()[:1] == ["iba-rag/stub-judge"])
+    assert "±" in rag
+    bad = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba-rag", "iba-nope", "--tracking-uri", uri])
+    assert bad.exit_code == 2 and bad.output.startswith("error:") and "'iba-nope' names 0 cells" in bad.output

@@ -32,7 +32,7 @@ EXPERIMENT = {
     "name": "traces-demo", "seed": 7, "shard_size": 2, "backbones": [MODEL], "retrievers": ["bm25"],
     "judges": ["stub-judge"],
     "benchmarks": [{"name": "iba", "sample": 4, "params": {"noise_per_evidence": 3},
-                    "agents": ["iba-rag", "iba-agent", "iba-oracle"]}],
+                    "agents": ["iba-rag", "iba-no-history", "iba-agent", "iba-oracle"], "baseline": "iba-no-history"}],
     "mlflow": {"experiment": "perseval-traces-demo"},
 }
 UNREADABLE = "I cannot decide"  # what the stand-in judge answers to every fourth checkpoint
@@ -57,8 +57,9 @@ class Handler(JsonHandler):
             text = verdict(body["messages"])
         elif body.get("response_format"):
             text = "{}"
-        else:
-            text = "A plan that keeps to the habits you showed before: short steps, mornings first."
+        else:  # an answer that depends on the prompt (the history it quotes), so the agents' verdicts differ
+            digest = int(hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest(), 16)
+            text = f"A plan that keeps to the habits you showed before: short steps, mornings first ({digest % 97})."
         self.reply(200, completion(text))
 
 

@@ -168,3 +168,38 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
     for col in (c for c in frame.columns if c.startswith("users for")):
         out[col] = frame[col].map(lambda v: "" if v is None or v != v else f"{int(v)}")
     return out.set_index("cell")
+
+
+# ---- the terminal's side-by-side table -------------------------------------------------------------------
+
+@dataclass
+class Scored:
+    """A cell's headline score in one run, with its interval and the users it rests on (None: not logged)."""
+
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_users: float | None
+    costs: dict[str, float]
+
+
+PARTS = ("benchmark", "agent", "backbone", "retriever", "judge")
+
+
+def scored_cells(client: MlflowClient, parents: list[Any], cost: bool = False) -> list[dict[str, Any]]:
+    """One entry per cell (a control cell too) of any of the runs: its identity, headline metric and, per
+    parent run id, its Scored. In the cells' name order."""
+    from perseval.report.tracking import COST_METRICS
+
+    cells: dict[str, dict[str, Any]] = {}
+    for p in parents:
+        for name, c in cell_runs(client, p).items():
+            m = c.run.data.metrics
+            entry = cells.setdefault(f"{name} ({c.metric})", {
+                "cell": name, "metric": c.metric, "runs": {},
+                **{k: c.tags.get(f"perseval.{k}", name.split("/")[i] if len(name.split("/")) > i else "-")
+                   for i, k in enumerate(PARTS)}})
+            entry["runs"][p.info.run_id] = Scored(
+                m.get(c.metric), m.get("ci_low"), m.get("ci_high"), m.get("n_users"),
+                {k: m[k] for k in COST_METRICS if cost and k in m})
+    return [cells[k] for k in sorted(cells)]

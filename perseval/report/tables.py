@@ -212,3 +212,102 @@ def cost_line(rows: Sequence[Row]) -> str | None:
     money = f", {sum(usd):.4f} USD" if usd else ""
     return (f"cost: {tin} tokens in ({new} sent this run), {tout} out, {secs:.1f} LLM s over {len(rows)} cells"
             f"{money} (--wide: per cell)")
+
+
+def samples_table(title: str, samples: Sequence[Any], brief: bool = False) -> Table:
+    """One cell's instances (perseval.report.samples.Sample): user, score, status, each verdict with its
+    rationale (clipped), the trace id."""
+    from perseval.report.samples import _clip
+
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_lines=not brief)
+    for label in ("instance", "user", "score", "status", "verdicts" if brief else "verdicts: rationale", "trace"):
+        table.add_column(label, justify="right" if label == "score" else "left",
+                         no_wrap=label in ("instance", "score", "trace"), overflow="fold")
+    for s in samples:
+        if brief:
+            verdicts = " ".join(f"{v.mark()}{v.item_id}" for v in s.verdicts)
+        else:
+            verdicts = "\n".join(f"{v.mark()} {v.kind}/{v.item_id}{'#' + str(v.judge_repeat) if v.judge_repeat else ''}: "
+                                 f"{_clip(v.rationale or v.raw, 160)}" for v in s.verdicts)
+        table.add_row(s.instance_id + (f"#{s.repeat}" if s.repeat else ""), s.user,
+                      "-" if s.score is None else f"{s.score:.1f}", s.status, verdicts, s.trace_id or "-")
+    return table
+
+
+def pair_table(title: str, rows: Sequence[Any]) -> Table:
+    """Two cells' instances side by side (perseval.report.samples.PairRow): both scores and both trace ids."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for label in ("instance", "user", "score A", "score B", "trace A", "trace B"):
+        table.add_column(label, justify="right" if label.startswith("score") else "left",
+                         no_wrap=label.startswith("trace") or label == "instance")
+    for r in rows:
+        table.add_row(r.instance_id + (f"#{r.repeat}" if r.repeat else ""), r.user, _sample_score(r.a),
+                      _sample_score(r.b), r.a.trace_id or "-", r.b.trace_id or "-")
+    return table
+
+
+def _sample_score(s: Any) -> str:
+    return f"{s.score:.1f}" if s.score is not None else s.status
+
+
+def compare_tables(cells: Sequence[Mapping[str, Any]], parents: Sequence[Any], cost: bool = False) -> list[Table]:
+    """`perseval compare`'s scores side by side (perseval.report.run_compare.scored_cells), one table per
+    benchmark: each run's score ± CI and its users, the change from the first run; with `cost`, tokens and USD."""
+    names = short_names([identity(c) for c in cells])
+    ids = [p.info.run_id for p in parents]
+    by_bench: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
+    for c, name in zip(cells, names):
+        label = name + (" [" + str(c["cell"]).split(" [", 1)[1] if " [" in str(c["cell"]) else "")
+        by_bench.setdefault(str(c["benchmark"]), []).append((c, label))
+    tables = []
+    for bench, members in by_bench.items():
+        metrics = ", ".join(sorted({str(c["metric"]) for c, _ in members}))
+        table = Table(title=f"{bench}: {metrics} (0-100) ± 95% CI (users) per run",
+                      title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+        table.add_column("cell", no_wrap=True)
+        for rid in ids:
+            table.add_column(rid[:8], justify="right", no_wrap=True)
+        for rid in ids[1:]:
+            table.add_column(f"Δ {rid[:8]}", justify="right", no_wrap=True)
+        priced = cost and any(s.costs.get("cost_usd") is not None for c, _ in members for s in c["runs"].values())
+        for rid in ids if cost else []:
+            table.add_column(f"tokens in/out {rid[:8]}", justify="right")
+            if priced:
+                table.add_column(f"USD {rid[:8]}", justify="right")
+        for c, label in members:
+            runs = c["runs"]
+            first = runs.get(ids[0])
+            row = [label, *[_scored_text(runs.get(rid)) for rid in ids]]
+            for rid in ids[1:]:
+                later = runs.get(rid)
+                row.append(f"{later.score - first.score:+.1f}" if first and later and first.score is not None
+                           and later.score is not None else "")
+            for rid in ids if cost else []:
+                s = runs.get(rid)
+                row.append("" if s is None or "tokens_in" not in s.costs else
+                           f"{s.costs['tokens_in']:.0f} / {s.costs.get('tokens_out', 0):.0f}")
+                if priced:
+                    row.append("" if s is None or s.costs.get("cost_usd") is None else f"{s.costs['cost_usd']:.4f}")
+            table.add_row(*row)
+        tables.append(table)
+    return tables
+
+
+def _scored_text(s: Any) -> str:
+    if s is None or s.score is None or s.score != s.score:
+        return "-"
+    text = f"{s.score:.1f}"
+    if s.ci_low is not None and s.ci_high is not None:
+        text += f" ± {(s.ci_high - s.ci_low) / 2:.1f}"
+    return text + (f" ({s.n_users:.0f})" if s.n_users is not None else "")
+
+
+def frame_table(frame: Any, title: str) -> Table:
+    """A small pandas frame (index shown first) as a terminal table."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column(str(frame.index.name or ""), no_wrap=True)
+    for col in frame.columns:
+        table.add_column(str(col))
+    for idx, row in frame.iterrows():
+        table.add_row(str(idx), *["" if v is None or v != v else str(v) for v in row])
+    return table
