@@ -57,7 +57,7 @@ def test_a_judge_that_reads_separates_good_from_bad_and_one_that_passes_everythi
     good = probe_report(reading, labels)
     assert good["pass_rate.gold"] == 100.0 and good["pass_rate.empty"] == 0.0 and good["auc"] == 1.0
     assert good["discriminates"] is True
-    yes = ScriptedChat(json.dumps({"verdict": True, "reason": "<one sentence>"}))
+    yes = ScriptedChat(json.dumps({"verdict": True, "reason": "the response meets it"}))  # a placeholder: unscored
     lazy = asyncio.run(judge_probes(SPEC, yes, insts, 4, 2))
     bad = probe_report(lazy, labels)
     assert bad["pass_rate.gold"] == bad["pass_rate.bad"] == 100.0 and bad["auc"] == 0.5
