@@ -1,4 +1,5 @@
-"""perseval.metrics.uncertainty, cross-checked against scipy and statsmodels and on hand-computed fixtures."""
+"""perseval.metrics.uncertainty (and small_sample, sign_flip), cross-checked against scipy and statsmodels
+and on hand-computed fixtures."""
 import math
 import time
 
@@ -7,8 +8,10 @@ import pytest
 import statsmodels.api as sm
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
+from statsmodels.stats.proportion import proportion_confint
 
 from perseval.metrics.coverage import coverage
+from perseval.metrics.small_sample import beta_interval, bm_df, cr2_variance
 from perseval.metrics.uncertainty import (cluster_mean, cluster_se, holm, mde, naive_mean, paired_difference,
                                           unpaired_difference, users_needed)
 
@@ -32,10 +35,34 @@ def test_cluster_se_matches_statsmodels_ols_on_a_constant():
     values, users = clustered_fixture()
     mean, se = statsmodels_cluster_se(values, users)
     est = cluster_mean(values, users, resamples=200)
-    assert est.mean == pytest.approx(mean) and est.se == pytest.approx(se, rel=1e-10)
-    assert cluster_se(values, users) == pytest.approx(se, rel=1e-10)
-    # and it is larger than the naive SE here (users share a large effect)
-    assert est.se > naive_mean(values).se
+    assert est.mean == pytest.approx(mean) and cluster_se(values, users) == pytest.approx(se, rel=1e-10)
+    # the interval's CR2 SE: larger than CR1 when users differ in size (a big user's leverage), and
+    # larger than the naive SE here (users share a large effect)
+    assert est.se > se and est.se > naive_mean(values).se
+
+
+def test_cr2_is_statsmodels_hc2_on_singletons_and_cr1_on_equal_users():
+    rng = np.random.default_rng(5)
+    x = rng.normal(50, 10, size=30)
+    hc2 = sm.OLS(x, np.ones(30)).fit(cov_type="HC2").bse[0]
+    assert math.sqrt(cr2_variance(x, np.ones(30))) == pytest.approx(hc2, rel=1e-10)
+    users = np.repeat([f"u{g}" for g in range(8)], 4)
+    values = rng.normal(50, 10, size=32) + np.repeat(rng.normal(0, 10, size=8), 4)
+    _, cr1 = statsmodels_cluster_se(values, users)
+    est = cluster_mean(values, users)
+    assert est.se == pytest.approx(cr1, rel=1e-10) and est.df == pytest.approx(7)  # equal users: G - 1
+    assert bm_df(np.array([1.0, 1, 1, 1, 1, 20])) < 5  # one user holding most instances: fewer df
+
+
+def test_beta_interval_is_statsmodels_jeffreys_on_whole_counts():
+    for x, n in [(1, 12), (3, 12), (11, 12), (40, 57)]:
+        ref = proportion_confint(x, n, alpha=0.05, method="jeffreys")
+        assert beta_interval(x / n, n, 0.95) == pytest.approx(tuple(float(r) for r in ref), abs=1e-9)
+    # at 0 and n the bound on that side is the scale's (Brown, Cai & DasGupta), the other one Jeffreys'
+    assert beta_interval(0.0, 12, 0.95) == (0.0, pytest.approx(float(proportion_confint(0, 12, method="jeffreys")[1])))
+    for x, n in [(0, 12), (3, 12), (12, 12), (40, 57)]:  # counts: Clopper-Pearson
+        ref = proportion_confint(x, n, alpha=0.05, method="beta")
+        assert beta_interval(x / n, n, 0.95, exact=True) == pytest.approx(tuple(float(r) for r in ref), abs=1e-9)
 
 
 def test_cluster_se_drops_unscored_before_statsmodels_sees_them():
@@ -45,35 +72,38 @@ def test_cluster_se_drops_unscored_before_statsmodels_sees_them():
     kept = np.array([v is not None for v in with_gaps])
     _, se = statsmodels_cluster_se(values[kept], users[kept])
     est = cluster_mean(with_gaps, users)
-    assert est.n == kept.sum() and est.se == pytest.approx(se, rel=1e-10)
+    assert est.n == kept.sum() and cluster_se(with_gaps, users) == pytest.approx(se, rel=1e-10)
 
 
-@pytest.mark.parametrize("skewed", [False, True])
-def test_bootstrap_matches_scipy_bca_on_unclustered_data(skewed):
-    """One instance per user: the cluster bootstrap is the ordinary bootstrap of the mean, and its BCa
-    interval is scipy's default one (two Monte Carlo runs: they agree to a small fraction of the SE)."""
-    rng = np.random.default_rng(11)
-    x = rng.exponential(20, size=80) if skewed else 100.0 * (rng.random(60) < 0.2)
-    est = cluster_mean(x, [f"u{i}" for i in range(len(x))], resamples=20000, seed=1)
-    ref = stats.bootstrap((x,), np.mean, n_resamples=20000, method="BCa", confidence_level=0.95,
-                          random_state=np.random.default_rng(2)).confidence_interval
-    se = est.se
-    assert est.ci_low == pytest.approx(ref.low, abs=0.08 * se)
-    assert est.ci_high == pytest.approx(ref.high, abs=0.08 * se)
-    # the analytic SE with one instance per user: sqrt(n/(n-1) * sum (x - mean)^2) / n = sd / sqrt(n)
-    assert se == pytest.approx(x.std(ddof=1) / math.sqrt(len(x)))
+def test_a_mean_on_the_score_scale_is_korn_graubard_and_else_t():
+    """Scores in [0, 100]: Clopper-Pearson on the effective n, shrunk for the df; off the scale: t."""
+    values, users = clustered_fixture()
+    inside = np.clip(values, 0, 100)
+    est = cluster_mean(inside, users)
+    assert est.method == "CR2 Korn-Graubard Jeffreys" and 0 <= est.ci_low < est.mean < est.ci_high <= 100
+    off = cluster_mean(values + 200, users)  # the same spread, off the score scale
+    half = stats.t.ppf(0.975, off.df) * off.se
+    assert off.method == "CR2 t" and (off.ci_low, off.ci_high) == pytest.approx((off.mean - half, off.mean + half))
 
 
-def test_bootstrap_is_deterministic_for_a_seed_and_ignores_instance_order():
+def test_no_zero_width_interval_at_the_ceiling():
+    """All 100s: the data show no variation, and the interval is the one of one draw per user (the
+    issue's [100, 100] at mean 0.95 and 8 users)."""
+    users = np.repeat([f"u{g}" for g in range(8)], 3)
+    est = cluster_mean([100.0] * 24, users)
+    assert est.ci_high == 100.0 and est.ci_low == pytest.approx(100 * 0.025 ** (1 / 8))  # Clopper-Pearson, 8 draws
+    assert est.small_n and cluster_mean([0.0] * 24, users).ci_high == pytest.approx(100 - est.ci_low)
+    many = cluster_mean([100.0] * 150, np.repeat(np.arange(50), 3))
+    assert 90 < many.ci_low < 100 and not many.small_n
+
+
+def test_intervals_are_deterministic_and_ignore_instance_order():
     values, users = clustered_fixture()
     a = cluster_mean(values, users, seed=7)
     order = np.random.default_rng(0).permutation(len(values))
     b = cluster_mean(values[order], users[order], seed=7)
-    c = cluster_mean(values, users, seed=8)
-    assert (a.ci_low, a.ci_high) == (cluster_mean(values, users, seed=7).ci_low, a.ci_high)
-    assert (a.ci_low, a.ci_high) == pytest.approx((b.ci_low, b.ci_high), rel=1e-12)  # the same users drawn
-    assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
-    assert a.ci_low < a.mean < a.ci_high and a.n_users == 12 and a.method == "cluster-bootstrap BCa"
+    assert (a.ci_low, a.ci_high) == pytest.approx((b.ci_low, b.ci_high), rel=1e-12)
+    assert a.ci_low < a.mean < a.ci_high and a.n_users == 12
 
 
 def test_level_widens_the_interval():
@@ -92,24 +122,16 @@ def test_one_user_or_nothing_scored_has_no_interval():
     assert empty.mean is None and empty.n == 0 and empty.n_users == 0
 
 
-def test_resampling_users_keeps_their_instances_together():
-    """A user's instances are drawn together: one user with five 100s among 14 users with one 0 each gives
-    a far wider interval than the same values drawn one instance at a time."""
+def test_a_users_instances_count_together():
+    """One user with five 100s among 14 users with one 0 each gives a far wider interval than the same
+    values as 19 independent instances."""
     values = [100.0] * 5 + [0.0] * 14
     users = ["a"] * 5 + [f"z{k}" for k in range(14)]
-    clustered = cluster_mean(values, users, resamples=4000)
-    per_instance = cluster_mean(values, [f"i{k}" for k in range(len(values))], resamples=4000)
+    clustered = cluster_mean(values, users)
+    per_instance = cluster_mean(values, [f"i{k}" for k in range(len(values))])
     assert clustered.mean == per_instance.mean == pytest.approx(500 / 19)
     assert clustered.ci_high - clustered.ci_low > 1.5 * (per_instance.ci_high - per_instance.ci_low)
     assert clustered.n_users == 15 and per_instance.n_users == 19
-
-
-def test_few_users_get_a_t_interval_on_the_cluster_robust_se():
-    values, users = clustered_fixture(n_users=6)
-    est = cluster_mean(values, users)
-    half = stats.t.ppf(0.975, 5) * est.se
-    assert (est.ci_low, est.ci_high) == pytest.approx((est.mean - half, est.mean + half))
-    assert est.method.startswith("cluster-robust t") and cluster_mean(*clustered_fixture()).method.endswith("BCa")
 
 
 # ---- paired ------------------------------------------------------------------------------------
@@ -126,16 +148,63 @@ def test_paired_difference_hand_computed():
     # differences: u1 (10, 20) sum 30; u2 (-10); u3 (10, 0) sum 10 (its 10 - None is not a pair)
     assert d.n == 5 and d.n_users == 3 and d.paired
     assert d.mean == pytest.approx(30 / 5)
-    # cluster-robust SE: residual sums 30 - 2*6, -10 - 6, 10 - 2*6 -> 18, -16, -2
-    se = math.sqrt(3 / 2 * (18 ** 2 + 16 ** 2 + 2 ** 2)) / 5
+    # CR2 SE: residual sums 30 - 2*6, -10 - 6, 10 - 2*6 -> 18, -16, -2; leverages 2/5, 1/5, 2/5
+    se = math.sqrt(18 ** 2 / (3 / 5) + 16 ** 2 / (4 / 5) + 2 ** 2 / (3 / 5)) / 5
     assert d.se == pytest.approx(se)
     # sign flips of the user sums (30, -10, 10): |sum| >= 30 in 6 of the 8 patterns
     assert d.p_value == pytest.approx(6 / 8)
     assert d.mde == pytest.approx((stats.t.ppf(0.975, 2) + stats.t.ppf(0.8, 2)) * se)
-    # three users: no bootstrap, mean +- t(2) x SE (+-25.5), kept within the differences seen (-10 .. 20)
-    half = stats.t.ppf(0.975, 2) * se
-    assert (d.ci_low, d.ci_high) == pytest.approx((max(-10, 6 - half), min(20, 6 + half))) == (-10, 20)
-    assert d.method == "paired cluster-robust t, sign-flip p"
+    # three users: no sign pattern can reject anything at 0.05, so no difference is excluded
+    assert (d.ci_low, d.ci_high) == (-100.0, 100.0) and d.small_n
+    assert d.method == "paired sign-flip, inverted"
+
+
+def _scipy_flip_p(sums, counts, delta):
+    """Two-sided sign-flip p of H0(delta) by scipy: flip the signs of the users' shifted sums."""
+    x = np.asarray(sums) - delta * np.asarray(counts)
+    res = stats.permutation_test((x,), np.sum, permutation_type="samples", alternative="two-sided",
+                                 n_resamples=np.inf)
+    return float(res.pvalue)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_paired_p_is_scipys_and_the_interval_inverts_it(seed):
+    rng = np.random.default_rng(seed)
+    n_users = 8
+    sizes = rng.integers(1, 5, size=n_users)
+    users = np.repeat([f"u{g}" for g in range(n_users)], sizes)
+    b = 100.0 * (rng.random(len(users)) < 0.5)
+    a = 100.0 * (rng.random(len(users)) < 0.5 + 0.1 * seed)
+    d = paired_difference(a, b, users)
+    sums = [float((a - b)[users == u].sum()) for u in sorted(set(users))]
+    counts = [int((users == u).sum()) for u in sorted(set(users))]
+    assert d.p_value == pytest.approx(_scipy_flip_p(sums, counts, 0.0))
+    eps = 1e-6
+    for end, outward in ((d.ci_low, -eps), (d.ci_high, eps)):
+        if abs(end) < 100:  # a finite end: scipy accepts just inside it and rejects just outside
+            assert _scipy_flip_p(sums, counts, end - outward) >= 0.05 > _scipy_flip_p(sums, counts, end + outward)
+
+
+def test_the_paired_interval_excludes_0_exactly_when_p_is_below_005():
+    rng = np.random.default_rng(12)
+    seen = set()
+    for k in range(300):
+        n_users = int(rng.choice([6, 8, 12, 20]))
+        users = np.repeat(np.arange(n_users), rng.integers(2, 6, size=n_users))
+        shift = rng.choice([0.0, 0.15, 0.3])
+        b = 100.0 * (rng.random(len(users)) < 0.4)
+        a = 100.0 * (rng.random(len(users)) < 0.4 + shift) if k % 2 else b + rng.normal(20 * shift, 15, len(users))
+        d = paired_difference(a, b, users, resamples=500, seed=k)
+        excludes = not d.ci_low <= 0 <= d.ci_high
+        assert excludes == (d.p_value < 0.05), (k, d)
+        seen.add(excludes)
+    assert seen == {True, False}
+
+
+def test_two_cells_that_agree_everywhere_get_a_width():
+    users = np.repeat(np.arange(10), 3)
+    d = paired_difference([100.0] * 30, [100.0] * 30, users)
+    assert d.mean == 0 and d.p_value == 1.0 and d.ci_low < 0 < d.ci_high
 
 
 def test_paired_difference_of_a_clear_effect_is_significant():
@@ -161,15 +230,20 @@ def test_paired_differs_from_unpaired_when_users_share_effects():
     assert paired.se < unpaired.se / 3 and paired.mde < unpaired.mde and not unpaired.paired
 
 
-def test_unpaired_se_combines_two_statsmodels_cluster_ses():
-    va, ua = clustered_fixture(seed=1)
-    vb, ub = clustered_fixture(seed=2, n_users=9)
-    ub = np.array([f"w{u}" for u in ub])
+def test_unpaired_is_scipys_welch_on_user_means_with_equal_users():
+    """With every user holding as many instances, the CR2 variance of a mean is var(user means) / G and
+    its df G - 1: the unpaired difference is Welch's t-test on the user means."""
+    rng = np.random.default_rng(3)
+    ua, ub = np.repeat(np.arange(10), 3), np.repeat(np.arange(100, 107), 3)
+    va = rng.normal(60, 12, size=30) + np.repeat(rng.normal(0, 8, size=10), 3)
+    vb = rng.normal(50, 12, size=21) + np.repeat(rng.normal(0, 8, size=7), 3)
     d = unpaired_difference(va, ua, vb, ub)
-    (ma, sa), (mb, sb) = statsmodels_cluster_se(va, ua), statsmodels_cluster_se(vb, ub)
-    assert d.mean == pytest.approx(ma - mb) and d.se == pytest.approx(math.hypot(sa, sb))
-    assert d.p_value == pytest.approx(2 * stats.t.sf(abs(ma - mb) / math.hypot(sa, sb), 8))
-    assert d.n == len(va) + len(vb) and d.n_users == 21 and d.ci_low < d.mean < d.ci_high
+    ma, mb = va.reshape(10, 3).mean(1), vb.reshape(7, 3).mean(1)
+    ref = stats.ttest_ind(ma, mb, equal_var=False)
+    assert d.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    ci = ref.confidence_interval(0.95)
+    assert (d.ci_low, d.ci_high) == pytest.approx((ci.low, ci.high), rel=1e-9)
+    assert d.n == 51 and d.n_users == 17 and not d.paired
 
 
 # ---- Holm and power ----------------------------------------------------------------------------
@@ -202,17 +276,24 @@ def test_users_needed_is_the_smallest_n_whose_mde_reaches_the_difference():
         users_needed(se, n_users, 0)
 
 
-# ---- coverage (bounded: scripts/coverage_check.py runs the 1,000 experiments) --------------------
+# ---- coverage (bounded: scripts/coverage_check.py runs the grid) ------------------------------------
 
-def test_clustered_interval_covers_and_naive_one_does_not():
+@pytest.mark.parametrize("kind,n_users,mean,icc", [("binary", 8, 0.95, 0.3), ("continuous", 6, 0.95, 0.5),
+                                                    ("binary", 50, 0.3, 0.3)])
+def test_a_slice_of_the_coverage_grid(kind, n_users, mean, icc):
+    """A few of the grid's hardest cells: at the ceiling with few users (the issue's 70.5%) and the
+    50-user cell where the naive interval fails; 200 experiments each (Monte Carlo SE about 1.5 points)."""
     t0 = time.monotonic()
-    c = coverage(simulations=300, n_users=50, resamples=1000, seed=1)
-    assert 0.91 <= c.clustered <= 0.985
-    assert c.naive < c.clustered - 0.08  # instances of one user are correlated: the naive SE is too small
-    assert time.monotonic() - t0 < 60
+    c = coverage(simulations=200, n_users=n_users, true_mean=mean, icc=icc, kind=kind, seed=3, paired=n_users <= 8)
+    assert c.clustered >= 0.94 and c.zero_width == 0, c
+    assert c.naive < c.clustered - 0.05  # instances of one user are correlated: the naive SE is too small
+    if c.agree is not None:
+        assert c.agree == 1.0 and c.type1 <= 0.05
+    assert time.monotonic() - t0 < 20
 
 
-def test_a_small_sample_interval_stays_within_the_values_averaged():
-    d = paired_difference([100.0, 100.0, 100.0, 100.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0], ["a", "b", "c", "d", "e"])
-    assert d.ci_high == 100.0 and d.ci_low < d.mean == 80.0  # t(4) x SE would reach past 100
-    assert d.mean + stats.t.ppf(0.975, 4) * d.se > 100
+def test_a_small_sample_interval_stays_on_the_scale():
+    d = paired_difference([100.0] * 8 + [0.0], [0.0] * 9, list("abcdefghi"))
+    assert d.ci_high <= 100.0 and d.ci_low < d.mean == pytest.approx(800 / 9)
+    e = cluster_mean([100.0, 100.0, 90.0, 100.0, 100.0, 95.0], list("abcdef"))
+    assert e.ci_high <= 100.0 and e.ci_low < e.mean

@@ -1,17 +1,27 @@
 """Simulated experiments with a known mean and user-level correlation: how often does an interval cover
-the truth? (scripts/coverage_check.py and a bounded test use this.)
+the truth, and how often does the paired test reject a true null? (scripts/coverage_check.py prints the
+grid; tests/test_uncertainty.py runs a slice.)
 
-Each experiment: `n_users` users, each with a success probability p_g ~ Beta(a, b) (mean `true_mean`,
-intra-user correlation 1 / (a + b + 1)), and 2..8 instances per user scored 0 or 100 — the shape of a
-personalization benchmark's slot or hit scores.
+Each experiment: `n_users` users with 2..8 instances each, the shape of a personalization benchmark.
+- binary: user g succeeds with p_g ~ Beta(a, b) (mean `true_mean`, intra-user correlation
+  1 / (a + b + 1) = icc) and each instance scores 0 or 100 (slot or hit scores);
+- continuous: user g has a mean mu_g ~ Beta(m c, (1 - m) c) and each instance scores
+  100 x Beta(mu_g k, (1 - mu_g) k), k = 4; the intra-user correlation is (k + 1) / (k + 1 + c) = icc
+  (checkpoint shares, graded ratings).
+The paired check draws a second cell on the same instances from the same user distributions, so there is
+no true difference: its rejections are type-I errors, and the interval should exclude 0 exactly then.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
-from perseval.metrics.uncertainty import Estimate, cluster_mean, naive_mean
+from perseval.metrics.uncertainty import Estimate, cluster_mean, naive_mean, paired_difference
+
+Kind = Literal["binary", "continuous"]
+WITHIN = 4.0  # k: the precision of an instance's score around its user's mean (continuous)
 
 
 @dataclass(frozen=True)
@@ -20,15 +30,33 @@ class Coverage:
     clustered: float  # share of user-clustered intervals that covered the true mean
     naive: float      # share of per-instance intervals that did
     level: float
+    miss_low: float = 0.0   # truth below the interval
+    miss_high: float = 0.0  # truth above it
+    zero_width: float = 0.0  # share of intervals of width 0
+    type1: float | None = None  # paired test: share of p < 1 - level with no true difference
+    agree: float | None = None  # share of paired results whose interval excludes 0 exactly when p < 1 - level
 
 
-def simulate(rng: np.random.Generator, n_users: int, true_mean: float, icc: float) -> tuple[np.ndarray, np.ndarray]:
-    """One experiment's instance scores (0/100) and their user ids."""
-    concentration = 1 / icc - 1  # a + b, so that 1 / (a + b + 1) = icc
-    p = rng.beta(true_mean * concentration, (1 - true_mean) * concentration, size=n_users)
+def _user_means(rng: np.random.Generator, n: int, true_mean: float, icc: float, kind: Kind) -> np.ndarray:
+    c = 1 / icc - 1 if kind == "binary" else (WITHIN + 1) * (1 - icc) / icc
+    return rng.beta(true_mean * c, (1 - true_mean) * c, size=n)
+
+
+def _scores(rng: np.random.Generator, mu: np.ndarray, kind: Kind) -> np.ndarray:
+    if kind == "binary":
+        return 100.0 * (rng.random(len(mu)) < mu)
+    eps = 1e-9  # Beta parameters must be positive; a user mean of exactly 0 or 1 is drawn with probability 0
+    m = np.clip(mu, eps, 1 - eps)
+    return 100.0 * rng.beta(m * WITHIN, (1 - m) * WITHIN)
+
+
+def simulate(rng: np.random.Generator, n_users: int, true_mean: float, icc: float,
+             kind: Kind = "binary", cells: int = 1) -> tuple[list[np.ndarray], np.ndarray]:
+    """One experiment's instance scores (one array per cell, on the same instances) and their user ids."""
+    mu = _user_means(rng, n_users, true_mean, icc, kind)
     sizes = rng.integers(2, 9, size=n_users)
     users = np.repeat(np.arange(n_users), sizes)
-    return 100.0 * (rng.random(len(users)) < p[users]), users
+    return [_scores(rng, mu[users], kind) for _ in range(cells)], users
 
 
 def _covers(e: Estimate, truth: float) -> bool:
@@ -36,12 +64,26 @@ def _covers(e: Estimate, truth: float) -> bool:
 
 
 def coverage(simulations: int = 1000, n_users: int = 50, true_mean: float = 0.3, icc: float = 0.3,
-             level: float = 0.95, resamples: int = 2000, seed: int = 0) -> Coverage:
+             level: float = 0.95, resamples: int = 2000, seed: int = 0, kind: Kind = "binary",
+             paired: bool = False) -> Coverage:
+    """Coverage (two-sided and each side's misses) of `simulations` experiments; with `paired`, also the
+    paired test's type-I error and its agreement with the paired interval."""
     rng = np.random.default_rng(seed)
     truth = 100 * true_mean
-    hits_c = hits_n = 0
+    hits_c = hits_n = low = high = zero = rejects = agree = 0
     for k in range(simulations):
-        values, users = simulate(rng, n_users, true_mean, icc)
-        hits_c += _covers(cluster_mean(values, users, level=level, resamples=resamples, seed=seed + k), truth)
+        (values, *other), users = simulate(rng, n_users, true_mean, icc, kind, 2 if paired else 1)
+        e = cluster_mean(values, users, level=level, resamples=resamples, seed=seed + k)
+        hits_c += _covers(e, truth)
+        low += e.ci_low is not None and truth < e.ci_low
+        high += e.ci_high is not None and truth > e.ci_high
+        zero += e.ci_low is not None and e.ci_low == e.ci_high
         hits_n += _covers(naive_mean(values, level=level), truth)
-    return Coverage(simulations, hits_c / simulations, hits_n / simulations, level)
+        if paired:
+            d = paired_difference(values, other[0], users, level=level, resamples=resamples, seed=seed + k)
+            rejected = d.p_value is not None and d.p_value < 1 - level
+            rejects += rejected
+            agree += rejected == (d.ci_low is not None and not d.ci_low <= 0 <= d.ci_high)
+    s = simulations
+    return Coverage(s, hits_c / s, hits_n / s, level, low / s, high / s, zero / s,
+                    rejects / s if paired else None, agree / s if paired else None)

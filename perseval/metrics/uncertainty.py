@@ -1,27 +1,31 @@
 """Means with user-clustered uncertainty, paired comparisons, multiple-comparison correction and power.
 
 The unit of independence is the user (DESIGN.md section 6): a user contributes several instances, so
-instances are correlated and a per-instance standard error is too small. Everything here resamples or
-sums over users (Miller, "Adding Error Bars to Evals", 2024):
+instances are correlated and a per-instance standard error is too small. Everything here sums over users
+(Miller, "Adding Error Bars to Evals", 2024), with small-sample methods that hold from 6 users up
+(perseval.metrics.small_sample, perseval.metrics.sign_flip; scripts/coverage_check.py shows the grid):
 
 - the point estimate is the plain mean over the kept instances (the mean the score tables show);
-- the interval is a cluster bootstrap: users drawn with replacement, all of a drawn user's instances
-  kept, the mean recomputed (deterministic for a seed), read off as BCa percentiles (the jackknife also
-  over users; scipy.stats.bootstrap's default method);
-- the standard error is the analytic cluster-robust one (CR1, the small-sample correction G / (G - 1)
-  that statsmodels applies to OLS on a constant with `cov_type="cluster"`);
-- two cells on the same instances are compared paired: per-instance differences, a user-clustered
-  bootstrap interval, a p-value from sign-flip permutation over users (exact when there are few users);
-- with fewer than 10 users no bootstrap is honest: the interval is mean +- t(G-1) x that SE, kept
-  within the smallest and largest value averaged (a score of 0/100 items never gets a bound above 100);
+- the standard error is the cluster-robust CR2 one (Bell-McCaffrey), with its Satterthwaite degrees of
+  freedom (G - 1 for equal users, fewer when a few users hold most instances);
+- a mean on the 0-100 score scale (every value in [0, 100]) gets the Korn-Graubard interval: a Jeffreys
+  interval on the effective sample size p(1-p) / Var, shrunk for the degrees of freedom, Var taken with
+  a fraction of a pseudo-user at the far end of the scale (_ends_variance). It stays inside the scale, is
+  asymmetric near 0 and 100, and is never zero-width: where every value is equal (all 100s) the data
+  show no variation, and the interval is the one of one draw per user (Kish's effective users);
+- any other mean gets mean +- t(df) x SE;
+- two cells on the same instances are compared paired: the sign-flip permutation test over users (exact
+  up to 12 users) and the interval that inverts it, so the interval excludes 0 exactly when p < alpha;
+- two cells on different instances: Welch's t on the two CR2 variances, interval and p from one t;
 - the minimum detectable difference (80% power, alpha 0.05) uses t quantiles with G - 1 degrees of
   freedom, so a handful of users reads as "only very large differences are detectable".
 
+`small_n` on an Estimate or Difference says the interval is wide because few users were sampled (fewer
+than SMALL_N_USERS): a report shows it beside the interval.
 Values are floats; NaN or None means unscored: dropped, and n counts only what is kept.
 """
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
@@ -31,14 +35,22 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from perseval.metrics.sign_flip import sign_flip
+from perseval.metrics.small_sample import bm_df, cr2_variance, kish_users, korn_graubard
+
 ALPHA = 0.05
 POWER = 0.80
-METHOD = "cluster-bootstrap BCa"
-# Below this many users a bootstrap has too few distinct resamples and its intervals cover far less than
-# their level; the interval is then mean +- t(G-1) x the cluster-robust SE, the same t the MDE uses.
-BOOTSTRAP_MIN_USERS = 10
-SMALL_METHOD = "cluster-robust t (fewer than 10 users)"
-EXACT_FLIPS_MAX_USERS = 12  # up to 2**12 = 4096 sign patterns: enumerate them all (an exact p-value)
+SCALE = (0.0, 100.0)  # scores are percentages: a mean whose values all lie here is a mean on this scale
+# The pseudo-user added at the far end of the scale for the variance (see _ends_variance), as a share of an
+# average user: half of one for 0/100 scores (a user who fails everything is a common 0/100 user), a tenth
+# for graded scores (whose instances rarely sit at the very end). Chosen on the coverage grid (docs/numbers.md).
+PSEUDO_USER = {"binary": 0.5, "graded": 0.1}
+SMALL_N_USERS = 10  # below this the t quantile alone widens the interval by more than 15% over z
+METHOD = "CR2 Korn-Graubard Jeffreys"  # a mean on the score scale
+T_METHOD = "CR2 t"  # any other mean
+PAIRED_METHOD = "paired sign-flip, inverted"
+UNPAIRED_METHOD = "unpaired CR2 Welch t"
+Bounds = tuple[float, float] | None
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,8 @@ class Estimate:
     n_users: int
     level: float
     method: str
+    df: float | None = None  # the degrees of freedom the interval rests on
+    small_n: bool = False  # fewer than SMALL_N_USERS users: wide because few users were sampled
 
     @property
     def half_width(self) -> float | None:
@@ -79,6 +93,7 @@ class Difference:
     mde: float | None  # minimum detectable difference at 80% power, alpha 0.05, for this n
     level: float
     method: str
+    small_n: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,8 +107,9 @@ class _Clusters:
 
     sums: np.ndarray
     counts: np.ndarray
-    low: float = -math.inf  # the smallest and largest value averaged: no interval of the mean leaves them
+    low: float = -math.inf  # the smallest and largest value averaged
     high: float = math.inf
+    binary: bool = False  # every value at one end of the score scale (0/100 scores)
 
     @property
     def n(self) -> int:
@@ -119,54 +135,31 @@ def _kept(values: Sequence[float | None], clusters: Sequence[Hashable]) -> tuple
 
 def _by_user(x: np.ndarray, c: np.ndarray) -> _Clusters:
     codes, _ = pd.factorize(pd.Series(c, dtype=object).astype(str), sort=True)
-    bounds = (float(x.min()), float(x.max())) if len(x) else (-math.inf, math.inf)
-    return _Clusters(np.bincount(codes, weights=x), np.bincount(codes).astype(float), *bounds)
+    if not len(x):
+        return _Clusters(np.zeros(0), np.zeros(0))
+    binary = bool(np.all((x == SCALE[0]) | (x == SCALE[1])))
+    return _Clusters(np.bincount(codes, weights=x), np.bincount(codes).astype(float), float(x.min()),
+                     float(x.max()), binary)
+
+
+def _scale(g: _Clusters, bounds: Bounds | str) -> Bounds:
+    """The scale the mean lies on: the score scale when every value is on it ("auto"), else as given."""
+    if bounds == "auto":
+        return SCALE if SCALE[0] <= g.low and g.high <= SCALE[1] else None
+    return bounds  # type: ignore[return-value]
 
 
 def cluster_se(values: Sequence[float | None], clusters: Sequence[Hashable]) -> float | None:
     """Cluster-robust standard error of the mean (CR1): sqrt(G/(G-1) * sum_g (sum_i (x_gi - mean))^2) / n.
 
     This is statsmodels' OLS-on-a-constant `cov_type="cluster"` with its default small-sample correction
-    (G/(G-1) * (n-1)/(n-k), and k = 1). None with fewer than two users."""
+    (G/(G-1) * (n-1)/(n-k), and k = 1). None with fewer than two users. (The intervals use CR2, equal to
+    this when every user has as many instances; the variance decomposition keeps CR1.)"""
     g = _by_user(*_kept(values, clusters))
-    return _se(g)
-
-
-def _se(g: _Clusters) -> float | None:
     if g.n_users < 2:
         return None
     resid = g.sums - g.counts * g.mean  # each user's summed residual
     return float(math.sqrt(g.n_users / (g.n_users - 1) * float(np.sum(resid ** 2))) / g.n)
-
-
-def _boot_means(g: _Clusters, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Means of `resamples` cluster-bootstrap samples: users drawn with replacement, all their instances."""
-    idx = rng.integers(0, g.n_users, size=(resamples, g.n_users))
-    return g.sums[idx].sum(axis=1) / g.counts[idx].sum(axis=1)
-
-
-def _percentile(draws: np.ndarray, level: float) -> tuple[float, float]:
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(draws, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def _bca(g: _Clusters, draws: np.ndarray, level: float) -> tuple[float, float]:
-    """Bias-corrected and accelerated percentiles (Efron 1987), the jackknife leaving out one user at a time.
-
-    Why not plain percentiles: a mean of 0/100 scores over few users is skewed, and the percentile interval
-    then covers less than its level (93.5% instead of 95% on 50 users in scripts/coverage_check.py)."""
-    b = len(draws)
-    share = float(np.mean(draws < g.mean) + 0.5 * np.mean(draws == g.mean))
-    z0 = stats.norm.ppf(min(max(share, 1 / (2 * b)), 1 - 1 / (2 * b)))
-    jack = (g.sums.sum() - g.sums) / (g.counts.sum() - g.counts)  # the mean without user i
-    d = jack.mean() - jack
-    ss = float(np.sum(d ** 2))
-    accel = float(np.sum(d ** 3)) / (6 * ss ** 1.5) if ss > 0 else 0.0
-    z = stats.norm.ppf([(1 - level) / 2, 1 - (1 - level) / 2])
-    probs = stats.norm.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z)))
-    low, high = np.percentile(draws, 100 * probs)
-    return float(low), float(high)
 
 
 def _check(level: float, resamples: int) -> None:
@@ -176,30 +169,51 @@ def _check(level: float, resamples: int) -> None:
         raise ValueError(f"resamples must be >= 1, got {resamples}")
 
 
-def _estimate(g: _Clusters, level: float, resamples: int, seed: int) -> Estimate:
-    if g.n == 0:
-        return Estimate(None, None, None, None, 0, 0, level, METHOD)
-    if g.n_users < 2:  # one user: no between-user variation to resample
-        return Estimate(g.mean, None, None, None, g.n, g.n_users, level, METHOD)
-    se = _se(g)
-    if g.n_users < BOOTSTRAP_MIN_USERS:  # a handful of users: the bootstrap would be far too narrow
-        half = _t(level, g.n_users - 1) * se  # type: ignore[operator]
-        return Estimate(g.mean, max(g.low, g.mean - half), min(g.high, g.mean + half), se, g.n, g.n_users, level,
-                        SMALL_METHOD)
-    low, high = _bca(g, _boot_means(g, resamples, np.random.default_rng(seed)), level)
-    return Estimate(g.mean, low, high, se, g.n, g.n_users, level, METHOD)
-
-
-def _t(level: float, df: int) -> float:
+def _t(level: float, df: float) -> float:
     return float(stats.t.ppf(1 - (1 - level) / 2, df))
 
 
+def _estimate(g: _Clusters, level: float, bounds: Bounds | str) -> Estimate:
+    if g.n == 0:
+        return Estimate(None, None, None, None, 0, 0, level, METHOD)
+    if g.n_users < 2:  # one user: no between-user variation to estimate
+        return Estimate(g.mean, None, None, None, g.n, g.n_users, level, METHOD, None, True)
+    var, df, small = cr2_variance(g.sums, g.counts), bm_df(g.counts), g.n_users < SMALL_N_USERS
+    se, scale = math.sqrt(var), _scale(g, bounds)
+    if scale is None:
+        if se == 0:  # no variation and no scale to bound the mean by: no honest interval
+            return Estimate(g.mean, None, None, se, g.n, g.n_users, level, T_METHOD, df, small)
+        half = _t(level, df) * se
+        return Estimate(g.mean, g.mean - half, g.mean + half, se, g.n, g.n_users, level, T_METHOD, df, small)
+    lo, width = scale[0], scale[1] - scale[0]
+    (p_low, p_high), _ = korn_graubard((g.mean - lo) / width, _ends_variance(g, scale) / width ** 2, df,
+                                       kish_users(g.counts), level, counts=g.binary)
+    return Estimate(g.mean, lo + width * p_low, lo + width * p_high, se, g.n, g.n_users, level, METHOD, df, small)
+
+
+
+
+def _ends_variance(g: _Clusters, scale: tuple[float, float]) -> float:
+    """The CR2 variance with a pseudo-user added at the far end of the scale, around the observed mean:
+    Agresti & Coull's "add failures and successes", at the level of users. Why: near 0 or 100 the users
+    that pull the mean inwards are rare, a few users often include none of them, and the variance of the
+    users seen is then too small on exactly the side that misses (84% coverage at mean 95, 6 users,
+    intra-user correlation 0.5 without it). Its weight: PSEUDO_USER of an average user."""
+    m = g.counts.mean() * PSEUDO_USER["binary" if g.binary else "graded"]
+    far = scale[0] if g.mean - scale[0] > scale[1] - g.mean else scale[1]
+    sums, counts = np.append(g.sums, far * m), np.append(g.counts, m)
+    resid = sums - counts * g.mean
+    return float(np.sum(resid ** 2 / (1 - counts / counts.sum())) / g.n ** 2)
+
+
 def cluster_mean(values: Sequence[float | None], clusters: Sequence[Hashable], *, level: float = 0.95,
-                 resamples: int = 2000, seed: int = 0) -> Estimate:
-    """The mean of `values` with a BCa cluster-bootstrap interval over users (`clusters[i]`: the user
-    of value i) and the analytic cluster-robust SE. Unscored (NaN/None) values are dropped."""
+                 resamples: int = 2000, seed: int = 0, bounds: Bounds | str = "auto") -> Estimate:
+    """The mean of `values` with its user-clustered interval (`clusters[i]`: the user of value i) and the
+    CR2 SE. Unscored (NaN/None) values are dropped. `bounds`: the scale of the values ("auto": 0-100 when
+    every value lies there; None: unbounded). `resamples` and `seed` are kept for callers: the interval
+    is analytic and uses neither."""
     _check(level, resamples)
-    return _estimate(_by_user(*_kept(values, clusters)), level, resamples, seed)
+    return _estimate(_by_user(*_kept(values, clusters)), level, bounds)
 
 
 def naive_mean(values: Sequence[float | None], *, level: float = 0.95) -> Estimate:
@@ -263,65 +277,93 @@ def users_needed(se: float, n_users: int, delta: float, *, alpha: float = ALPHA,
 
 # ---- comparisons -------------------------------------------------------------------------------
 
-def _sign_flip_p(g: _Clusters, resamples: int, rng: np.random.Generator) -> float:
-    """Two-sided p of H0 "each user's differences are symmetric around 0": flip the sign of whole users.
+def _diff_scale(xa: np.ndarray, xb: np.ndarray) -> Bounds:
+    """Differences of two scores on the 0-100 scale lie in [-100, 100]; of anything else, anywhere."""
+    both = np.concatenate([xa[~np.isnan(xa)], xb[~np.isnan(xb)]])
+    on_scale = both.size and SCALE[0] <= both.min() and both.max() <= SCALE[1]
+    return (SCALE[0] - SCALE[1], SCALE[1] - SCALE[0]) if on_scale else None
 
-    With up to EXACT_FLIPS_MAX_USERS users every sign pattern is enumerated (exact p, the smallest
-    possible being 2 / 2**G); above, `resamples` random patterns with the observed one counted in."""
-    observed = abs(g.sums.sum())
-    tol = 1e-9 * max(1.0, float(np.abs(g.sums).sum()))  # ties with the observed statistic count as extreme
-    if g.n_users <= EXACT_FLIPS_MAX_USERS:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=g.n_users)))
-        return float(np.mean(np.abs(signs @ g.sums) >= observed - tol))
-    signs = rng.choice((1.0, -1.0), size=(resamples, g.n_users))
-    return float((1 + np.sum(np.abs(signs @ g.sums) >= observed - tol)) / (resamples + 1))
+
+def _bound(value: float, scale: Bounds) -> float | None:
+    """An interval end inside the scale; an unbounded end (too few users to bound it) is the scale's."""
+    if scale is None:
+        return value if math.isfinite(value) else None
+    return min(max(value, scale[0]), scale[1])
+
+
+def _not_zero_width(low: float | None, high: float | None, g: _Clusters, scale: Bounds,
+                    level: float) -> tuple[float | None, float | None]:
+    """Every user's differences equal (two cells that agree on every instance): no pattern separates the
+    users and the inverted interval is one point. Then, as for a mean with no variation, the interval is
+    the one of one draw per user: an instance disagrees with chance at most 1 - (alpha/2)^(1/G*) (the
+    Clopper-Pearson bound for no disagreement in G* draws), and the difference is at most that x the scale."""
+    if low is None or high is None or high > low or scale is None:
+        return low, high
+    reach = (scale[1] - scale[0]) / 2 * (1 - ((1 - level) / 2) ** (1 / kish_users(g.counts)))
+    return max(scale[0], low - reach), min(scale[1], high + reach)
 
 
 def paired_difference(a: Sequence[float | None], b: Sequence[float | None], clusters: Sequence[Hashable], *,
                       level: float = 0.95, resamples: int = 2000, seed: int = 0) -> Difference:
     """a - b over the instances scored in both cells (`a[i]`, `b[i]`: instance i; `clusters[i]`: its user).
 
-    Interval: cluster bootstrap of the mean per-instance difference; SE: cluster-robust; p: sign-flip
-    permutation over users; mde: the detectable difference at this number of users."""
+    p: the sign-flip permutation test over users (exact up to 12 users, else `resamples` random patterns
+    drawn with `seed`); interval: every difference that test does not reject at 1 - level, so it
+    excludes 0 exactly when p < 1 - level; SE: CR2; mde: the detectable difference at this many users."""
     _check(level, resamples)
     if not (len(a) == len(b) == len(clusters)):
         raise ValueError(f"paired cells need one value each per instance: {len(a)}, {len(b)}, {len(clusters)} given")
     xa = np.asarray(pd.to_numeric(pd.Series(list(a), dtype=object)), dtype=float)
     xb = np.asarray(pd.to_numeric(pd.Series(list(b), dtype=object)), dtype=float)
     g = _by_user(*_kept(xa - xb, clusters))  # NaN in either cell: not a pair, dropped
-    est = _estimate(g, level, resamples, seed)
-    p = _sign_flip_p(g, resamples, np.random.default_rng(seed + 1)) if g.n_users >= 1 else None
-    method = f"paired {'cluster-bootstrap BCa' if est.method == METHOD else 'cluster-robust t'}, sign-flip p"
-    return Difference(est.mean, est.ci_low, est.ci_high, est.se, p, g.n, g.n_users, True, mde(est.se, g.n_users),
-                      level, method)
+    small = g.n_users < SMALL_N_USERS
+    if g.n == 0:
+        return Difference(None, None, None, None, None, 0, 0, True, None, level, PAIRED_METHOD, small)
+    scale = _diff_scale(xa, xb)
+    flip = sign_flip(g.sums, g.counts, alpha=1 - level, resamples=resamples, rng=np.random.default_rng(seed + 1))
+    low, high = _not_zero_width(_bound(flip.low, scale), _bound(flip.high, scale), g, scale, level)
+    se = math.sqrt(cr2_variance(g.sums, g.counts)) if g.n_users >= 2 else None
+    return Difference(g.mean, low, high, se, flip.p_value, g.n, g.n_users, True, mde(se, g.n_users), level,
+                      PAIRED_METHOD, small)
+
+
+def _welch_var(g: _Clusters, level: float) -> tuple[float, float]:
+    """(CR2 variance, its df) of one cell's mean; a cell on the score scale with no variation gets the
+    variance its own (non-zero-width) interval implies, so a difference of two such cells has a width."""
+    var, df = cr2_variance(g.sums, g.counts), bm_df(g.counts)
+    if var == 0:
+        e = _estimate(g, level, "auto")
+        if e.ci_low is not None and e.ci_high is not None:
+            var = ((e.ci_high - e.ci_low) / (2 * _t(level, df))) ** 2
+    return var, df
 
 
 def unpaired_difference(a: Sequence[float | None], clusters_a: Sequence[Hashable], b: Sequence[float | None],
                         clusters_b: Sequence[Hashable], *, level: float = 0.95, resamples: int = 2000,
                         seed: int = 0) -> Difference:
-    """a - b for cells on different instances: never paired. Each cell's users are resampled on their own
-    (a stratified cluster bootstrap); SE = sqrt(se_a^2 + se_b^2); p from t on that SE with
-    min(G_a, G_b) - 1 degrees of freedom. n and n_users count both cells (users once each)."""
+    """a - b for cells on different instances: never paired. Welch's t on the two cells' CR2 variances
+    with Satterthwaite's degrees of freedom (each cell's Bell-McCaffrey df); interval and p from that one
+    t, so they agree. n and n_users count both cells (users once each)."""
     _check(level, resamples)
     ka, kb = _kept(a, clusters_a), _kept(b, clusters_b)
     ga, gb = _by_user(*ka), _by_user(*kb)
     n, n_users = ga.n + gb.n, len(set(map(str, ka[1])) | set(map(str, kb[1])))
-    method = "unpaired cluster-bootstrap percentile, t p"
+    small = min(ga.n_users, gb.n_users) < SMALL_N_USERS
     if ga.n == 0 or gb.n == 0:
-        return Difference(None, None, None, None, None, n, n_users, False, None, level, method)
+        return Difference(None, None, None, None, None, n, n_users, False, None, level, UNPAIRED_METHOD, small)
     diff = ga.mean - gb.mean
     if ga.n_users < 2 or gb.n_users < 2:
-        return Difference(diff, None, None, None, None, n, n_users, False, None, level, method)
-    se = math.sqrt(_se(ga) ** 2 + _se(gb) ** 2)  # type: ignore[operator]
-    df = min(ga.n_users, gb.n_users) - 1
-    if df + 1 < BOOTSTRAP_MIN_USERS:
-        low, high = diff - _t(level, df) * se, diff + _t(level, df) * se
-        method = "unpaired cluster-robust t, t p"
-    else:
-        rng = np.random.default_rng(seed)
-        low, high = _percentile(_boot_means(ga, resamples, rng) - _boot_means(gb, resamples, rng), level)
-    p = 1.0 if se == 0 and diff == 0 else 0.0 if se == 0 else float(2 * stats.t.sf(abs(diff) / se, df))
-    return Difference(diff, low, high, se, p, n, n_users, False, mde(se, df + 1), level, method)
+        return Difference(diff, None, None, None, None, n, n_users, False, None, level, UNPAIRED_METHOD, small)
+    (va, dfa), (vb, dfb) = _welch_var(ga, level), _welch_var(gb, level)
+    se = math.sqrt(va + vb)
+    if se == 0:
+        p = 1.0 if diff == 0 else 0.0
+        return Difference(diff, None, None, se, p, n, n_users, False, None, level, UNPAIRED_METHOD, small)
+    df = (va + vb) ** 2 / (va ** 2 / dfa + vb ** 2 / dfb)
+    half = _t(level, df) * se
+    p = float(2 * stats.t.sf(abs(diff) / se, df))
+    return Difference(diff, diff - half, diff + half, se, p, n, n_users, False,
+                      mde(se, min(ga.n_users, gb.n_users)), level, UNPAIRED_METHOD, small)
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
