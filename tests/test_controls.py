@@ -194,6 +194,13 @@ def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains
     assert oracle["swapped_score"] == pytest.approx(sum(wrong.values()) / len(wrong))
     assert oracle["personalization_gain"] == pytest.approx(100.0 - oracle["swapped_score"])
     assert oracle["personalization_gain_ci_low"] > 0 and oracle["personalization_gain_users"] == 6
+    # own and swapped on the same instances: their difference is the gain, users dropping out or not
+    assert oracle["personalization_gain_own"] - oracle["swapped_score"] == pytest.approx(oracle["personalization_gain"])
+    # every gain row's p, Holm-adjusted together
+    from statsmodels.stats.multitest import multipletests
+    rows_p = [(f, g) for f in fields.values() for g in ("personalization_gain", "history_gain") if f.get(f"{g}_p") is not None]
+    assert [f[f"{g}_p_holm"] for f, g in rows_p] == \
+        pytest.approx(list(multipletests([f[f"{g}_p"] for f, g in rows_p], method="holm")[1]))
     blind = by_name["apeb/apeb-blind/-/-/apeb.ranking"]
     assert blind["personalization_gain"] == 0.0 and blind["personalization_gain_ci_low"] <= 0.0 \
         <= blind["personalization_gain_ci_high"]

@@ -2,7 +2,9 @@
 
 personalization gain = own - swapped-history (is it THIS user's history that helps?), history gain =
 own - no-history (does history help at all?). Both are paired over the instances the two cells share,
-with intervals that resample users (perseval.metrics.uncertainty.paired_difference), in score points.
+with intervals over users (perseval.metrics.uncertainty.paired_difference), in score points; the
+reference's score and `<gain>_own` are means over those same instances, so own - reference = gain.
+The gains' p-values are Holm-adjusted together (`<gain>_p_holm`; per metric: `p_holm`).
 
 The no-history reference of an agent is an agent of the same benchmark entry that uses no history
 (perseval.pipeline.controls.uses_history) but a backbone: of the same kind when there is one (iba-rag ->
@@ -23,7 +25,7 @@ from perseval.setup.experiment import bound
 from perseval.setup.config import ResolvedExperiment
 from perseval.pipeline.controls import SWAPPED_HISTORY, uses_history
 from perseval.metrics.aggregate import per_instance, scores_frame
-from perseval.metrics.uncertainty import paired_difference
+from perseval.metrics.uncertainty import holm, paired_difference
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.records import AgentOutput, Instance, InstanceScore
 from perseval.pipeline.stages import load_documents, load_instances
@@ -62,15 +64,16 @@ def _identity(cell: Cell) -> tuple[Any, ...]:
 
 
 def _difference(root: str, a: Cell, b: Cell, users: dict[str, str], values: dict[str, dict[str, float]]) \
-        -> tuple[float | None, Any]:
+        -> tuple[float | None, float | None, Any]:
+    """(a's mean, b's mean, a - b) over the instances both scored, so own - reference = gain exactly: a
+    user whose instances one cell lost drops out of all three, not only of the gain."""
     va = values.setdefault(a.key, instance_values(root, a))
     vb = values.setdefault(b.key, instance_values(root, b))
-    shared = sorted(set(va) & set(vb))
-    score_b = _mean([vb[i] for i in vb])
+    shared = sorted(i for i in set(va) & set(vb) if va[i] == va[i] and vb[i] == vb[i])
     if not shared:
-        return score_b, None
+        return None, None, None
     diff = paired_difference([va[i] for i in shared], [vb[i] for i in shared], [users[i] for i in shared])
-    return score_b, diff
+    return _mean([va[i] for i in shared]), _mean([vb[i] for i in shared]), diff
 
 
 def _mean(values: list[float]) -> float | None:
@@ -78,11 +81,24 @@ def _mean(values: list[float]) -> float | None:
     return sum(kept) / len(kept) if kept else None
 
 
-def _gain_fields(prefix: str, diff: Any) -> dict[str, Any]:
+def _gain_fields(prefix: str, own: float | None, diff: Any) -> dict[str, Any]:
     if diff is None:
         return {}
     return {prefix: diff.mean, f"{prefix}_ci_low": diff.ci_low, f"{prefix}_ci_high": diff.ci_high,
-            f"{prefix}_p": diff.p_value, f"{prefix}_n": diff.n, f"{prefix}_users": diff.n_users}
+            f"{prefix}_p": diff.p_value, f"{prefix}_n": diff.n, f"{prefix}_users": diff.n_users,
+            f"{prefix}_own": own, f"{prefix}_small_n": diff.small_n}
+
+
+GAIN_PREFIXES = ("personalization_gain", "history_gain")
+
+
+def with_holm(out: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each gain's `<gain>_p_holm`: Holm-adjusted across every gain row of the plan (both kinds of gain,
+    all cells), the family a reader scans for "which gains are real"."""
+    keys = [(k, f) for k, fields in out.items() for f in GAIN_PREFIXES if fields.get(f"{f}_p") is not None]
+    for (k, f), p in zip(keys, holm([out[k][f"{f}_p"] for k, f in keys])):
+        out[k][f"{f}_p_holm"] = p
+    return out
 
 
 def control_fields(plan: Plan, root: str) -> dict[str, dict[str, Any]]:
@@ -107,20 +123,21 @@ def control_fields(plan: Plan, root: str) -> dict[str, dict[str, Any]]:
         else:
             swapped = by_identity.get((_identity(cell), SWAPPED_HISTORY))
             if swapped is not None:
-                score, diff = _difference(root, cell, swapped, u, values)
-                fields |= {"swapped_score": score, **_gain_fields("personalization_gain", diff)}
+                own, score, diff = _difference(root, cell, swapped, u, values)
+                fields |= {"swapped_score": score, **_gain_fields("personalization_gain", own, diff)}
             ref = no_history_agent(exp, cell.bench_index, cell.agent)
             # the reference on the same retriever when it searches a corpus with it (bespoke-no-context), else none
             base = next((by_identity[k] for r in (cell.retriever, "-")
                          if (k := ((cell.bench_index, ref, cell.backbone, r, cell.judge), None)) in by_identity),
                         None) if ref else None
             if base is not None:
-                score, diff = _difference(root, cell, base, u, values)
-                fields |= {"no_history_agent": ref, "no_history_score": score, **_gain_fields("history_gain", diff)}
+                own, score, diff = _difference(root, cell, base, u, values)
+                fields |= {"no_history_agent": ref, "no_history_score": score,
+                           **_gain_fields("history_gain", own, diff)}
         fields |= _attribution(root, cell, values)
         if fields:
             out[cell.key] = fields
-    return out
+    return with_holm(out)
 
 
 def _attribution(root: str, cell: Cell, values: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -223,15 +240,20 @@ def gains_by_metric(plan: Plan, root: str) -> pd.DataFrame:
         users = {i.instance_id: i.user_id for i in _instances(root, cell.run.data.key)}
         own, other = metric_values(root, cell), metric_values(root, swapped)
         for metric in sorted(set(own) & set(other)):
-            shared = sorted(set(own[metric]) & set(other[metric]))
+            shared = sorted(i for i in set(own[metric]) & set(other[metric])
+                            if own[metric][i] == own[metric][i] and other[metric][i] == other[metric][i])
             if not shared:
                 continue
             d = paired_difference([own[metric][i] for i in shared], [other[metric][i] for i in shared],
                                   [users[i] for i in shared])
             rows.append({"cell": cell.name, "metric": metric, "own": _mean([own[metric][i] for i in shared]),
                          "swapped": _mean([other[metric][i] for i in shared]), "gain": d.mean, "ci_low": d.ci_low,
-                         "ci_high": d.ci_high, "p_value": d.p_value, "n": d.n, "users": d.n_users})
-    return pd.DataFrame(rows)
+                         "ci_high": d.ci_high, "p_value": d.p_value, "n": d.n, "users": d.n_users,
+                         "small_n": d.small_n})
+    frame = pd.DataFrame(rows)
+    if not frame.empty:  # one family: every (cell, metric) gain the table shows
+        frame["p_holm"] = holm(frame["p_value"].tolist())
+    return frame
 
 
 def log_control_tables(plan: Plan, root: str, rows: list[dict[str, Any]]) -> None:

@@ -1,12 +1,14 @@
 """Judges checked against each other and themselves, with no human label: one row per judge and run.
 
 - inter-judge: where several LLM judges scored the same run's items (IBA's three judges), Krippendorff's
-  alpha over the judges (raters) x items (units) and the share of items on which they disagree;
+  alpha over the judges (raters) x items (units, one per judge repeat: the k-th rating of each judge, as
+  given, never repeats averaged into fractions) and the share of items on which they disagree;
 - self-consistency: with judge repeats, alpha over the repeats of one judge on the same items;
 - length bias: Spearman's rho of a judge's instance score with the response length (characters);
 - self-preference: the judge model and the agent's backbone share a model family (the name before the
   first '-' or '.' of the model's name, e.g. qwen3, smollm2): a judge may favour its own family's text.
-Alpha uses the nominal level for binary items, ordinal for graded ones (perseval.metrics.validity).
+Alpha uses the nominal level for binary items and, for graded ones, the level their metric treats them
+at (ITEM_LEVELS: averaged ratings interval, ranks ordinal) (perseval.metrics.validity).
 """
 from __future__ import annotations
 
@@ -26,18 +28,29 @@ def model_family(name: str | None) -> str | None:
     return re.split(r"[-_.:/ ]", name.lower(), maxsplit=1)[0] if name else None
 
 
-def _level(values: list[float]) -> str:
-    return "nominal" if len(set(values)) <= 2 else "ordinal"
+# The level of measurement of a graded item, as its metric treats it: ratings the benchmark averages as
+# numbers are interval; a rank is ordinal. Items with two values (pass/fail checks) are nominal.
+ITEM_LEVELS = {"criterion": "interval", "evaluator_score": "interval", "rubric": "interval", "rank": "ordinal",
+               "ranking": "ordinal"}
+Unit = tuple[str, str, int, int]  # (instance, item, agent repeat, judge repeat)
 
 
-def _alpha(table: dict[tuple[str, str, int], dict[str, float]], raters: list[str]) -> tuple[float | None, int]:
+def level(kinds: set[str], values: list[float]) -> str:
+    """Nominal for binary items; else the graded items' level (ITEM_LEVELS), interval when unknown."""
+    if len(set(values)) <= 2:
+        return "nominal"
+    levels = {ITEM_LEVELS.get(k, "interval") for k in kinds}
+    return "ordinal" if levels == {"ordinal"} else "interval"
+
+
+def _alpha(table: dict[Any, dict[str, float]], raters: list[str], kinds: set[str] = frozenset()) -> tuple[float | None, int]:
     """Alpha of raters x units (units: items scored by at least two raters) and the number of such units."""
     units = [u for u, by in table.items() if sum(r in by for r in raters) >= 2]
     if not units:
         return None, 0
     rows = [[table[u].get(r) for u in units] for r in raters]
     values = [v for row in rows for v in row if v is not None]
-    return krippendorff_alpha(rows, _level(values)), len(units)
+    return krippendorff_alpha(rows, level(kinds, values)), len(units)
 
 
 def _judgments(root: str, cell: Cell) -> list[Judgment]:
@@ -55,14 +68,13 @@ def reliability_table(plan: Plan, root: str) -> pd.DataFrame:
             by_run[c.run.key].append(c)
     for cells in by_run.values():
         judged = {c.judge: _judgments(root, c) for c in cells}
-        items: dict[tuple[str, str, int], dict[str, float]] = defaultdict(dict)
+        kinds = {j.kind for js in judged.values() for j in js}
+        # one unit per judge repeat: each rating as the judge gave it, never averaged into a fraction
+        items: dict[Unit, dict[str, float]] = defaultdict(dict)
         for name, js in judged.items():
-            per: dict[tuple[str, str, int], list[float]] = defaultdict(list)
             for j in js:
-                per[(j.instance_id, j.item_id, j.repeat)].append(float(j.score))  # over the judge's repeats
-            for k, v in per.items():
-                items[k][name] = sum(v) / len(v)
-        inter, n_inter = _alpha(items, list(judged)) if len(judged) > 1 else (None, 0)
+                items[(j.instance_id, j.item_id, j.repeat, j.judge_repeat)][name] = float(j.score)
+        inter, n_inter = _alpha(items, list(judged), kinds) if len(judged) > 1 else (None, 0)
         disagree = [len({round(v, 6) for v in by.values()}) > 1 for by in items.values() if len(by) > 1]
         run_store = StageStore(root, "run", cells[0].run.key)
         outputs = {(o.instance_id, o.repeat): len(o.text) for o in
@@ -85,10 +97,10 @@ def _self_consistency(judgments: list[Judgment]) -> float | None:
     reps = sorted({j.judge_repeat for j in judgments})
     if len(reps) < 2:
         return None
-    table: dict[tuple[str, str, int], dict[str, float]] = defaultdict(dict)
+    table: dict[Unit, dict[str, float]] = defaultdict(dict)
     for j in judgments:
-        table[(j.instance_id, j.item_id, j.repeat)][str(j.judge_repeat)] = float(j.score)
-    return _alpha(table, [str(r) for r in reps])[0]
+        table[(j.instance_id, j.item_id, j.repeat, 0)][str(j.judge_repeat)] = float(j.score)
+    return _alpha(table, [str(r) for r in reps], {j.kind for j in judgments})[0]
 
 
 def _length_bias(judgments: list[Judgment], lengths: dict[tuple[str, int], int]) -> float | None:
