@@ -24,7 +24,7 @@ TOKEN_LABELS = ("<2k", "2k-8k", "8k-32k", "32k-128k", ">=128k")
 
 def _accuracy(scores: pd.DataFrame) -> pd.DataFrame:
     sub = scores[scores["metric"] == "accuracy"]
-    return sub.assign(system=sub[SYSTEM].fillna("").astype(str).agg(" / ".join, axis=1).str.strip(" /"))
+    return sub.assign(system=[" / ".join(str(v) for v in row if isinstance(v, str) and v) for row in sub[SYSTEM].itertuples(index=False)])
 
 
 def distance_bin(tokens: int) -> str:

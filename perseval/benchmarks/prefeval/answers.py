@@ -1,0 +1,79 @@
+"""PrefEval's task format: the question as it is (generation) or with four options (classification).
+
+Generation answers are free text; the generation judge reads them (an empty answer is a problem, an
+invalid output). A classification answer is one letter A-D: under the JSON schema {"choice": "A".."D"},
+else from a `<choice>B</choice>` tag or a single bare letter; anything else is a problem.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.benchmarks.prefeval.layout import CLASSIFICATION, LETTERS
+from perseval.core.parsing import extract_json
+from perseval.core.records import Instance, Passage
+
+CHOICE_SCHEMA: dict[str, Any] = {"type": "object",
+                                 "properties": {"choice": {"type": "string", "enum": list(LETTERS)}},
+                                 "required": ["choice"]}
+# Wording of perseval's own: the official prompts are not copied.
+MCQ_INSTRUCTION = ("Here are four options for my request. Pick the one you recommend for me, as a single "
+                   "letter (A, B, C or D), with no other text.")
+REMINDER = ("Before you answer, think back over our conversation and make sure your answer respects what "
+            "I have told you I prefer.")
+CONTEXT_INTRO = ("Some exchanges from our earlier conversations that may say what I prefer:")
+_TAG = re.compile(r"<choice>\s*\(?([A-Da-d])\)?\s*</choice>")
+_BARE = re.compile(r"\b([A-D])\b")
+
+
+def is_classification(instance: Instance) -> bool:
+    return instance.payload.get("task") == CLASSIFICATION
+
+
+def question_text(instance: Instance, *, reminder: bool = False, excerpts: Sequence[str] | None = None) -> str:
+    """The final user turn: optional retrieved exchanges, the question, the reminder, the options."""
+    parts = []
+    if excerpts:
+        parts.append(CONTEXT_INTRO + "\n" + "\n".join(f"{k}. {e}" for k, e in enumerate(excerpts, 1)))
+    parts.append(instance.query)
+    if reminder:
+        parts.append(REMINDER)
+    if is_classification(instance):
+        options = "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, instance.payload["options"]))
+        parts += [MCQ_INSTRUCTION, options]
+    return "\n\n".join(parts)
+
+
+def read_choice(text: str) -> str | None:
+    value = extract_json(text)
+    if isinstance(value, dict) and isinstance(value.get("choice"), str):
+        letter = value["choice"].strip().strip("()").upper()
+        return letter if letter in LETTERS else None
+    tag = _TAG.search(text or "")
+    if tag:
+        return tag.group(1).upper()
+    found = set(_BARE.findall(text or ""))
+    return found.pop() if len(found) == 1 else None
+
+
+def extract(instance: Instance, text: str) -> Answer:
+    if is_classification(instance):
+        letter = read_choice(text)
+        return Answer({"choice": letter}) if letter else Answer(None, "no single option A-D in the answer")
+    return Answer(None) if text.strip() else Answer(None, "empty response")
+
+
+def schema(instance: Instance) -> dict[str, Any] | None:
+    return CHOICE_SCHEMA if is_classification(instance) else None
+
+
+class PrefEvalTask(TaskFormat):
+    """For the generic agents: retrieved passages as earlier exchanges, then the question."""
+
+    def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:
+        text = question_text(instance, excerpts=[p.text[:passage_chars] for p in passages])
+        return Prompt([{"role": "user", "content": text}], schema(instance))
+
+    def extract(self, instance: Instance, text: str) -> Answer:
+        return extract(instance, text)

@@ -1,0 +1,210 @@
+"""Reading PrefEval's official files row by row; every bad row is an InputError naming file, row and field.
+
+A file is a JSON array; its first element is row 1. A preference is one user of perseval (the cluster of
+every interval): the same preference text in the explicit, implicit and classification files of a topic is
+the same user (`<topic>-<n>`, n in order of first appearance). The turns that reveal a preference (its
+explicit statement, or its implicit choice-based or persona-driven conversation) are that user's history
+documents; the unrelated inter-turns are corpus documents (owner CORPUS_OWNER) every user's conversation
+shares, turn i being messages 2i and 2i+1 of the file's conversations laid end to end (the official order).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perseval.benchmarks.prefeval.layout import (CHOICE, CHOICE_CONVERSATION, EXPLICIT, FORM_DIRS, INTER_TURNS_FILE,
+                                                 MCQ_DIR, PERSONA)
+from perseval.core.errors import InputError
+from perseval.core.records import CORPUS_OWNER, Document
+
+Message = dict[str, str]
+# The assistant's reply to an explicitly stated preference, the same for every user and model (the
+# official scripts let the tested model write it; a fixed reply keeps every agent's history identical).
+ACKNOWLEDGEMENT = "Thank you for letting me know. I will keep that in mind."
+_TURN = re.compile(r"^turn(\d+)$")
+
+
+@dataclass
+class PreferenceRow:
+    """One row of a form's file: the preference, the question, and the turns that reveal the preference."""
+
+    form: str
+    topic: str
+    row: int
+    preference: str
+    question: str
+    explanation: str
+    messages: list[Message]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class McqRow:
+    topic: str
+    row: int
+    preference: str
+    question: str
+    options: list[str]  # the first follows the preference (the official convention)
+
+
+def _fail(path: Path, row: int | None, fld: str | None, message: str) -> InputError:
+    return InputError(path, message, row=row, field=fld)
+
+
+def read_array(path: Path) -> list[Any]:
+    if not path.is_file():
+        raise InputError(path, "missing (see docs/benchmarks/prefeval.md for the layout)")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not JSON: {exc.msg} at line {exc.lineno}") from None
+    if not isinstance(value, list):
+        raise InputError(path, "expected a JSON array of rows")
+    return value
+
+
+def _text(path: Path, row: int, obj: dict[str, Any], key: str, required: bool = True) -> str:
+    value = obj.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise _fail(path, row, key, "missing; expected a non-empty string" if value in (None, "")
+                    else f"expected a string, got {type(value).__name__}")
+    return value.strip()
+
+
+def _object(path: Path, row: int, raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise _fail(path, row, None, f"expected an object, got {type(raw).__name__}")
+    return raw
+
+
+def _choice_messages(path: Path, row: int, obj: dict[str, Any]) -> list[Message]:
+    conv = obj.get("conversation")
+    if not isinstance(conv, dict):
+        raise _fail(path, row, "conversation", "missing; expected {query, assistant_options, user_selection, "
+                                               "assistant_acknowledgment}")
+    texts = [_text(path, row, conv, k) if isinstance(conv.get(k), str) else None for k in CHOICE_CONVERSATION]
+    for k, t in zip(CHOICE_CONVERSATION, texts):
+        if t is None:
+            raise _fail(path, row, f"conversation.{k}", "missing; expected a non-empty string")
+    roles = ("user", "assistant", "user", "assistant")
+    return [{"role": r, "content": t} for r, t in zip(roles, texts)]  # type: ignore[misc]
+
+
+def _persona_messages(path: Path, row: int, obj: dict[str, Any]) -> list[Message]:
+    conv = obj.get("conversation")
+    if not isinstance(conv, dict) or not conv:
+        raise _fail(path, row, "conversation", "missing; expected {turn1: {user, assistant}, ...}")
+    turns: list[tuple[int, dict[str, Any]]] = []
+    for key, turn in conv.items():
+        m = _TURN.match(key)
+        if not m:
+            raise _fail(path, row, f"conversation.{key}", "unknown key; expected turn1, turn2, ...")
+        if not isinstance(turn, dict):
+            raise _fail(path, row, f"conversation.{key}", "expected {user, assistant}")
+        for role in ("user", "assistant"):
+            if not isinstance(turn.get(role), str) or not turn[role].strip():
+                raise _fail(path, row, f"conversation.{key}.{role}", "missing; expected a non-empty string")
+        turns.append((int(m.group(1)), turn))
+    out: list[Message] = []
+    for _, turn in sorted(turns, key=lambda t: t[0]):
+        out += [{"role": "user", "content": turn["user"].strip()},
+                {"role": "assistant", "content": turn["assistant"].strip()}]
+    return out
+
+
+def read_form(source: Path, form: str, topic: str) -> list[PreferenceRow]:
+    path = source / FORM_DIRS[form] / f"{topic}.json"
+    out = []
+    for row, raw in enumerate(read_array(path), 1):
+        obj = _object(path, row, raw)
+        pref, question = _text(path, row, obj, "preference"), _text(path, row, obj, "question")
+        explanation = _text(path, row, obj, "explanation", required=False)
+        extra: dict[str, Any] = {}
+        if form == EXPLICIT:
+            messages = [{"role": "user", "content": pref}, {"role": "assistant", "content": ACKNOWLEDGEMENT}]
+        elif form == CHOICE:
+            messages = _choice_messages(path, row, obj)
+            if obj.get("aligned_op") is not None:
+                extra["aligned_option"] = _text(path, row, obj, "aligned_op")
+        else:
+            messages = _persona_messages(path, row, obj)
+            extra["persona"] = _text(path, row, obj, "persona", required=False)
+        out.append(PreferenceRow(form, topic, row, pref, question, explanation, messages, extra))
+    return out
+
+
+def read_mcq(source: Path, topic: str) -> list[McqRow]:
+    path = source / MCQ_DIR / f"{topic}.json"
+    out = []
+    for row, raw in enumerate(read_array(path), 1):
+        obj = _object(path, row, raw)
+        options = obj.get("classification_task_options")
+        if not isinstance(options, list) or len(options) != 4 or \
+                not all(isinstance(o, str) and o.strip() for o in options):
+            raise _fail(path, row, "classification_task_options", "expected a list of four non-empty strings, "
+                                                                  "the first the one that follows the preference")
+        if len({o.strip() for o in options}) != 4:
+            raise _fail(path, row, "classification_task_options", "two options are the same text")
+        out.append(McqRow(topic, row, _text(path, row, obj, "preference"), _text(path, row, obj, "question"),
+                          [o.strip() for o in options]))
+    return out
+
+
+def read_inter_turns(source: Path, turns: int) -> list[list[Message]]:
+    """The first `turns` inter-turns: (user, assistant) message pairs of the conversations laid end to end."""
+    path = source / INTER_TURNS_FILE
+    if turns == 0:
+        return []
+    flat: list[tuple[int, int, Message]] = []
+    for row, raw in enumerate(read_array(path), 1):
+        obj = _object(path, row, raw)
+        conv = obj.get("conversation")
+        if not isinstance(conv, list):
+            raise _fail(path, row, "conversation", "missing; expected a list of {role, content} messages")
+        for i, m in enumerate(conv):
+            if not isinstance(m, dict) or m.get("role") not in ("user", "assistant") or \
+                    not isinstance(m.get("content"), str):
+                raise _fail(path, row, f"conversation[{i}]", "expected {role: user|assistant, content: string}")
+            flat.append((row, i, {"role": m["role"], "content": m["content"]}))
+        if len(flat) >= 2 * turns:
+            break
+    if len(flat) < 2 * turns:
+        raise _fail(path, None, "conversation", f"holds {len(flat) // 2} turns; the inter-turn setting asks for "
+                                                f"{turns}")
+    out = []
+    for t in range(turns):
+        (row, i, user), (_, _, assistant) = flat[2 * t], flat[2 * t + 1]
+        if user["role"] != "user" or assistant["role"] != "assistant":
+            raise _fail(path, row, f"conversation[{i}].role", f"inter-turn {t + 1} must be a user message then an "
+                                                              f"assistant message (the official pairing)")
+        out.append([user, assistant])
+    return out
+
+
+def transcript(messages: list[Message]) -> str:
+    return "\n".join(f"{m['role'].capitalize()}: {m['content']}" for m in messages)
+
+
+def inter_turn_documents(turns: list[list[Message]]) -> list[Document]:
+    return [Document(CORPUS_OWNER, f"inter-{t:04d}", transcript(pair), meta={"turn": t, "messages": pair})
+            for t, pair in enumerate(turns)]
+
+
+def topics_in(source: Path, forms: list[str]) -> list[str]:
+    """The topics of the first requested form's folder, sorted (every other form must have them too)."""
+    folder = source / FORM_DIRS[forms[0]]
+    if not folder.is_dir():
+        raise InputError(folder, "missing: the folder of this preference form (see docs/benchmarks/prefeval.md)")
+    topics = sorted(p.stem for p in folder.glob("*.json"))
+    if not topics:
+        raise InputError(folder, "no <topic>.json files")
+    return topics
+
+
+__all__ = ["ACKNOWLEDGEMENT", "PERSONA", "McqRow", "PreferenceRow", "inter_turn_documents", "read_form",
+           "read_inter_turns", "read_mcq", "topics_in", "transcript"]
