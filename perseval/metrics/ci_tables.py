@@ -17,10 +17,22 @@ from perseval.core.records import Instance
 CI_COLUMNS = ["mean", "ci_low", "ci_high", "se", "n", "n_users"]
 
 
+CLUSTER = "cluster"  # Instance.gold key: the user an instance's interval clusters by, where not its user_id
+
+
+def cluster_of(instance: Instance) -> str:
+    """The unit of independence of `instance` (DESIGN.md section 6): `gold["cluster"]` where the benchmark
+    names one, else its user. IBA's constructed instances each own their history (so its gold rests on
+    its own evidence) but share one of 400 seed personas: the persona is the user that repeats, and the
+    cluster (docs/protocols/iba.md). Gold, not payload: no agent sees it, so no prompt changes."""
+    gold = instance.gold if isinstance(instance.gold, dict) else {}
+    return str(gold.get(CLUSTER) or instance.user_id)
+
+
 def with_users(frame: pd.DataFrame, instances: Iterable[Instance]) -> pd.DataFrame:
-    """`frame` with a `user_id` on every row: its own, else the instance's, else the instance id (a row
-    whose user is unknown is its own cluster)."""
-    users = {i.instance_id: i.user_id for i in instances}
+    """`frame` with a `user_id` on every row: its own, else the instance's cluster (`cluster_of`), else the
+    instance id (a row whose user is unknown is its own cluster)."""
+    users = {i.instance_id: cluster_of(i) for i in instances}
     own = frame["user_id"] if "user_id" in frame else pd.Series(None, index=frame.index, dtype=object)
     own = own.astype(object)
     known = own.where(own.notna() & own.astype(str).ne(""), frame["instance_id"].map(users).astype(object))

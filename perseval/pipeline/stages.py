@@ -34,7 +34,7 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import group_table, scores_frame
-from perseval.metrics.ci_tables import uncertainty_tables
+from perseval.metrics.ci_tables import cluster_of, uncertainty_tables
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, shards
 from perseval.core.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
                               instant)
@@ -343,7 +343,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
     failed = Counter(by_id[o.instance_id].group for o in outputs if o.status == "failed")  # no score: counted
     bench = benchmark_class(cell.benchmark)
     scores += make_benchmark(cell.benchmark, cell.run.data.params).combine(scores)
-    scores = [replace(s, user_id=by_id[s.instance_id].user_id) for s in scores]  # the clusters of the intervals
+    scores = [replace(s, user_id=cluster_of(by_id[s.instance_id])) for s in scores]  # the clusters of the intervals
     combined = [m for m in bench.combined_metrics if m in {s.metric for s in scores}]
     declared = list(dict.fromkeys([*combined, *(m for j in judges for m in j.metrics)]))
     headline = bench.headline_metric if bench.headline_metric in declared else declared[0]

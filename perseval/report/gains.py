@@ -25,6 +25,7 @@ from perseval.setup.experiment import bound
 from perseval.setup.config import ResolvedExperiment
 from perseval.pipeline.controls import SWAPPED_HISTORY, uses_history
 from perseval.metrics.aggregate import per_instance, scores_frame
+from perseval.metrics.ci_tables import cluster_of
 from perseval.metrics.uncertainty import holm, paired_difference
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.records import AgentOutput, Instance, InstanceScore
@@ -108,7 +109,7 @@ def control_fields(plan: Plan, root: str) -> dict[str, dict[str, Any]]:
     by_identity = {(_identity(c), c.run.control.name if c.run.control else None): c for c in plan.cells}
     values: dict[str, dict[str, float]] = {}
     data = {d.key: d for d in plan.data}
-    users = {k: {i.instance_id: i.user_id for i in _instances(root, k)} for k in data}
+    users = {k: {i.instance_id: cluster_of(i) for i in _instances(root, k)} for k in data}
     out: dict[str, dict[str, Any]] = {}
     for cell in plan.cells:
         if cell.run.control is not None:
@@ -237,7 +238,7 @@ def gains_by_metric(plan: Plan, root: str) -> pd.DataFrame:
         swapped = by_identity.get((_identity(cell), SWAPPED_HISTORY)) if cell.run.control is None else None
         if swapped is None:
             continue
-        users = {i.instance_id: i.user_id for i in _instances(root, cell.run.data.key)}
+        users = {i.instance_id: cluster_of(i) for i in _instances(root, cell.run.data.key)}
         own, other = metric_values(root, cell), metric_values(root, swapped)
         for metric in sorted(set(own) & set(other)):
             shared = sorted(i for i in set(own[metric]) & set(other[metric])

@@ -3,9 +3,13 @@
 Per instance: a persona, one value per constrained dimension (old -> new for a
 dynamic one), implicit evidence turns for those values, and task-irrelevant
 noise turns around them at `noise_per_evidence` noise turns per evidence
-turn. Each instance gets its own user, so a user's history holds exactly the
-evidence its gold depends on; every evidence turn carries its ground truth in
-`Document.meta` for oracle agents and for tests.
+turn. Each instance gets its own history owner (`user_id`), so a history holds
+exactly the evidence its gold depends on (two instances of one persona draw
+their preferences independently: one merged history would contradict one of
+the golds); every evidence turn carries its ground truth in `Document.meta`
+for oracle agents and for tests. Instances of one seed persona share a user
+for the statistics: `gold["cluster"]` names the persona, and intervals cluster
+by it (perseval.metrics.ci_tables.cluster_of).
 
 Two distributions of the per-instance counts:
   simple  the thin slice's: balanced action types and scenarios, one or two
@@ -39,6 +43,7 @@ from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.core.errors import ConfigError
 from perseval.setup.params import Params
 from perseval.core.records import Document, Instance
+from perseval.metrics.ci_tables import CLUSTER
 
 # Instances by number of constraints, overall row of Table 2 (1, 2, 3, 4, 5+), in percent.
 CONSTRAINT_WEIGHTS = {1: 4, 2: 16, 3: 35, 4: 29, 5: 16}
@@ -238,6 +243,7 @@ def build_instance(spec: InstanceSpec, seed: int, params: ConstructParams) -> tu
             "preferences": [{"dimension": p.dimension_id, "value": p.value, "previous": p.previous,
                              "dynamic": p.dynamic} for p in prefs],
             "n_dynamic": n_dynamic, "persona": persona.to_dict(),
+            CLUSTER: f"iba-{persona.persona_id}",  # the user that repeats: intervals cluster by persona
             "task_case": dict(case)}  # the task's concrete details: LLM mode must keep them
     instance = Instance(f"iba-{index:04d}-{scenario.slug}", "iba", user_id, scenario.domain, query, payload, gold)
     return instance, docs
