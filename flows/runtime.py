@@ -14,6 +14,7 @@ from typing import Any
 
 from prefect_dask import DaskTaskRunner  # first: imported after other prefect modules, Dask's log config is lost
 from prefect import tags
+from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (FlowRunFilter, FlowRunFilterId, FlowRunFilterState,
                                             FlowRunFilterStateType, TaskRunFilter, TaskRunFilterState,
@@ -31,8 +32,10 @@ log = logging.getLogger("perseval.runtime")
 UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
 
 
-def task_runner(settings: DaskSettings, address: str | None = None) -> DaskTaskRunner:
-    """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes.
+def task_runner(settings: DaskSettings, address: str | None = None) -> TaskRunner:
+    """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes; or, with
+    `in_process` (and no scheduler address given), threads of this process: as many as the cluster would run
+    tasks at once, with no worker process, nanny or scheduler beside the model server.
 
     The LocalCluster listens on the loopback interface only and has no dashboard. A Dask scheduler always
     opens an HTTP port (health and metrics), by default 8787 whatever the dashboard setting; it gets a free
@@ -40,6 +43,8 @@ def task_runner(settings: DaskSettings, address: str | None = None) -> DaskTaskR
     addr = address or settings.address
     if addr:
         return DaskTaskRunner(address=addr)
+    if settings.in_process:
+        return ThreadPoolTaskRunner(max_workers=settings.n_workers * settings.threads_per_worker)
     return DaskTaskRunner(cluster_kwargs={"n_workers": settings.n_workers, "host": HOST,
                                           "threads_per_worker": settings.threads_per_worker,
                                           "processes": True, "dashboard_address": f"{HOST}:0",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import threading
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
@@ -47,8 +48,9 @@ class Embedder:
     def __init__(self, cfg: EmbedderConfig):
         self.cfg = cfg
         self.path = resolve_model_path(cfg.model)
-        self._model = _load(cfg.kind, self.path, cfg.pooling, cfg.normalize, cfg.query_instruction, cfg.fp16,
-                            cfg.device, cfg.batch_size, cfg.max_length)
+        with _ENCODING:  # two threads asking at once load the model once (lru_cache alone would load it twice)
+            self._model = _load(cfg.kind, self.path, cfg.pooling, cfg.normalize, cfg.query_instruction, cfg.fp16,
+                                cfg.device, cfg.batch_size, cfg.max_length)
 
     @property
     def tokenizer(self) -> Any:
@@ -57,8 +59,11 @@ class Embedder:
     def _encode(self, texts: list[str], queries: bool) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype="float32")
-        # FlagEmbedding draws per-batch tqdm bars that ignore TQDM_DISABLE; keep them off the stage bars
-        with contextlib.redirect_stderr(io.StringIO()):
+        # FlagEmbedding draws per-batch tqdm bars that ignore TQDM_DISABLE; keep them off the stage bars.
+        # One encode at a time in a process: tasks may run on threads of one process (dask.in_process), where
+        # redirect_stderr is process-wide and a fast tokenizer shared by two threads fails ("Already
+        # borrowed"); one encode already uses every core (torch's threads)
+        with _ENCODING, contextlib.redirect_stderr(io.StringIO()):
             return self._encode_quietly(texts, queries)
 
     def _encode_quietly(self, texts: list[str], queries: bool) -> np.ndarray:
@@ -76,6 +81,9 @@ class Embedder:
 
     def encode_passages(self, texts: list[str]) -> np.ndarray:
         return self._encode(texts, queries=False)
+
+
+_ENCODING = threading.Lock()
 
 
 @lru_cache(maxsize=4)

@@ -208,6 +208,10 @@ class DaskSettings(Strict):
     address: str | None = None  # an existing scheduler; None: a LocalCluster
     n_workers: int = Field(2, ge=1)  # 0 or less: a LocalCluster with no worker, and a run that waits forever
     threads_per_worker: int = Field(1, ge=1)
+    # True: no Dask; the tasks run on n_workers x threads_per_worker threads of the perseval process (Prefect's
+    # ThreadPoolTaskRunner). On one small machine where the model server does the work, worker processes,
+    # their nannies and heartbeats buy nothing but CPU taken from it. An execution choice: it enters no key.
+    in_process: bool = False
 
 
 # Which instances become MLflow traces (perseval.report.traces): all, those that went wrong, or the first N of each

