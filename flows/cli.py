@@ -65,7 +65,7 @@ def _error(message: object) -> None:
 INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: their cells are incomplete
 
 
-def _print_headline(rows: list[dict], wide: bool = False) -> None:
+def _print_headline(rows: list[Any], wide: bool = False) -> None:
     """The headline as the terminal shows it: compact (fits 100 columns; perseval.report.tables) or, with
     `wide`, every column and the cost per cell. The summary JSON and headline.md keep every field."""
     from perseval.report.headline import headline_note
@@ -121,7 +121,11 @@ def run(config: Path = CONFIG,
                         sample=sample)
     from perseval.report.headline import SMALL_MODEL_WARNING
 
-    _print_headline(summary["headline"], wide)
+    from perseval.report.rows import HeadlineRow
+
+    rows = [HeadlineRow.of(r) for r in summary["headline"]]
+    summary["headline"] = [r.as_dict() for r in rows]  # the summary JSON: the keys it always had
+    _print_headline(rows, wide)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
     console.print(f"stage seconds: {summary['timings']}")
@@ -130,10 +134,10 @@ def run(config: Path = CONFIG,
                   f"'{summary['experiment']}'); open the UI with: perseval ui")
     if summary_json:
         summary_json.write_text(json.dumps(summary, indent=2, default=str))
-    incomplete = [r for r in summary["headline"] if r.get("status") == "incomplete"]
+    incomplete = [r for r in rows if r.status == "incomplete"]
     if incomplete:
-        failed_out = sum(r["failed_outputs"] for r in incomplete)
-        failed_judg = sum(r["failed_judgments"] for r in incomplete)
+        failed_out = sum(r.failed_outputs for r in incomplete)
+        failed_judg = sum(r.failed_judgments for r in incomplete)
         console.print(f"[red]incomplete:[/red] {len(incomplete)} cell(s) hold {failed_out} failed output(s) and "
                       f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}",
                       soft_wrap=True)
@@ -424,7 +428,10 @@ def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str) -> tuple[
     from perseval.setup.config import MLflowSettings
     from perseval.report.tracking import parent_runs, resolve_tracking
 
+    import mlflow
+
     uri, _ = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
+    mlflow.set_tracking_uri(uri)  # what reads traces through mlflow's module functions reads this store too
     client = MlflowClient(uri)
     try:
         parents = parent_runs(client, specs, latest)

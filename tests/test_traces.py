@@ -166,8 +166,8 @@ def test_parent_runs_have_distinct_names_real_start_and_each_cells_headline(trac
     client = MlflowClient()
     runs = [client.get_run(p) for p in parents]
     assert len({r.info.run_name for r in runs}) == 2
-    assert all(r.info.run_name.startswith(f"{exp.experiment.name} ") and exp.key()[:8] in r.info.run_name
-               for r in runs)
+    assert all(r.info.run_name.startswith(f"{exp.experiment.name} ") and len(r.info.run_name) <= len(exp.experiment.name) + 15
+               and r.data.params["experiment.key"] == exp.key() for r in runs)  # readable in the UI's run column
     started = int(psutil.Process().create_time() * 1000)  # this process ran both "runs"
     assert all(r.info.start_time == started and r.info.end_time > started for r in runs)
     for run in runs:
@@ -180,6 +180,16 @@ def test_parent_runs_have_distinct_names_real_start_and_each_cells_headline(trac
                 assert run.data.metrics[name] == child.data.metrics[metric]
     assert {k for k in runs[0].data.metrics if k.startswith("headline/")} == \
         {k for k in runs[1].data.metrics if k.startswith("headline/")} != set()
+    # each headline score with its interval's bounds, the compact headline as the run's description, and the
+    # experiment marked as model development so the UI opens on its runs (not the GenAI usage page)
+    rag = next(c for c in plan.cells if c.agent == "iba-rag" and c.judge == "stub-judge")
+    child = _children(runs[0].info.run_id)[rag.key]
+    name = "headline/" + rag.name
+    assert runs[0].data.metrics[f"{name}/ci_low"] == child.data.metrics["ci_low"] <= runs[0].data.metrics[name] \
+        <= runs[0].data.metrics[f"{name}/ci_high"] == child.data.metrics["ci_high"]
+    note = runs[0].data.tags["mlflow.note.content"]
+    assert "| iba-rag/stub-judge |" in note and "| iba-no-history/iba.slots |" in note and "±" in note
+    assert client.get_experiment(runs[0].info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
 
 
 def test_compare_between_two_cells_prints_the_instances_that_differ_most_with_trace_ids(tracked):
@@ -253,6 +263,7 @@ def _trace_ids(score_key: str) -> dict[str, str]:
 
 def test_samples_lists_every_instance_with_user_score_verdicts_rationales_and_trace(tracked, tmp_path):
     exp, plan, root, _, parents, uri, _ = tracked
+    mlflow.set_tracking_uri(uri)  # an earlier test may have pointed it elsewhere
     cell = _cell(plan, "iba-rag", "stub-judge")
     page = tmp_path / "samples.html"
     result = CliRunner().invoke(app, ["samples", parents[1], "iba-rag/stub-judge", "--tracking-uri", uri,
@@ -284,6 +295,7 @@ def test_samples_lists_every_instance_with_user_score_verdicts_rationales_and_tr
 
 def test_samples_refuses_an_ambiguous_cell_or_a_bad_filter_before_any_output(tracked):
     exp, plan, root, _, parents, uri, _ = tracked
+    mlflow.set_tracking_uri(uri)  # an earlier test may have pointed it elsewhere
     both = CliRunner().invoke(app, ["samples", parents[1], "iba-rag", "--tracking-uri", uri])
     assert both.exit_code == 2 and both.output.startswith("error:")
     assert "names 2 cells" in both.output and "iba.slots" in both.output and "stub-judge" in both.output
@@ -294,6 +306,7 @@ def test_samples_refuses_an_ambiguous_cell_or_a_bad_filter_before_any_output(tra
 
 def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scores_and_traces(tracked):
     exp, plan, root, _, parents, uri, _ = tracked
+    mlflow.set_tracking_uri(uri)  # an earlier test may have pointed it elsewhere
     result = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba-rag", "iba-no-history",
                                       "--tracking-uri", uri])
     assert result.exit_code == 0, result.output

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import mlflow
 import pandas as pd
@@ -14,74 +14,79 @@ from perseval.pipeline.cost import PlanCost
 from perseval.report.gains import control_metrics, log_control_tables
 from perseval.report.judge_check import log_run_validity
 from perseval.report.probes import flag_tags
+from perseval.report.rows import HeadlineRow, ScoreManifest
 from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_tag
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.store import StageStore
 from perseval.report.traces import log_traces, n_outputs, resolve_selection
-from perseval.report.tracking import (OWNER_KEY, ensure_experiment, headline_metrics, log_cell, log_parent_summary,
-                                mark_abandoned_runs, start_parent_run, tracking_lock)
+from perseval.report.tables import headline_markdown
+from perseval.report.tracking import (OWNER_KEY, describe_run, ensure_experiment, headline_metrics, log_cell,
+                                      log_parent_summary, mark_abandoned_runs, start_parent_run, tracking_lock)
 
 SMALL_MODEL_WARNING = (
     "Note: the embedded default serves a 135M-parameter model. Its answers and judgments are weak: this run "
     "shows that the pipeline works end to end and how fast, not how good an agent is.")
 
 
-def cell_frame(score: dict[str, Any]) -> pd.DataFrame:
-    table = pd.DataFrame(score.get("table", []))
+def cell_frame(score: Mapping[str, Any] | list[dict[str, Any]]) -> pd.DataFrame:
+    """A cell's score table (its ScoreManifest's `table`, or the summary dict holding it), indexed by group."""
+    table = pd.DataFrame(score.get("table", []) if isinstance(score, Mapping) else score)
     return table.set_index("group") if not table.empty else table
 
 
-def is_complete(score: dict[str, Any]) -> bool:
+def is_complete(score: Mapping[str, Any] | ScoreManifest) -> bool:
     """A cell is complete when no agent output and no judgment of it failed (a re-run redoes those)."""
-    return not score["outputs"].get("failed", 0) and not score["judgments"].get("failed", 0)
+    return ScoreManifest.of(score).complete
 
 
-def cell_status(score: dict[str, Any]) -> str:
+def cell_status(score: Mapping[str, Any] | ScoreManifest) -> str:
     """complete / incomplete, or "no items": the judge had nothing of the data to judge (the slot rule on a
     release without CallAPI instances; the plan is made before the data exists), never "complete" with n 0."""
-    if not sum(score["judgments"].values()) and not score["outputs"].get("failed", 0):
-        return "no items"
-    return "complete" if is_complete(score) else "incomplete"
+    return ScoreManifest.of(score).status
 
 
-def headline(plan: Plan, scores: dict[str, dict[str, Any]], costs: PlanCost | None = None) -> pd.DataFrame:
+def headline(plan: Plan, scores: dict[str, Any], costs: PlanCost | None = None) -> pd.DataFrame:
     """The headline rows as a frame (for CSV and Markdown artifacts)."""
     return pd.DataFrame(headline_rows(plan, scores, costs))
 
 
-def headline_rows(plan: Plan, scores: dict[str, dict[str, Any]],
-                  costs: PlanCost | None = None, root: str | None = None) -> list[dict[str, Any]]:
+def headline_rows(plan: Plan, scores: dict[str, Any], costs: PlanCost | None = None,
+                  root: str | None = None) -> list[HeadlineRow]:
     """One row per cell: the headline metric over the scored instances with its user-clustered interval,
     beside it what was left out, and (given `costs`) what the cell cost: tokens, seconds and dollars in
     total and spent by this run. Given `root` (where the score outputs are), a cell of an entry that names
-    a baseline also carries its difference to the baseline cell (perseval.report.comparisons).
+    a baseline also carries its difference to the baseline cell (perseval.report.comparisons). `scores`: cell
+    key -> its ScoreManifest (or the score stage's summary dict).
 
     A cell with nothing scored (e.g. a rubric judge bound to an agent that leaves no trajectory) has score
     None and n 0; as plain records, not a frame, so the summary never turns them into NaN and 0.0."""
-    rows = []
-    compared = baseline_comparisons(plan, root, {c.key: scores[c.key]["headline_metric"] for c in plan.cells}) \
+    manifests = {k: ScoreManifest.of(v) for k, v in scores.items()}
+    compared = baseline_comparisons(plan, root, {c.key: manifests[c.key].headline_metric for c in plan.cells}) \
         if root else {}
+    rows = []
     for cell in plan.cells:
         if cell.run.control is not None:  # a control's score is shown beside its plain cell (perseval.report.gains)
             continue
-        s = scores[cell.key]
-        table = cell_frame(s)
-        metric = s["headline_metric"]
-        overall = table.loc[OVERALL] if OVERALL in table.index else {}
-        share = overall.get("unscored_share")
-        rows.append({"benchmark": cell.benchmark, "agent": cell.agent, "backbone": cell.backbone or "-",
-                     "retriever": cell.retriever, "judge": cell.judge, "metric": metric,
-                     "score": _float(overall.get(metric)), "n": _int(overall.get("n")) or 0,
-                     "unscored_items": _int(overall.get("unscored_items")) or 0, "unscored_share": _float(share),
-                     "invalid_outputs": s["outputs"].get("invalid", 0), "failed_outputs": s["outputs"].get("failed", 0),
-                     "failed_judgments": s["judgments"].get("failed", 0),
-                     "status": cell_status(s),
-                     **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high", "se")},
-                     "n_users": _int(overall.get("n_users")), "level": plan.exp.experiment.statistics.level,
-                     **comparison_fields(compared.get(cell.key), _baseline(plan, cell)),
-                     **(costs.cells[cell.key]["cell"].row() if costs else {})})
+        rows.append(_row(plan, cell, manifests[cell.key], compared.get(cell.key), costs))
     return rows
+
+
+def _row(plan: Plan, cell: Cell, s: ScoreManifest, comparison: Any, costs: PlanCost | None) -> HeadlineRow:
+    table = cell_frame(s.table)
+    overall = table.loc[OVERALL] if OVERALL in table.index else {}
+    fields: dict[str, Any] = {
+        "benchmark": cell.benchmark, "agent": cell.agent, "backbone": cell.backbone or "-",
+        "retriever": cell.retriever, "judge": cell.judge, "metric": s.headline_metric,
+        "score": _float(overall.get(s.headline_metric)), "n": _int(overall.get("n")) or 0,
+        "unscored_items": _int(overall.get("unscored_items")) or 0, "unscored_share": _float(overall.get("unscored_share")),
+        "invalid_outputs": s.outputs.get("invalid", 0), "failed_outputs": s.outputs.get("failed", 0),
+        "failed_judgments": s.judgments.get("failed", 0), "status": s.status,
+        **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high", "se")},
+        "n_users": _int(overall.get("n_users")), "level": plan.exp.experiment.statistics.level,
+        **comparison_fields(comparison, _baseline(plan, cell)),
+        **(costs.cells[cell.key]["cell"].row() if costs else {})}
+    return HeadlineRow.of(fields)
 
 
 def score_text(row: dict[str, Any]) -> str:
@@ -136,18 +141,18 @@ def _int(value: Any) -> int | None:
 
 def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
           analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost,
-          rows: list[dict[str, Any]], base: Path | None = None) -> str:
+          rows: list[HeadlineRow] | list[dict[str, Any]], base: Path | None = None) -> str:
     """Log the parent run and one child run per cell (`rows`: the run's headline rows, made once by the
     caller for its summary too); returns the parent run id."""
     with tracking_lock(exp.experiment.mlflow, base):
-        return _track(exp, plan, root, scores, analyses, stats, costs, base, rows)
+        return _track(exp, plan, root, scores, analyses, stats, costs, base, [HeadlineRow.of(r) for r in rows])
 
 
 UNCERTAINTY_METRICS = ("ci_low", "ci_high", "se", "n_users", "delta_vs_baseline", "delta_ci_low", "delta_ci_high",
                        "delta_p", "mde")
 
 
-def uncertainty_metrics(row: dict[str, Any]) -> dict[str, float]:
+def uncertainty_metrics(row: Mapping[str, Any]) -> dict[str, float]:
     """A cell's interval of its headline score (and its difference to the baseline) as MLflow metrics."""
     return {k: float(row[k]) for k in UNCERTAINTY_METRICS if row.get(k) is not None}
 
@@ -162,7 +167,7 @@ def cost_metrics(plan: Plan, costs: PlanCost) -> dict[str, float]:
 
 def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict[str, Any]],
            analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost, base: Path | None,
-           rows: list[dict[str, Any]]) -> str:
+           rows: list[HeadlineRow]) -> str:
     ensure_experiment(exp.experiment.mlflow, base)
     experiment = mlflow.set_experiment(exp.experiment.mlflow.experiment)
     mark_abandoned_runs(MlflowClient(), experiment.experiment_id)  # runs a killed perseval left RUNNING
@@ -171,6 +176,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
     with start_parent_run(exp, experiment.experiment_id, {OWNER_KEY: owner_tag()}) as parent:
         log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs),
                                                       **headline_metrics(plain, rows)})
+        describe_run(headline_markdown(rows))  # the compact headline, as the terminal shows it (perseval.report.tables)
         log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.report.judge_check)
         mlflow.set_tags(flag_tags(rows))  # a probed judge that does not discriminate (perseval.report.probes)
         log_control_tables(plan, root, rows)  # the gains per metric and the controls of every cell (perseval.report.gains)
@@ -180,19 +186,19 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
                                      f"analysis/{unit.data.entry.name}")
         selection, traced = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells)), []
         for cell in plan.cells:  # a control cell has no headline row of its own: its gains are on its plain cell
-            s = scores[cell.key]
-            table = cell_frame(s)
-            extra = uncertainty_metrics(row_of.get(cell.key, {})) | {"outputs_invalid": float(s["outputs"].get("invalid", 0)),
-                     "outputs_failed": float(s["outputs"].get("failed", 0)),
-                     "judgments_unscored": float(s["judgments"].get("unscored", 0)),
-                     "judgments_failed": float(s["judgments"].get("failed", 0))}
+            s = ScoreManifest.of(scores[cell.key])
+            table = cell_frame(s.table)
+            extra = uncertainty_metrics(row_of.get(cell.key, {})) | {
+                "outputs_invalid": float(s.outputs.get("invalid", 0)), "outputs_failed": float(s.outputs.get("failed", 0)),
+                "judgments_unscored": float(s.judgments.get("unscored", 0)),
+                "judgments_failed": float(s.judgments.get("failed", 0))}
             spend = costs.cells[cell.key]  # the cell's tokens, seconds and dollars, in total and per stage
             extra |= spend["cell"].metrics() | spend["run"].metrics("run") | spend["judge"].metrics("judge")
             extra["score.wall_seconds"] = spend["score"].wall_seconds
             extra |= control_metrics(cell, rows)  # the gains beside the score (perseval.report.gains)
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
-            traced.append((cell, log_cell(exp, cell, table, s["metrics"], extra, dirs, complete=is_complete(s)),
-                           s["headline_metric"]))
+            traced.append((cell, log_cell(exp, cell, table, s.metrics, extra, dirs, complete=s.complete),
+                           s.headline_metric))
         log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
         return parent.info.run_id

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from perseval.setup.components import make_judges
 from perseval.setup.config import ModelConfig
@@ -34,6 +34,7 @@ from perseval.pipeline.plan import DataUnit, Plan, model_fingerprint
 from perseval.core.records import AgentOutput, Instance, Judgment
 from perseval.setup.specs import JudgeSpec
 from perseval.core.store import StageStore, unit_lock
+from perseval.report.rows import HeadlineRow
 from perseval.benchmarks.views import KnownItemsGold, ScenarioPayload
 
 PROBE_VERSION = 1
@@ -189,20 +190,20 @@ def probe_reports(plan: Plan, root: str) -> dict[tuple[str, str], dict[str, Any]
     return out
 
 
-def with_probe_flags(plan: Plan, root: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each headline row of a probed judge gets the judge's AUC and pass rates, and the flag when the
-    judge does not separate known-good from known-bad answers."""
+def with_probe_flags(plan: Plan, root: str, rows: list[Mapping[str, Any]]) -> list[HeadlineRow]:
+    """The headline rows (of the controls pass, which returns plain mappings) as typed rows, those of a probed
+    judge filled with its AUC, pass rates and item counts, and the flag when the judge does not separate
+    known-good from known-bad answers."""
     reports = probe_reports(plan, root)
     out = []
-    for r in rows:
-        rep = reports.get((r["benchmark"], r["judge"]))
+    for r in map(HeadlineRow.of, rows):
+        rep = reports.get((r.benchmark, r.judge))
         if rep is not None and rep["discriminates"] is not None:
-            r = {**r, "judge_auc": rep["auc"], "judge_pass_rate_gold": rep[f"pass_rate.{GOOD}"],
-                 "judge_pass_rate_bad": rep["pass_rate.bad"], "judge_discriminates": rep["discriminates"],
-                 "judge_probe_items": rep["n_items"], "judge_probe_gold": rep.get(f"n.{GOOD}"),
-                 "judge_probe_bad": (rep.get(f"n.{EMPTY}") or 0) + (rep.get(f"n.{WRONG}") or 0)}
-            if rep["discriminates"] is False:
-                r["judge_flag"] = NOT_INTERPRETABLE
+            r = r.filled(judge_auc=rep["auc"], judge_pass_rate_gold=rep[f"pass_rate.{GOOD}"],
+                         judge_pass_rate_bad=rep["pass_rate.bad"], judge_discriminates=rep["discriminates"],
+                         judge_probe_items=rep["n_items"], judge_probe_gold=rep.get(f"n.{GOOD}"),
+                         judge_probe_bad=(rep.get(f"n.{EMPTY}") or 0) + (rep.get(f"n.{WRONG}") or 0),
+                         judge_flag=NOT_INTERPRETABLE if rep["discriminates"] is False else None)
         out.append(r)
     return out
 

@@ -151,7 +151,7 @@ class Sample:
 
     instance_id: str
     repeat: int
-    user: str
+    user: str  # the cluster of the score's interval (perseval.pipeline.stages: the instance's user or persona)
     group: str
     score: float | None  # the cell's headline metric (mean over judge repeats); None: unscored
     status: str  # scored / unscored / judge_failed / not_judged / failed / invalid (the agent's output)
@@ -203,16 +203,22 @@ def _clip(text: str, limit: int = TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 
-def trace_index(experiment_id: str, score_key: str) -> dict[tuple[str, int], tuple[str, str, str]]:
-    """(instance_id, repeat) -> (trace id, user, group) of the traces written for a score key."""
-    import mlflow
-
-    if not score_key:
-        return {}
-    found = mlflow.search_traces(locations=[experiment_id], filter_string=f"tags.`{TAG}score_key` = '{score_key}'",
-                                 include_spans=False, return_type="list")
-    return {(t.info.tags[TAG + "instance_id"], int(t.info.tags.get(TAG + "repeat", 0))):
-            (t.info.trace_id, t.info.tags.get(TAG + "user_id", ""), t.info.tags.get(TAG + "group", "")) for t in found}
+def trace_index(client: MlflowClient, experiment_id: str, score_key: str) -> dict[tuple[str, int], tuple[str, str, str]]:
+    """(instance_id, repeat) -> (trace id, user, group) of the traces written for a score key, from the store
+    `client` reads (never the process's global tracking URI)."""
+    out: dict[tuple[str, int], tuple[str, str, str]] = {}
+    token = None
+    while score_key:
+        page = client.search_traces(locations=[experiment_id], filter_string=f"tags.`{TAG}score_key` = '{score_key}'",
+                                    include_spans=False, max_results=500, page_token=token)
+        for t in page:
+            tags = t.info.tags
+            out[(tags[TAG + "instance_id"], int(tags.get(TAG + "repeat", 0)))] = (
+                t.info.trace_id, tags.get(TAG + "user_id", ""), tags.get(TAG + "group", ""))
+        token = page.token
+        if not token:
+            break
+    return out
 
 
 def read_samples(client: MlflowClient, run: Any) -> list[Sample]:
@@ -234,14 +240,15 @@ def read_samples(client: MlflowClient, run: Any) -> list[Sample]:
     for j in judgments:
         verdicts.setdefault((j.instance_id, j.repeat), []).append(Verdict(
             j.kind, j.item_id, j.judge, j.judge_repeat, j.score, j.status, j.feedback, j.raw))
-    traces = trace_index(run.info.experiment_id, tags.get(TAG + "score_key", ""))
+    traces = trace_index(client, run.info.experiment_id, tags.get(TAG + "score_key", ""))
     out = []
     for o in outputs:
         key = (o.instance_id, o.repeat)
         vs = values.get(key)
         score = sum(vs) / len(vs) if vs else None
         mine = sorted(verdicts.get(key, []), key=lambda v: (v.kind, v.item_id, v.judge_repeat))
-        trace_id, user, group = traces.get(key, (None, *who.get(o.instance_id, ("", ""))))
+        trace_id, user, group = traces.get(key, (None, "", ""))
+        user, group = who.get(o.instance_id, (user, group))  # the score's user: the cluster its interval resamples
         out.append(Sample(o.instance_id, o.repeat, user, group, score, _status(o, score, mine), o.text, mine, trace_id))
     return sorted(out, key=lambda s: (s.instance_id, s.repeat))
 

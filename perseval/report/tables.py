@@ -311,3 +311,23 @@ def frame_table(frame: Any, title: str) -> Table:
     for idx, row in frame.iterrows():
         table.add_row(str(idx), *["" if v is None or v != v else str(v) for v in row])
     return table
+
+
+def headline_markdown(rows: Sequence[Row]) -> str:
+    """The compact headline as Markdown, one table per benchmark (a parent run's description in MLflow)."""
+    from perseval.report.headline import score_text
+
+    names = short_names([identity(r) for r in rows])
+    out = []
+    for bench in dict.fromkeys(str(r.get("benchmark")) for r in rows):
+        members = [(r, n) for r, n in zip(rows, names) if str(r.get("benchmark")) == bench]
+        baseline = next((r.get("baseline") for r, _ in members if r.get("baseline")), None)
+        metrics = ", ".join(sorted({str(r.get("metric")) for r, _ in members}))
+        out.append(f"**{bench}** ({metrics}, 0-100" + (f"; Δ vs {baseline}" if baseline else "") + ")\n")
+        out.append("| cell | score ± CI | users/n | Δ [CI] | p | status |\n|---|--:|--:|--:|--:|---|")
+        for r, name in members:
+            users = f"{r.get('n_users') if r.get('n_users') is not None else '-'}/{r.get('n') or 0}"
+            out.append(f"| {name} | {score_text(r) or '-'} | {users} | {delta_compact(r)} | {p_text(r.get('delta_p'))} "
+                       f"| {status_text(r)} |")
+        out.append("")
+    return "\n".join(out) + "± : half-width of the user-clustered interval; users/n: users and instances scored.\n"

@@ -75,9 +75,13 @@ def ensure_experiment(settings: MLflowSettings, base: Path | None = None) -> str
     write_ahead(uri)
     mlflow.set_tracking_uri(uri)
     found = mlflow.get_experiment_by_name(settings.experiment)
-    if found is not None:
-        return found.experiment_id
-    return mlflow.create_experiment(settings.experiment, artifact_location=f"{artifacts}/{settings.experiment}")
+    if found is None:
+        made = mlflow.create_experiment(settings.experiment, artifact_location=f"{artifacts}/{settings.experiment}",
+                                        tags={EXPERIMENT_KIND: "custom_model_development"})
+        return made
+    if EXPERIMENT_KIND not in found.tags:  # traces alone make the UI take it for a GenAI app: open on its runs
+        MlflowClient().set_experiment_tag(found.experiment_id, EXPERIMENT_KIND, "custom_model_development")
+    return found.experiment_id
 
 
 def flatten(prefix: str, obj: Any) -> dict[str, str]:
@@ -204,8 +208,9 @@ def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: d
 
 
 def parent_run_name(exp: ResolvedExperiment, started: float) -> str:
-    """Distinct per run: the experiment, when it started (UTC) and its configuration's short key."""
-    return f"{exp.experiment.name} {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(started))} {exp.key()[:8]}"
+    """Short enough for the UI's run column: the experiment and when it started (UTC, to the minute; a second
+    run in the same minute gets #2). The configuration's key is the run's `experiment.key` param."""
+    return f"{exp.experiment.name} {time.strftime('%m-%d %H:%M', time.gmtime(started))}"
 
 
 def start_parent_run(exp: ResolvedExperiment, experiment_id: str, tags: dict[str, str],
@@ -222,11 +227,28 @@ def start_parent_run(exp: ResolvedExperiment, experiment_id: str, tags: dict[str
     return mlflow.start_run(run_id=run.info.run_id)
 
 
-def headline_metrics(cells: list[Cell], rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Each cell's headline score on the parent run, named after the cell, so the same cell in two runs has
-    the same metric and MLflow's compare view lines them up."""
-    return {"headline/" + "/".join(mlflow_key(part) for part in c.name.split("/")): float(r["score"])
-            for c, r in zip(cells, rows) if r["score"] is not None}
+def headline_metrics(cells: list[Cell], rows: list[Any]) -> dict[str, float]:
+    """Each cell's headline score on the parent run, named after the cell (`headline/<cell>`), so the same cell
+    in two runs has the same metric and MLflow's compare view lines them up; beside it the bounds of its
+    interval (`headline/<cell>/ci_low`, `/ci_high`)."""
+    out = {}
+    for c, r in zip(cells, rows):
+        name = "headline/" + "/".join(mlflow_key(part) for part in c.name.split("/"))
+        if r["score"] is not None:
+            out[name] = float(r["score"])
+        for bound in ("ci_low", "ci_high"):
+            if r.get(bound) is not None:
+                out[f"{name}/{bound}"] = float(r[bound])
+    return out
+
+
+EXPERIMENT_KIND = "mlflow.experimentKind"  # MLflow 3's UI opens a GenAI experiment on its usage page, others on runs
+NOTE = "mlflow.note.content"  # a run's description in the UI
+
+
+def describe_run(text: str) -> None:
+    """The active run's description (Markdown) in the UI."""
+    mlflow.set_tag(NOTE, text)
 
 
 def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> list[Any]:

@@ -1,0 +1,162 @@
+"""Typed headline rows and score manifests (issue 30).
+
+A `HeadlineRow` is one plain cell's line of the headline: its identity, score with interval and users, what was
+left out, its difference to the baseline, then what later passes fill in - the cost of the cell
+(perseval.pipeline.cost), the controls and evidence fields (perseval.report.gains, kept as `controls`: that pass
+owns their names) and the judge's probe figures (perseval.report.probes). It reads as a mapping too
+(`row["score"]`, `row.get("judge_auc")`, `{**row}`), with the same keys the summary JSON has always had: the
+core fields always, a later pass's fields only when that pass filled them.
+
+A `ScoreManifest` is what the score stage reports of one cell (perseval.pipeline.stages.score_summary): the
+score table, its metrics and the count of outputs and judgments by status.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from numbers import Integral, Real
+from typing import Any
+
+import numpy as np
+
+CORE = ("benchmark", "agent", "backbone", "retriever", "judge", "metric", "score", "n", "unscored_items",
+        "unscored_share", "invalid_outputs", "failed_outputs", "failed_judgments", "status", "ci_low", "ci_high", "se",
+        "n_users", "level", "baseline", "delta_vs_baseline", "delta_ci_low", "delta_ci_high", "delta_p",
+        "delta_paired", "delta_n_users", "mde")
+COST = ("tokens_in", "tokens_out", "llm_seconds", "wall_seconds", "cost_usd", "new_tokens_in", "new_tokens_out",
+        "new_cost_usd")
+PROBE = ("judge_auc", "judge_pass_rate_gold", "judge_pass_rate_bad", "judge_discriminates", "judge_flag",
+         "judge_probe_items", "judge_probe_gold", "judge_probe_bad")
+
+
+Number = (Real,)  # numpy's floats and ints too
+Flag = (bool, np.bool_, type(None))
+TYPES: dict[str, tuple[type, ...]] = {
+    **{k: (str,) for k in ("benchmark", "agent", "backbone", "retriever", "judge", "metric", "status")},
+    **{k: (Integral,) for k in ("n", "unscored_items", "invalid_outputs", "failed_outputs", "failed_judgments")},
+    **{k: Number + (type(None),) for k in ("score", "unscored_share", "ci_low", "ci_high", "se", "n_users", "level",
+                                          "delta_vs_baseline", "delta_ci_low", "delta_ci_high", "delta_p",
+                                          "delta_n_users", "mde", *COST, "judge_auc", "judge_pass_rate_gold",
+                                          "judge_pass_rate_bad", "judge_probe_items", "judge_probe_gold",
+                                          "judge_probe_bad")},
+    "baseline": (str, type(None)), "delta_paired": Flag, "judge_discriminates": Flag,
+    "judge_flag": (str, type(None)),
+}
+
+
+class HeadlineRow(dict):  # type: ignore[type-arg]
+    """One plain cell's headline row: a dict (so the summary JSON, pandas and `{**row}` read it as they always
+    did) whose declared fields are checked when it is made and read as typed attributes (`row.score`); an
+    optional field a pass did not fill reads None and is absent from the keys."""
+
+    benchmark: str
+    agent: str
+    backbone: str
+    retriever: str
+    judge: str
+    metric: str
+    score: float | None  # None: nothing scored (never 0)
+    n: int  # instances scored
+    unscored_items: int
+    unscored_share: float | None
+    invalid_outputs: int
+    failed_outputs: int
+    failed_judgments: int
+    status: str  # complete / incomplete / no items
+    ci_low: float | None
+    ci_high: float | None
+    se: float | None
+    n_users: int | None
+    level: float
+    baseline: str | None
+    delta_vs_baseline: float | None
+    delta_ci_low: float | None
+    delta_ci_high: float | None
+    delta_p: float | None  # Holm-corrected across the table's comparisons
+    delta_paired: bool | None
+    delta_n_users: int | None
+    mde: float | None
+    # the cost pass (headline_rows given costs)
+    tokens_in: int | None
+    tokens_out: int | None
+    llm_seconds: float | None
+    wall_seconds: float | None
+    cost_usd: float | None
+    new_tokens_in: int | None
+    new_tokens_out: int | None
+    new_cost_usd: float | None
+    # the probes pass (perseval.report.probes.with_probe_flags)
+    judge_auc: float | None
+    judge_pass_rate_gold: float | None
+    judge_pass_rate_bad: float | None
+    judge_discriminates: bool | None
+    judge_flag: str | None
+    judge_probe_items: int | None
+    judge_probe_gold: int | None
+    judge_probe_bad: int | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> "HeadlineRow":
+        """A row from the mapping a pass returns (or the summary JSON holds): every core field present, every
+        declared field of its type (TypeError naming it otherwise); the controls pass's own fields kept."""
+        if isinstance(row, HeadlineRow):
+            return row
+        missing = [k for k in CORE if k not in row]
+        if missing:
+            raise TypeError(f"a headline row lacks {missing}")
+        for key, value in row.items():
+            if key in TYPES and not isinstance(value, TYPES[key]):
+                raise TypeError(f"headline row field {key!r} is {value!r}, not {' or '.join(t.__name__ for t in TYPES[key])}")
+        return cls(row)
+
+    def filled(self, **fields: Any) -> "HeadlineRow":
+        """A copy with a later pass's fields (None: left out of the keys)."""
+        return HeadlineRow.of({**self, **{k: v for k, v in fields.items() if v is not None}})
+
+    def __getattr__(self, name: str) -> Any:
+        if name in TYPES:
+            return self.get(name)
+        raise AttributeError(name)
+
+    @property
+    def controls(self) -> dict[str, Any]:
+        """The controls pass's fields (perseval.report.gains names them)."""
+        return {k: v for k, v in self.items() if k not in TYPES}
+
+    def identity(self) -> tuple[str, str, str, str, str]:
+        return self.benchmark, self.agent, self.backbone, self.retriever, self.judge
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+@dataclass
+class ScoreManifest:
+    """What the score stage reports of one cell."""
+
+    table: list[dict[str, Any]]
+    headline_metric: str
+    metrics: list[str]
+    outputs: dict[str, int]  # agent outputs by status (ok / invalid / failed)
+    judgments: dict[str, int]  # judgments by status (scored / unscored / failed)
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any] | "ScoreManifest") -> "ScoreManifest":
+        if isinstance(summary, ScoreManifest):
+            return summary
+        return cls(list(summary.get("table", [])), str(summary.get("headline_metric", "")),
+                   list(summary.get("metrics", [])), dict(summary.get("outputs", {})),
+                   dict(summary.get("judgments", {})))
+
+    @property
+    def complete(self) -> bool:
+        """No agent output and no judgment of the cell failed (a re-run redoes those)."""
+        return not self.outputs.get("failed", 0) and not self.judgments.get("failed", 0)
+
+    @property
+    def status(self) -> str:
+        """complete / incomplete, or "no items": the judge had nothing of the data to judge (never "complete"
+        with n 0)."""
+        if not sum(self.judgments.values()) and not self.outputs.get("failed", 0):
+            return "no items"
+        return "complete" if self.complete else "incomplete"
