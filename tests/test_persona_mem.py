@@ -325,3 +325,22 @@ def test_the_cpu_config_plans_the_agents_and_their_swapped_runs():
     assert ("persona-mem-long-context", "swapped-history") in runs and ("persona-mem-rag", "swapped-history") in runs
     assert ("persona-mem-oracle", "swapped-history") not in runs and ("persona-mem-no-history", None) in runs
     assert {c.judge for c in plan.cells} == {"persona_mem.choice"}
+
+
+def test_the_older_column_names_and_a_percentage_are_read(tmp_path):
+    """The repository's older samples name the question `question`, have no persona_id (one persona per
+    shared context) and write the proportion as a percentage."""
+    folder = _copy(tmp_path)
+    path = folder / QUESTIONS
+    rows = list(csv.DictReader(path.open(newline="")))
+    for r in rows:
+        r["question"] = r.pop("user_question_or_message")
+        r.pop("persona_id")
+        r["distance_to_ref_proportion_in_context"] = "69.20%"
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    inst = by_id(load(folder))["pm-fern-1"]
+    assert inst.user_id == "ctx-fern" and inst.query.startswith("Could you suggest a theme")
+    assert inst.payload["distance_to_ref_proportion_in_context"] == pytest.approx(0.692)

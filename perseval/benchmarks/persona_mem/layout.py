@@ -26,9 +26,12 @@ QUESTION_TYPES = (
 LETTERS = ("a", "b", "c", "d")
 ROLES = ("system", "user", "assistant")
 
-REQUIRED = ("persona_id", "question_id", "question_type", "topic", "user_question_or_message", "correct_answer",
-            "all_options", "shared_context_id", "end_index_in_shared_context", "distance_to_ref_in_blocks",
-            "distance_to_ref_in_tokens")
+REQUIRED = ("question_id", "question_type", "topic", "correct_answer", "all_options", "shared_context_id",
+            "end_index_in_shared_context", "distance_to_ref_in_blocks", "distance_to_ref_in_tokens")
+# The question's text: `user_question_or_message` in the release, `question` in the repository's older samples.
+QUESTION_COLUMNS = ("user_question_or_message", "question")
+# The persona: `persona_id` in the release; a file without it has one persona per shared context.
+PERSONA_COLUMN = "persona_id"
 OPTIONAL_INT = ("context_length_in_tokens", "context_length_in_letters", "num_irrelevant_tokens")
 OPTIONAL_FLOAT = ("distance_to_ref_proportion_in_context",)
 

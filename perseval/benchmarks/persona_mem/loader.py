@@ -1,8 +1,8 @@
 """Reading the official PersonaMem files row by row; every bad row is an InputError naming file, row and field.
 
 Rows are counted from 1: the CSV's first question row (after the header) is row 1, the JSONL's first line
-is row 1. A question becomes an Instance (user = persona_id, group = question_type, gold = the correct
-letter); every message of a shared context a kept question reads becomes a Document of that persona, with
+is row 1. A question becomes an Instance (user = persona_id, or the shared context when a file has no
+persona_id column; group = question_type; gold = the correct letter); every message of a shared context a kept question reads becomes a Document of that persona, with
 its position in the context (`meta.index`), so agents can cut the context at the question's end index.
 """
 from __future__ import annotations
@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perseval.benchmarks.persona_mem.layout import (LETTERS, OPTIONAL_FLOAT, OPTIONAL_INT, QUESTION_TYPES, REQUIRED,
-                                                    ROLES, contexts_file, questions_file)
+from perseval.benchmarks.persona_mem.layout import (LETTERS, OPTIONAL_FLOAT, OPTIONAL_INT, PERSONA_COLUMN,
+                                                    QUESTION_COLUMNS, QUESTION_TYPES, REQUIRED, ROLES, contexts_file,
+                                                    questions_file)
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
 
@@ -111,8 +112,9 @@ def _int(path: Path, row: int, raw: dict[str, str], field: str, low: int = 0) ->
     return int(number)
 
 
-def question_row(path: Path, row: int, raw: dict[str, str], contexts: dict[str, list[Message]]) -> Instance:
-    for field in REQUIRED:
+def question_row(path: Path, row: int, raw: dict[str, str], contexts: dict[str, list[Message]],
+                 question_column: str = QUESTION_COLUMNS[0]) -> Instance:
+    for field in (*REQUIRED, question_column):
         if not (raw.get(field) or "").strip():
             raise _fail(path, row, field, "missing")
     qtype = raw["question_type"].strip()
@@ -142,12 +144,14 @@ def question_row(path: Path, row: int, raw: dict[str, str], contexts: dict[str, 
             payload[field] = _int(path, row, raw, field)
     for field in OPTIONAL_FLOAT:
         if (raw.get(field) or "").strip():
-            try:
-                payload[field] = float(raw[field])
+            text = raw[field].strip()
+            try:  # a share, or a percentage ("97.80%") as some files write it
+                payload[field] = float(text[:-1]) / 100 if text.endswith("%") else float(text)
             except ValueError:
                 raise _fail(path, row, field, f"{raw[field]!r:.40} is not a number") from None
-    return Instance(f"pm-{raw['question_id'].strip()}", BENCHMARK, raw["persona_id"].strip(), qtype,
-                    raw["user_question_or_message"].strip(), payload, {"answer": answer})
+    persona = (raw.get(PERSONA_COLUMN) or "").strip() or sid
+    return Instance(f"pm-{raw['question_id'].strip()}", BENCHMARK, persona, qtype, raw[question_column].strip(),
+                    payload, {"answer": answer})
 
 
 def read_release(source: Path, split: str) -> Release:
@@ -160,12 +164,14 @@ def read_release(source: Path, split: str) -> Release:
     first: dict[str, int] = {}
     with path.open(encoding="utf-8", newline="") as f:
         reader = csv.DictReader(f)
-        missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
+        header = reader.fieldnames or []
+        question_column = next((c for c in QUESTION_COLUMNS if c in header), QUESTION_COLUMNS[0])
+        missing = [c for c in (*REQUIRED, question_column) if c not in header]
         if missing:
             raise InputError(path, f"the header lacks the columns {missing}", row=0, field=missing[0])
         n = 0
         for n, raw in enumerate(reader, 1):
-            inst = question_row(path, n, raw, contexts)
+            inst = question_row(path, n, raw, contexts, question_column)
             if inst.instance_id in first:
                 raise _fail(path, n, "question_id", f"duplicate question_id {raw['question_id']!r} (first at row "
                                                     f"{first[inst.instance_id]})")
