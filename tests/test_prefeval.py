@@ -378,3 +378,17 @@ def test_the_cpu_config_plans_both_judges_and_the_swapped_runs():
     assert ("prefeval-zero-shot", "swapped-history") in runs and ("prefeval-rag", "swapped-history") in runs
     assert ("prefeval-no-history", "swapped-history") not in runs and ("prefeval-oracle", "swapped-history") not in runs
     assert {c.judge for c in plan.cells} == {"smollm2-judge", "prefeval.classification"}
+
+
+def test_files_pair_by_row_as_the_official_scripts_read_them(tmp_path):
+    """Row i of every form and of mcq_options is one preference even when a file rewords it slightly; a
+    topic whose mcq file is shorter has no classification instance for the rows it lacks (counted)."""
+    folder = _copy(tmp_path)
+    _edit(MCQ, lambda r: r[0].update(preference="I absolutely never eat anything made with dairy."))(folder)
+    _edit("mcq_options/travel_hotel.json", lambda r: r.pop())(folder)
+    data = build_all(PrefEval(PrefEval.Params(inter_turns=[0])), sample=100, seed=3, source=folder)
+    got = by_id(data)
+    assert "pe-implicit-choice-lifestyle_dietary-1-t0-mcq" in got
+    assert got["pe-explicit-lifestyle_dietary-1-t0-mcq"].user_id == "lifestyle_dietary-001"
+    assert "pe-explicit-travel_hotel-2-t0-mcq" not in got and "pe-explicit-travel_hotel-2-t0-gen" in got
+    assert data.info["rows_without_mcq_options"] == 3  # travel_hotel row 2, in each of the three forms

@@ -1,8 +1,8 @@
 """Reading PrefEval's official files row by row; every bad row is an InputError naming file, row and field.
 
 A file is a JSON array; its first element is row 1. A preference is one user of perseval (the cluster of
-every interval): the same preference text in the explicit, implicit and classification files of a topic is
-the same user (`<topic>-<n>`, n in order of first appearance). The turns that reveal a preference (its
+every interval): row n of a topic's explicit, implicit and classification files is the same preference
+(user `<topic>-<n>`, perseval.benchmarks.prefeval.release). The turns that reveal a preference (its
 explicit statement, or its implicit choice-based or persona-driven conversation) are that user's history
 documents; the unrelated inter-turns are corpus documents (owner CORPUS_OWNER) every user's conversation
 shares, turn i being messages 2i and 2i+1 of the file's conversations laid end to end (the official order).
@@ -24,7 +24,7 @@ Message = dict[str, str]
 # The assistant's reply to an explicitly stated preference, the same for every user and model (the
 # official scripts let the tested model write it; a fixed reply keeps every agent's history identical).
 ACKNOWLEDGEMENT = "Thank you for letting me know. I will keep that in mind."
-_TURN = re.compile(r"^turn(\d+)$")
+_TURN = re.compile(r"^(?:turn)?(\d+)$")  # the release numbers turns "0", "1", ...; its README says turn1, ...
 
 
 @dataclass
@@ -98,12 +98,12 @@ def _choice_messages(path: Path, row: int, obj: dict[str, Any]) -> list[Message]
 def _persona_messages(path: Path, row: int, obj: dict[str, Any]) -> list[Message]:
     conv = obj.get("conversation")
     if not isinstance(conv, dict) or not conv:
-        raise _fail(path, row, "conversation", "missing; expected {turn1: {user, assistant}, ...}")
+        raise _fail(path, row, "conversation", "missing; expected {0: {user, assistant}, 1: ...}")
     turns: list[tuple[int, dict[str, Any]]] = []
     for key, turn in conv.items():
         m = _TURN.match(key)
         if not m:
-            raise _fail(path, row, f"conversation.{key}", "unknown key; expected turn1, turn2, ...")
+            raise _fail(path, row, f"conversation.{key}", "unknown key; expected turn numbers 0, 1, ... (or turn1, ...)")
         if not isinstance(turn, dict):
             raise _fail(path, row, f"conversation.{key}", "expected {user, assistant}")
         for role in ("user", "assistant"):

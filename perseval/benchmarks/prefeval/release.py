@@ -5,7 +5,9 @@ An instance's payload says its form, task and inter-turn setting and names the d
 turns (`pref_doc`); the agents lay out the conversation as the official scripts do: the preference turns,
 then the first `inter_turns` inter-turns, then the question. A classification instance shows the four
 options of the topic's mcq_options row with the same preference and question, shuffled with the seed;
-its gold is the letter of the option that follows the preference.
+its gold is the letter of the option that follows the preference. The files of a topic are aligned by
+row, as the official scripts read them (row i of every form and of mcq_options is the same preference,
+sometimes reworded slightly), so row i is user `<topic>-<i>` in every form.
 """
 from __future__ import annotations
 
@@ -57,10 +59,9 @@ def build_release(source: Path, sel: Selection, seed: int) -> tuple[list[Instanc
     documents: list[Document] = inter_turn_documents(turns)
     missing_mcq = 0
     for topic, topic_rows in rows.items():
-        users: dict[str, str] = {}
-        options = {(m.preference, m.question): m for m in mcq.get(topic, [])}
+        options = {m.row: m for m in mcq.get(topic, [])}
         for r in topic_rows:
-            user = users.setdefault(r.preference, f"{topic}-{len(users) + 1:03d}")
+            user = f"{topic}-{r.row:03d}"
             doc_id = f"{user}:{r.form}:{r.row}"
             documents.append(Document(user, doc_id, transcript(r.messages),
                                       meta={"form": r.form, "row": r.row, "messages": r.messages}))
@@ -71,7 +72,7 @@ def build_release(source: Path, sel: Selection, seed: int) -> tuple[list[Instanc
                     instances.append(Instance(instance_id(r, n, GENERATION), BENCHMARK, user, topic, r.question,
                                               {**base, "task": GENERATION, "inter_turns": n}, dict(gold)))
                 if CLASSIFICATION in sel.tasks:
-                    m = options.get((r.preference, r.question))
+                    m = options.get(r.row)
                     if m is None:
                         missing_mcq += 1
                         continue
@@ -80,7 +81,7 @@ def build_release(source: Path, sel: Selection, seed: int) -> tuple[list[Instanc
                     instances.append(Instance(iid, BENCHMARK, user, topic, r.question,
                                               {**base, "task": CLASSIFICATION, "inter_turns": n, "options": shown},
                                               {**gold, "answer": answer}))
-    info = {"source": str(source), "topics": len(rows), "preferences": sum(len(set(r.preference for r in v))
+    info = {"source": str(source), "topics": len(rows), "preferences": sum(len({r.row for r in v})
                                                                           for v in rows.values()),
             "instances": len(instances), "inter_turns_available": len(turns),
             "rows_without_mcq_options": missing_mcq // max(len(sel.inter_turns), 1),
