@@ -28,7 +28,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, ClassVar, Iterator, Literal, Mapping
 
 from pydantic import Field, field_validator
 
@@ -59,6 +59,10 @@ class ConstructParams(Params):
     scenarios: tuple[str, ...] | None = None  # scenario names; None: all
     distribution: Literal["simple", "table2"] = "simple"
     full_size: bool = False  # Table 2's instance counts (6,962 with the full taxonomy)
+    # Table 5's ablations: a seeded subset of this many of the build's instances, stratified by domain; each
+    # instance is the one the whole build makes (same index, same seed), so it is a true subset
+    subset: int | None = Field(None, ge=1)
+    key_compatible: ClassVar[dict[str, Any]] = {"subset": None}  # added later: old keys stay valid
 
     @field_validator("scenarios", mode="before")
     @classmethod
@@ -138,8 +142,27 @@ def plan_table2(taxonomy: Taxonomy, sample: int, seed: int, params: ConstructPar
 
 def plan_build(taxonomy: Taxonomy, *, sample: int, seed: int, params: ConstructParams) -> BuildPlan:
     if params.uses_table2(sample):
-        return plan_table2(taxonomy, sample, seed, params)
-    return BuildPlan([InstanceSpec(i, s) for i, s in enumerate(plan_scenarios(taxonomy, sample, params.scenarios))])
+        plan = plan_table2(taxonomy, sample, seed, params)
+    else:
+        plan = BuildPlan([InstanceSpec(i, s) for i, s in enumerate(plan_scenarios(taxonomy, sample, params.scenarios))])
+    if params.subset is not None and params.subset < len(plan.specs):
+        plan = BuildPlan(stratified_subset(plan.specs, params.subset, seed), {**plan.notes, "subset_of": len(plan.specs)})
+    return plan
+
+
+def stratified_subset(specs: list[InstanceSpec], k: int, seed: int) -> list[InstanceSpec]:
+    """k of `specs`, each domain holding its share (largest remainders), drawn with a seeded RNG; in index
+    order, so the subset's instances are built exactly as in the whole build."""
+    by_domain: dict[str, list[InstanceSpec]] = {}
+    for spec in specs:
+        by_domain.setdefault(spec.scenario.domain, []).append(spec)
+    quota = {d: k * len(group) / len(specs) for d, group in by_domain.items()}
+    take = {d: int(q) for d, q in quota.items()}
+    for d in sorted(quota, key=lambda d: (take[d] - quota[d], d))[:k - sum(take.values())]:
+        take[d] += 1  # the largest remainders first
+    rng = random.Random(f"iba-subset:{seed}")
+    chosen = [s for d, group in by_domain.items() for s in rng.sample(group, take[d])]
+    return sorted(chosen, key=lambda s: s.index)
 
 
 # --- one instance ---------------------------------------------------------------------------
