@@ -27,6 +27,7 @@ from perseval.setup.config import DaskSettings, ResolvedExperiment
 from perseval.setup.experiment import load_experiment
 from perseval.llm.deployments import HOST
 from perseval.core.owner import OWNER_TAG, owner_gone, owner_tag
+from flows.prefect_server import wait_ready
 
 log = logging.getLogger("perseval.runtime")
 UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
@@ -85,6 +86,7 @@ def run_experiment(experiment: ResolvedExperiment | str | Path, *, output_root: 
 
     t0 = time.time()
     exp = experiment if isinstance(experiment, ResolvedExperiment) else load_experiment(experiment)
+    wait_ready()  # a local Prefect server `perseval run` started: it came up while this module imported
     try:
         mark_stale_runs()
     except Exception as exc:  # housekeeping: never the reason a run does not start

@@ -19,3 +19,23 @@ def test_the_dask_cluster_starts_on_the_first_submitted_task_not_with_the_flow()
         assert _children() - before == set()  # entered, as the flow does: no scheduler, no worker yet
         runner.client  # what the first submit does
         assert _children() - before  # now a worker process runs
+
+
+def test_a_local_prefect_server_starts_while_the_flow_imports_and_is_waited_for_before_use(tmp_path, monkeypatch):
+    """`perseval run` with no PREFECT_API_URL: prefect_api yields the local server's URL once its process is
+    started, not once it answers (the flow's imports run meanwhile); wait_ready then returns only when it
+    answers, and the server is stopped after."""
+    import httpx
+
+    from flows import prefect_server
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
+    with prefect_server.prefect_api(tmp_path / "logs") as api:
+        assert prefect_server._PENDING  # the wait is left to the flow's entry
+        prefect_server.wait_ready()
+        assert not prefect_server._PENDING
+        assert httpx.get(api + "/health", timeout=10).status_code == 200
+        server = {p.pid for p in psutil.Process().children(recursive=True)}
+    assert "PREFECT_API_URL" not in __import__("os").environ
+    assert not [p for p in psutil.Process().children(recursive=True) if p.pid in server]
