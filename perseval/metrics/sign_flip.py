@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -32,10 +33,17 @@ class FlipInterval:
     high: float
 
 
+@lru_cache(maxsize=EXACT_MAX_USERS)
+def _all_patterns(n_users: int) -> np.ndarray:
+    out = np.array(list(itertools.product((1, 0), repeat=n_users)), dtype=float)
+    out.setflags(write=False)
+    return out
+
+
 def patterns(n_users: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """Sign patterns as rows of 0/1 (1: kept): all of them, or the observed one and `resamples` random."""
     if n_users <= EXACT_MAX_USERS:
-        return np.array(list(itertools.product((1, 0), repeat=n_users)), dtype=float)
+        return _all_patterns(n_users)
     return np.vstack([np.ones((1, n_users)), rng.integers(0, 2, size=(resamples, n_users)).astype(float)])
 
 
@@ -57,8 +65,8 @@ def sign_flip(sums: np.ndarray, counts: np.ndarray, *, alpha: float, resamples: 
     low, high = _bounds(sums, counts, keep)
     total = len(keep)
     need = math.ceil(alpha * total - 1e-9)  # p(delta) = accepted / total >= alpha
-    upper = float(np.sort(high)[::-1][need - 1])  # the need-th largest upper end
-    lower = float(np.sort(low)[need - 1])
+    upper = float(-np.partition(-high, need - 1)[need - 1])  # the need-th largest upper end
+    lower = float(np.partition(low, need - 1)[need - 1])
     estimate = float(sums.sum() / counts.sum())
     # p(0) read from the same ends the interval uses: on 0's side of the estimate only one end matters
     accepted = np.sum(high >= 0) if estimate <= 0 else np.sum(low <= 0)

@@ -42,9 +42,9 @@ ALPHA = 0.05
 POWER = 0.80
 SCALE = (0.0, 100.0)  # scores are percentages: a mean whose values all lie here is a mean on this scale
 # The pseudo-user added at the far end of the scale for the variance (see _ends_variance), as a share of an
-# average user: half of one for 0/100 scores (a user who fails everything is a common 0/100 user), a tenth
+# average user: half of one for 0/100 scores (a user who fails everything is a common 0/100 user), a fifth
 # for graded scores (whose instances rarely sit at the very end). Chosen on the coverage grid (docs/numbers.md).
-PSEUDO_USER = {"binary": 0.5, "graded": 0.1}
+PSEUDO_USER = {"binary": 0.5, "graded": 0.2}
 SMALL_N_USERS = 10  # below this the t quantile alone widens the interval by more than 15% over z
 METHOD = "CR2 Korn-Graubard Jeffreys"  # a mean on the score scale
 T_METHOD = "CR2 t"  # any other mean
@@ -125,8 +125,11 @@ class _Clusters:
 
 
 def _kept(values: Sequence[float | None], clusters: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
-    x = np.asarray(pd.to_numeric(pd.Series(list(values), dtype=object), errors="raise"), dtype=float)
-    c = np.asarray(list(clusters), dtype=object)
+    if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":  # already numbers: skip pandas (fast)
+        x = values.astype(float)
+    else:
+        x = np.asarray(pd.to_numeric(pd.Series(list(values), dtype=object), errors="raise"), dtype=float)
+    c = clusters if isinstance(clusters, np.ndarray) else np.asarray(list(clusters), dtype=object)
     if len(x) != len(c):
         raise ValueError(f"{len(x)} values but {len(c)} cluster labels: one user id per value is needed")
     keep = ~np.isnan(x)
@@ -134,7 +137,10 @@ def _kept(values: Sequence[float | None], clusters: Sequence[Hashable]) -> tuple
 
 
 def _by_user(x: np.ndarray, c: np.ndarray) -> _Clusters:
-    codes, _ = pd.factorize(pd.Series(c, dtype=object).astype(str), sort=True)
+    if c.dtype.kind in "iu":  # integer user ids (simulations): numpy's unique, no string conversion
+        codes = np.unique(c, return_inverse=True)[1]
+    else:
+        codes, _ = pd.factorize(pd.Series(c, dtype=object).astype(str), sort=True)
     if not len(x):
         return _Clusters(np.zeros(0), np.zeros(0))
     binary = bool(np.all((x == SCALE[0]) | (x == SCALE[1])))
