@@ -100,6 +100,7 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
     docs = StageStore(root, "documents", rag.run.data.key).read_records(Document)
     gold = {(d.owner, d.doc_id) for d in docs if d.meta.get("supports")}
     outputs = {o.instance_id: o for o in StageStore(root, "run", rag.run.key).read_records(AgentOutput)}
+    judgments = StageStore(root, "judge", rag.judged.key).read_records(Judgment)
     marked = 0
     for t in _traces(f"tags.`perseval.score_key` = '{rag.key}'"):
         out, user = outputs[t.info.tags["perseval.instance_id"]], t.info.tags["perseval.user_id"]
@@ -122,6 +123,18 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
         parser = spans[SpanType.PARSER]
         assert parser.inputs["raw"] == out.text and parser.outputs["parsed"] == out.parsed
         assert parser.outputs["status"] == out.status
+        # the LLM call's reply and task; the gold mark in the passage text, not only behind a metadata chip
+        assert llm.outputs["reply"] == out.text and llm.inputs["task"] == root_span.inputs["query"]
+        assert all(d["page_content"].startswith("[GOLD evidence") == d["metadata"]["gold_evidence"]
+                   for d in retrieval.outputs)
+        # each judgment a span: what was judged (statement, response) and the judge's raw answer and rationale
+        mine = [j for j in judgments if j.instance_id == out.instance_id and j.repeat == out.repeat]
+        judged = [sp for sp in t.data.spans if sp.name.startswith("judge: ")]
+        assert sorted(sp.name for sp in judged) == sorted(f"judge: {j.kind}/{j.item_id}" for j in mine)
+        for sp in judged:
+            j = next(j for j in mine if sp.name == f"judge: {j.kind}/{j.item_id}")
+            assert sp.span_type == SpanType.LLM and sp.inputs["response"] == out.text and sp.inputs["statement"]
+            assert (sp.outputs["raw"], sp.outputs["rationale"], sp.outputs["status"]) == (j.raw, j.feedback, j.status)
     assert marked > 0  # some retrieved passage is gold evidence, so the mark is not always False
 
 

@@ -169,12 +169,14 @@ def _documents(items: list[dict[str, Any]], owner: str, gold: dict[tuple[str, st
         meta = {k: v for k, v in p.items() if k != "text"} | {"gold_evidence": supports is not None}
         if supports:
             meta["supports"] = [{k: s.get(k) for k in ("dimension", "value", "phase") if k in s} for s in supports]
-        docs.append({"page_content": _clip(p.get("text", "")), "metadata": meta, "id": str(p["doc_id"])})
+        mark = "" if supports is None else "[GOLD evidence" + (": " + "; ".join(
+            f"{s.get('dimension')}={s.get('value')}" for s in supports if isinstance(s, dict)) if supports else "") + "] "
+        docs.append({"page_content": mark + _clip(p.get("text", "")), "metadata": meta, "id": str(p["doc_id"])})
     return docs
 
 
 def _step_span(parent: Any, entry: dict[str, Any], outcome: Outcome, cell: Cell,
-               gold: dict[tuple[str, str], Any]) -> None:
+               gold: dict[tuple[str, str], Any], last_llm: bool = False) -> None:
     """One step of the agent's recorded trace as a child span of the right type."""
     step = str(entry.get("step", "step"))
     items = _passages(entry)
@@ -200,12 +202,49 @@ def _step_span(parent: Any, entry: dict[str, Any], outcome: Outcome, cell: Cell,
             tin, tout = int(entry.get("prompt_tokens") or 0), int(entry.get("completion_tokens") or 0)
             attrs[SpanAttributeKey.CHAT_USAGE] = {"input_tokens": tin, "output_tokens": tout,
                                                   "total_tokens": tin + tout}
+        inputs: dict[str, Any] = {"step": step, "model": cell.backbone or "-"}
+        inputs |= {"messages": _clip(entry["messages"])} if "messages" in entry else \
+            {"task": _clip(outcome.instance.query)}  # an agent that records no messages: the task it answered
+        outputs = _clip({k: v for k, v in entry.items() if k not in USAGE and k != "messages"})
+        if last_llm:  # the agent's final answer is this call's reply
+            outputs["reply"] = _clip(outcome.output.text)
         span = mlflow.start_span_no_context(step, SpanType.CHAT_MODEL, parent_span=parent, attributes=attrs,
-                                            inputs={"step": step, "model": cell.backbone or "-"})
-        span.end(outputs=_clip({k: v for k, v in entry.items() if k not in USAGE}), status="ERROR" if failed else "OK")
+                                            inputs=inputs)
+        span.end(outputs=outputs, status="ERROR" if failed else "OK")
         return
     span = mlflow.start_span_no_context(step, SpanType.CHAIN, parent_span=parent, inputs={"step": step})
     span.end(outputs=_clip(entry), status="ERROR" if failed else "OK")
+
+
+def _is_llm(entry: dict[str, Any]) -> bool:
+    return _passages(entry) is None and str(entry.get("step")) not in TOOL_STEPS and (
+        str(entry.get("step")) in LLM_STEPS or "prompt_tokens" in entry or "completion_tokens" in entry)
+
+
+def _statements(inst: Instance) -> dict[str, str]:
+    """Item id -> what the judge was asked about it (a checkpoint's statement, a claim), where the gold says."""
+    from perseval.benchmarks.views import KnownItemsGold
+
+    try:
+        return {i: s for i, s, _ in KnownItemsGold.of(inst).items()}
+    except Exception:  # a benchmark whose gold holds no such items (APeB's ranking): nothing to show
+        return {}
+
+
+def _judge_spans(root: Any, cell: Cell, outcome: Outcome) -> None:
+    """One span per judgment: what was judged (the item's statement and the response, clipped) and the judge's
+    raw answer, verdict and rationale; an LLM span for an LLM judge, an evaluator span for a rule."""
+    statements = _statements(outcome.instance) if outcome.judgments else {}
+    response = _clip(outcome.output.text)
+    for j in outcome.judgments:
+        llm = cell.judged.judge.uses_llm and j.judge != "rule"
+        span = mlflow.start_span_no_context(
+            f"judge: {j.kind}/{j.item_id}", SpanType.LLM if llm else SpanType.EVALUATOR, parent_span=root,
+            inputs={"judge": j.judge if llm else f"rule:{j.kind}", "item": j.item_id,
+                    "statement": statements.get(j.item_id, ""), "response": response, "judge_repeat": j.judge_repeat},
+            attributes={"role": "judge", "model": cell.judge_model or "-"})
+        span.end(outputs={"raw": _clip(j.raw), "verdict": j.score, "status": j.status, "rationale": j.feedback},
+                 status="ERROR" if j.status == "failed" else "OK")
 
 
 def _repairs(trace: list[dict[str, Any]]) -> list[Any]:
@@ -237,13 +276,15 @@ def write_trace(cell: Cell, outcome: Outcome, run_id: str, gold: dict[tuple[str,
         tags=trace_tags(cell, outcome), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
         attributes={"agent": cell.agent, "backbone": cell.backbone or "-", "repeat": out.repeat,
                     "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens})
-    for entry in out.trace:
-        if isinstance(entry, dict):
-            _step_span(root, entry, outcome, cell, gold)
+    steps = [e for e in out.trace if isinstance(e, dict)]
+    llm = [k for k, e in enumerate(steps) if _is_llm(e)]
+    for k, entry in enumerate(steps):
+        _step_span(root, entry, outcome, cell, gold, last_llm=bool(llm) and k == llm[-1])
     parser = mlflow.start_span_no_context("answer extraction", SpanType.PARSER, parent_span=root,
                                           inputs={"raw": _clip(out.text)})
     parser.end(outputs={"parsed": out.parsed, "status": out.status, "problem": out.error,
                         "repairs": _repairs(out.trace)})
+    _judge_spans(root, cell, outcome)
     root.end(outputs=_clip({"text": out.text, "parsed": out.parsed, "status": out.status, "error": out.error,
                             "score": outcome.score}),
              status="ERROR" if out.status == "failed" else "OK")
