@@ -1,7 +1,7 @@
 """Bad input, loader by loader (issue 9): every case runs `perseval validate` (or `perseval agreement`) on a
 broken copy of a valid input and expects exit code 2 and one line naming file, row and field, with no
-traceback and no output folder; the cases accepted by design expect success. The table at the end counts
-them: cases tried, clear errors, accepted by design."""
+traceback and no output folder; the cases accepted by design expect success. (The settings that validate
+alone but fail later, and issue 35's careless inputs, are tests/test_bad_input_more.py.)"""
 from __future__ import annotations
 
 import json
@@ -317,12 +317,6 @@ def test_valid_inputs_pass(tmp_path, configs, monkeypatch):
         exp = _experiment(configs, tmp_path / "out", loader, _valid_source(loader, tmp_path / loader))
         result = runner.invoke(app, ["validate", str(exp)])
         assert result.exit_code == 0 and result.output.startswith("ok: "), (loader, result.output)
-
-
-def test_the_table_counts():
-    """The suite's size, as the report gives it: a case list that shrinks unnoticed fails here."""
-    accepted = [c for c in CASES if c.expect is None]
-    assert (len(CASES), len(CASES) - len(accepted), len(accepted)) == (51, 43, 8)
 
 
 HEAVY = ("mlflow", "faiss", "torch", "sentence_transformers", "transformers", "FlagEmbedding", "sklearn",

@@ -32,6 +32,30 @@ with exit 2 and one line naming the file, the key and what is allowed, before an
 | 24 | an endpoint answering 401 (or 403) to the key      | start (probe) | authentication, `$api_key_env`, deployment YAML |
 | 25 | an openai endpoint that refuses `json_schema`      | start (probe) | deployment YAML, `structured_output`, the three |
 
+Issue 35 (a careless user's inputs; the first was destructive: `run` renamed the user's folder
+`<dir>.damaged-<time>` and put a SQLite file in its place):
+
+| #  | bad input                                          | caught at     | the line names                                  |
+|----|----------------------------------------------------|---------------|-------------------------------------------------|
+| 26 | `request_cache: <a folder>` (the folder was moved)  | validate      | experiment, `request_cache`, is a directory     |
+| 27 | `request_cache:` a text file of the user's          | validate      | experiment, `request_cache`, not a SQLite file  |
+| 28 | `request_cache:` another program's SQLite database  | validate      | experiment, `request_cache`, its tables         |
+| 29 | the default cache (under `output_root`) a folder    | validate      | experiment, `output_root`, is a directory       |
+| 30 | `mlflow.tracking_uri: sqlit:///...` (exit 4, 38 s)  | validate      | experiment, the key, the scheme, the schemes    |
+| 31 | `mlflow.tracking_uri: sqlite://x.db` (no file)      | validate      | experiment, the key, sqlite:///                 |
+| 32 | `seed: yes` (read as 1)                            | validate      | experiment, `seed`, a boolean, write the number |
+| 33 | a deployment's `parallel: on`                      | validate      | deployment YAML, `parallel`, a boolean          |
+| 34 | a model's `sampling.temperature: yes` (a float)    | validate      | model YAML, `sampling.temperature`, a boolean   |
+| 35 | an agent's `params.top_k: no` (a component param)  | validate      | agent YAML, `params.top_k`, a boolean           |
+| 36 | `plugins: [exp.yaml]` ("No module named 'exp'")    | validate      | experiment, `plugins`, module name or .py file  |
+| 37 | a GGUF `source: /dev/zero` ("no file at")          | validate      | model YAML, `source`, not a regular file        |
+| 38 | an agent named `../agents/iba-no-history`          | validate      | experiment, `benchmarks.0.agents`, plain name   |
+| 39 | a backbone named `sub/smollm2-135m`                | validate      | experiment, `backbones`, plain name             |
+| 40 | an openai `base_url` nothing answers at (exit 3)    | start (probe) | deployment YAML, `base_url`, the URL; exit 4    |
+
+Row 26 also leaves the folder and every file in it as they were, after `validate` and after `run` (and
+after a run whose `--output-root` puts the default cache on a folder, which only the flow's start sees).
+
 Further cases beside the table: APeB's `events.csv` as a folder, a 403, an unset `api_key_env`, a key
 refused in the middle of a run (the run's last line names the key to fix, not "run again"), a GGUF that
 only llama.cpp can find broken (its log's cause lifted into the error line), a connection error that names
@@ -142,6 +166,51 @@ def table_is_folder(loader: str, rel: str) -> Break:
     return go
 
 
+def text(change: Callable[[str], str]) -> Break:
+    """The experiment file's text changed as written (YAML's `yes`, which a dump would write as `true`)."""
+    def go(configs: Path, path: Path, tmp: Path) -> Path:
+        path.write_text(change(path.read_text()))
+        return path
+    return go
+
+
+def user_folder(tmp: Path) -> Path:
+    """A folder of the user's, with files: what `request_cache` wrongly names."""
+    folder = tmp / "my-notes"
+    (folder / "drafts").mkdir(parents=True)
+    (folder / "todo.txt").write_text("the user's own\n")
+    (folder / "drafts" / "paper.tex").write_text("\\section{Results}\n")
+    return folder
+
+
+def cache_at(make: Callable[[Path], Path]) -> Break:
+    def go(configs: Path, path: Path, tmp: Path) -> Path:
+        _edit(path, lambda e: e.update(request_cache=str(make(tmp))))
+        return path
+    return go
+
+
+def _text_file(tmp: Path) -> Path:
+    (tmp / "answers.txt").write_text("not a database\n")
+    return tmp / "answers.txt"
+
+
+def _other_db(tmp: Path) -> Path:
+    import sqlite3
+
+    con = sqlite3.connect(tmp / "mlflow.db")
+    con.execute("CREATE TABLE experiments (id INTEGER)")
+    con.commit()
+    con.close()
+    return tmp / "mlflow.db"
+
+
+def _default_cache_folder(configs: Path, path: Path, tmp: Path) -> Path:
+    (tmp / "earlier-runs" / "request-cache.sqlite").mkdir(parents=True)
+    _edit(path, lambda e: e.update(output_root=str(tmp / "earlier-runs")))
+    return path
+
+
 def _twice(other_sample: bool) -> Callable[[dict], None]:
     def go(e: dict) -> None:
         again = dict(e["benchmarks"][0], **({"sample": 3} if other_sample else {}))
@@ -193,6 +262,36 @@ CASES = [
          ("chat_history.parquet: is a directory, expected a file",), ("file missing",)),
     Case("apeb_events_folder", table_is_folder("apeb", "events.csv"),
          ("events.csv: is a directory, expected a file",), ("missing file",)),
+    # issue 35
+    Case("request_cache_folder", cache_at(user_folder), ("bad.yaml", "key 'request_cache'", "my-notes is a directory",
+                                                         "nothing was moved"), ("damaged",)),
+    Case("request_cache_text_file", cache_at(_text_file),
+         ("bad.yaml", "key 'request_cache'", "answers.txt is not a SQLite file"), ("damaged",)),
+    Case("request_cache_other_db", cache_at(_other_db),
+         ("bad.yaml", "key 'request_cache'", "mlflow.db is another program's SQLite database (tables: experiments)")),
+    Case("default_cache_folder", _default_cache_folder,
+         ("bad.yaml", "key 'output_root'", "request-cache.sqlite is a directory")),
+    Case("tracking_uri_scheme", exp(lambda e: e.update(mlflow={"tracking_uri": "sqlit:///mlruns/mlflow.db"})),
+         ("bad.yaml", "key 'mlflow.tracking_uri'", "(scheme 'sqlit')", "sqlite:///<file>", "postgresql://",
+          "http://", "file:///<folder>")),
+    Case("tracking_uri_sqlite_two_slashes", exp(lambda e: e.update(mlflow={"tracking_uri": "sqlite://mlflow.db"})),
+         ("bad.yaml", "key 'mlflow.tracking_uri'", "sqlite:///<relative file>")),
+    Case("seed_yes", text(lambda t: t.replace("name: bad-input\n", "name: bad-input\nseed: yes\n")),
+         ("bad.yaml", "key 'seed'", "got a boolean (true", "write the number")),
+    Case("parallel_on", config(CPU, parallel=True), ("smollm2-135m-cpu.yaml", "key 'parallel'", "got a boolean")),
+    Case("temperature_yes", config("models/smollm2-135m.yaml", sampling={"temperature": True}),
+         ("smollm2-135m.yaml", "key 'sampling.temperature'", "got a boolean")),
+    Case("param_top_k_no", config("agents/iba-no-history.yaml", params={"top_k": False}),
+         ("iba-no-history.yaml", "key 'params.top_k'", "got a boolean (false")),
+    Case("plugins_yaml", exp(lambda e: e.update(plugins=["exp.yaml"])),
+         ("bad.yaml", "key 'plugins'", "'exp.yaml' is neither a module name nor a .py file", "a module to import",
+          "a .py file"), ("No module named",)),
+    Case("gguf_device", gguf(lambda tmp: Path("/dev/zero")),
+         ("smollm2-135m.yaml", "key 'source'", "/dev/zero is not a regular file", "not a GGUF file"), ("no file at",)),
+    Case("agent_name_dotdot", entry(lambda b: b.update(agents=["../agents/iba-no-history"])),
+         ("bad.yaml", "key 'benchmarks.0.agents'", "'../agents/iba-no-history' is not a plain name")),
+    Case("backbone_name_path", exp(lambda e: e.update(backbones=["sub/smollm2-135m"])),
+         ("bad.yaml", "key 'backbones'", "'sub/smollm2-135m' is not a plain name")),
 ]
 
 
@@ -216,12 +315,6 @@ def test_refused_before_anything_starts(case, command, tmp_path, configs, monkey
     assert not started and not (tmp_path / "out").exists()
 
 
-def test_the_table_has_25_rows_and_every_validate_row_is_a_case():
-    rows = [line for line in (__doc__ or "").splitlines() if line.startswith("| ") and line[2:4].strip().isdigit()]
-    assert len(rows) == 25 and sum("| validate " in r for r in rows) == 22
-    assert len(CASES) == 23  # the 22 rows, and APeB's folder beside them
-
-
 def test_the_real_cli_in_a_fresh_process(tmp_path, configs):
     """`python -m flows.cli validate` as a user runs it: one line on stdout, exit 2, nothing written."""
     path = CASES[0].breaks(configs, _experiment(configs, tmp_path / "out"), tmp_path)
@@ -230,6 +323,50 @@ def test_the_real_cli_in_a_fresh_process(tmp_path, configs):
     assert done.returncode == 2 and "Traceback" not in done.stderr, done
     assert done.stdout.strip().splitlines() == [f"error: {path}: key 'dask.n_workers': Input should be {GE1}"]
     assert not (tmp_path / "out").exists()
+
+
+# --- 26: the user's folder survives validate and run -------------------------------------------------------
+
+def _snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under `root` (root too), a file with its bytes: what must be left exactly as it was."""
+    return {str(p.relative_to(root.parent)): (p.read_bytes() if p.is_file() else None)
+            for p in [root, *sorted(root.rglob("*"))]}
+
+
+def _beside(folder: Path) -> list[str]:
+    """What lies beside the folder (a `my-notes.damaged-<time>` or a SQLite file in its place would)."""
+    return sorted(p.name for p in folder.parent.iterdir() if p.name.startswith(folder.name))
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_request_cache_folder_is_never_moved(command, tmp_path, configs, monkeypatch):
+    """Row 26 as the user met it: the real `validate` and `run` (no flow patched out), the folder intact."""
+    monkeypatch.chdir(tmp_path)
+    folder = user_folder(tmp_path)
+    before = _snapshot(folder)
+    path = cache_at(lambda tmp: folder)(configs, _experiment(configs, tmp_path / "out"), tmp_path)
+    result = runner.invoke(app, [command, str(path)])
+    assert result.exit_code == 2 and "key 'request_cache'" in result.output and "is a directory" in result.output
+    assert _snapshot(folder) == before and _beside(folder) == ["my-notes"], result.output
+
+
+@pytest.mark.integration
+def test_a_run_whose_output_root_holds_a_cache_folder_stops_and_leaves_it(tmp_path, configs, prefect_api):
+    """`--output-root` moves the default cache after validation: the flow's start refuses the folder there
+    (exit 2, one line), and the folder and its files are untouched."""
+    root = tmp_path / "elsewhere"
+    folder = root / "request-cache.sqlite"
+    (folder / "part").mkdir(parents=True)
+    (folder / "part" / "keep.txt").write_text("the user's own\n")
+    before = _snapshot(folder)
+    path = _experiment(configs, tmp_path / "out")
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(path), "--output-root", str(root), "--quiet"],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api})
+    errors = [line for line in done.stdout.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 2 and len(errors) == 1, done.stdout + done.stderr
+    assert "request cache" in errors[0] and "is a directory" in errors[0] and "nothing was moved" in errors[0]
+    assert _snapshot(folder) == before and _beside(folder) == ["request-cache.sqlite"]
 
 
 # --- 23: what only a start can reveal ----------------------------------------------------------------------
@@ -399,6 +536,40 @@ def test_the_gbnf_dialect_sends_llama_cpp_pythons_grammar_and_shares_the_key(end
     assert root.index("verdict-kv") < root.index("reason-kv")  # the schema's order, not sorted
     again = _ask(_api(url, structured_output="json_object_schema").start(), cache, ordered)
     assert first.status == "ok" and again.cached and again.text == first.text and len(cache) == 1
+
+
+# --- 40: an endpoint nothing answers at ------------------------------------------------------------------------
+
+DEAD_URL = "http://127.0.0.1:9/v1"  # the discard port: nothing listens there
+
+
+def test_an_endpoint_nothing_answers_at_stops_the_start_naming_the_yaml_and_the_url(monkeypatch):
+    monkeypatch.setenv("PERSEVAL_PROBE_KEY", KEY)
+    with pytest.raises(DeploymentError) as err:
+        _api(DEAD_URL).start()
+    line = what_failed(err.value)
+    assert "\n" not in line and line.startswith("model api-model (openai deployment probe-me): "), line
+    assert f"configs/deployments/probe-me.yaml: key 'base_url': nothing answers at {DEAD_URL}" in line
+    assert "Connection refused" in line and "check the URL" in line, line
+
+
+@pytest.mark.integration
+def test_a_run_on_an_endpoint_nothing_answers_at_stops_at_start_with_exit_4(tmp_path, configs, prefect_api):
+    """Before, every row failed and the run ended exit 3; now the start's probe stops it: exit 4, its one
+    line naming the deployment YAML and the URL, and nothing was built or run. (The endpoint writes the IBA
+    data here, so it is the first deployment the run starts: no Dask cluster is started before it.)"""
+    path = remote(base_url=DEAD_URL)(configs, _experiment(configs, tmp_path / "out"), tmp_path)
+    writers = {f"{role}_model": "remote-openai" for role in ("user", "assistant", "task")}
+    _edit(path, lambda e: e["benchmarks"][0].update(params={"construction": {"mode": "llm", **writers}}))
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(path), "--quiet"], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api,
+                               "OPENAI_API_KEY": KEY})
+    errors = [line for line in done.stdout.splitlines() if line.startswith("error: ")]
+    assert done.returncode == 4 and len(errors) == 1, done.stdout + done.stderr
+    assert errors[0].startswith("error: run stopped: model remote-openai (openai deployment openai-api): "), errors
+    assert f"{configs / 'deployments' / 'openai-api.yaml'}: key 'base_url': nothing answers at {DEAD_URL}" in errors[0]
+    assert not (tmp_path / "out" / "data").exists() and not (tmp_path / "out" / "run").exists()
 
 
 # --- a key refused mid-run, an address that does not answer ----------------------------------------------------

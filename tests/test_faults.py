@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from flows.cli import app
 from perseval.benchmarks.apeb.judges.ranking import RankingJudge
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+from perseval.core.errors import ConfigError
 from perseval.setup.config import Sampling
 from perseval.setup.experiment import load_experiment
 from perseval.judges.base import JudgeBinding
@@ -117,20 +118,108 @@ def test_a_cell_with_nothing_scored_reads_none_and_zero_not_nan():
     assert "NaN" not in json.dumps(rows)
 
 
-# --- 12.2: a damaged request cache --------------------------------------------------------------------------
+# --- 12.2: a damaged request cache; issue 35: only perseval's own file is ever moved ----------------------------
 
 def test_a_damaged_request_cache_is_set_aside_and_replaced(tmp_path, caplog):
     path = tmp_path / "request-cache.sqlite"
-    garbage = b"this is not a database" * 200
-    path.write_bytes(garbage)
+    damaged = b"SQLite format 3\x00" + b"this is not a database any more" * 200  # a SQLite file, torn
+    path.write_bytes(damaged)
     with caplog.at_level(logging.WARNING, logger="perseval.cache"):
         cache = RequestCache(path)
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "damaged" in lines[0] and "\n" not in lines[0]
     aside = list(tmp_path.glob("request-cache.sqlite.damaged-*"))
-    assert len(aside) == 1 and aside[0].read_bytes() == garbage  # kept, for a look
+    assert len(aside) == 1 and aside[0].read_bytes() == damaged  # kept, for a look
     cache.put("k", "d", {"text": "hi"})
     assert RequestCache(path).get("k") == {"text": "hi"} and len(list(tmp_path.glob("*.damaged-*"))) == 1
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under `root` (and root itself), with a file's bytes: what must survive unchanged."""
+    return {str(p.relative_to(root.parent)): (p.read_bytes() if p.is_file() else None)
+            for p in [root, *sorted(root.rglob("*"))]}
+
+
+def _foreign_sqlite(path: Path) -> Path:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE runs (id TEXT)")
+    con.execute("INSERT INTO runs VALUES ('mine')")
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("what", ["folder", "text", "other_sqlite", "fifo"])
+def test_what_perseval_did_not_create_is_refused_and_left_as_it_is(what, tmp_path):
+    """A folder, a text file, another program's database, a pipe at the cache's path: a ConfigError naming it,
+    and every byte left in place (no `.damaged-*`, no -wal, no table added)."""
+    path = tmp_path / "cache"
+    if what == "folder":
+        path.mkdir()
+        (path / "notes.txt").write_text("the user's own")
+        (path / "sub").mkdir()
+        (path / "sub" / "data.bin").write_bytes(b"\x00\x01")
+    elif what == "text":
+        path.write_text("not a database\n" * 100)
+    elif what == "other_sqlite":
+        _foreign_sqlite(path)
+    else:
+        os.mkfifo(path)
+    before = _tree(tmp_path)
+    expect = {"folder": "is a directory", "text": "is not a SQLite file", "other_sqlite": "another program's SQLite",
+              "fifo": "not a regular file"}[what]
+    with pytest.raises(ConfigError, match=expect):
+        RequestCache(path)
+    assert _tree(tmp_path) == before
+
+
+def test_an_empty_file_or_a_new_name_is_a_fresh_cache(tmp_path):
+    (tmp_path / "empty.sqlite").write_bytes(b"")
+    for name in ("empty.sqlite", "new/deeper/cache.sqlite"):
+        cache = RequestCache(tmp_path / name)
+        cache.put("k", "d", {"text": "hi"})
+        assert RequestCache(tmp_path / name).get("k") == {"text": "hi"}
+
+
+class _FullDisk:
+    """A connection whose writes fail as SQLite's do on a full disk, until `room` is set."""
+
+    def __init__(self, con):
+        self.con, self.room = con, False
+
+    def executemany(self, *a):
+        if not self.room:
+            import sqlite3
+
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.con.executemany(*a)
+
+    def __getattr__(self, name):
+        return getattr(self.con, name)
+
+
+def test_an_answer_received_on_a_full_disk_is_kept_written_later_and_said(tmp_path, caplog):
+    """Issue 35: the answer is not lost for the run (the client still gets it, the cache still answers it) and
+    is written once the disk has room; until then a warning says how many wait."""
+    cache = RequestCache(tmp_path / "c.sqlite")
+    with cache._conn() as con:
+        full = _FullDisk(con)
+    cache._local.con = full
+    with caplog.at_level(logging.WARNING, logger="perseval.cache"):
+        assert cache.put("k1", "d", {"text": "one"}) is False
+        assert cache.put("k2", "d", {"text": "two"}) is False
+        assert cache.get("k1") == {"text": "one"} and cache.unsaved == 2
+        assert cache.flush(final=True) is False
+    said = [r.getMessage() for r in caplog.records]
+    assert "1 answer(s) received could not be cached" in said[0] and "database or disk is full" in said[0]
+    assert "2 answer(s) received could not be cached" in said[1]
+    assert "2 answer(s) received in this run could not be cached" in said[-1] and "re-run" in said[-1]
+    full.room = True
+    assert cache.put("k3", "d", {"text": "three"}) is True and cache.unsaved == 0
+    fresh = RequestCache(tmp_path / "c.sqlite")
+    assert [fresh.get(k) for k in ("k1", "k2", "k3")] == [{"text": "one"}, {"text": "two"}, {"text": "three"}]
 
 
 # --- 13.4: keys never reach a stored text -------------------------------------------------------------------

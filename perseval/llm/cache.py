@@ -7,6 +7,14 @@ re-requested and an interrupted shard resumes where it stopped.
 
 It is a cache: a damaged file is moved aside (kept, for a look), a fresh one
 is started and the run goes on (finished results live in the stage outputs).
+Only a file perseval can tell is its own is ever moved: a SQLite file (by its
+header) that is not another program's database. A folder, a file of anything
+else or another SQLite database at the cache's path is refused (`foreign`,
+which `perseval validate` asks too) and left exactly as it is.
+
+An answer that cannot be written (a full disk, a cache locked past the busy
+timeout) is not lost for the run: it is kept in memory, written with the next
+answer that can be, and said in a warning with the count still unwritten.
 """
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from perseval.core.errors import ConfigError
 from perseval.core.hashing import canonical_json, content_key
 
 _SCHEMA = """
@@ -38,13 +47,73 @@ def request_key(identity: str, messages: list[dict[str, Any]], sampling: dict[st
 
 
 log = logging.getLogger("perseval.cache")
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+OWN_TABLE = "responses"  # the table of _SCHEMA that makes a SQLite file a request cache
+
+
+def _is_sqlite(path: Path) -> bool:
+    """A regular file that starts with SQLite's header: a database file perseval may have created."""
+    try:
+        if not path.is_file():
+            return False
+        with open(path, "rb") as fh:
+            return fh.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def _tables(path: Path) -> list[str] | None:
+    """The tables of a SQLite file, read without a lock or a write (immutable: no -wal or -shm is made);
+    None when they cannot be read (a damaged file)."""
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?immutable=1", uri=True)
+        try:
+            return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return None
+
+
+def foreign(path: str | Path) -> str | None:
+    """Why `path` is no request cache perseval may open, set aside or write (a folder, a device, a file that
+    is not SQLite, another program's SQLite database, a folder path through a file); None when it is one, or
+    when nothing is there yet (perseval creates it)."""
+    path = Path(path)
+    advice = "name a file of its own for the request cache (a new name: perseval creates it), or move this away"
+    if path.is_dir():
+        return (f"{path} is a directory, not a request cache file: the request cache is one SQLite file that "
+                f"perseval creates and keeps answers in (e.g. {path / 'request-cache.sqlite'}); nothing was moved "
+                "or written")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return f"{parent} is a file, so no request cache can be created at {path}; {advice}"
+    if not path.exists():
+        return None
+    if not path.is_file():
+        return f"{path} is not a regular file (a device, a pipe or a socket), so it is no request cache; {advice}"
+    if path.stat().st_size == 0:
+        return None  # SQLite takes an empty file as an empty database: nothing in it to lose
+    if not _is_sqlite(path):
+        return (f"{path} is not a SQLite file, so it is no request cache perseval wrote (perseval never moves "
+                f"or writes over a file it did not create); {advice}")
+    tables = _tables(path)
+    if tables and OWN_TABLE not in tables:
+        return (f"{path} is another program's SQLite database (tables: {', '.join(sorted(tables)[:5])}), not a "
+                f"request cache (table {OWN_TABLE!r}); {advice}")
+    return None
 
 
 class RequestCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        problem = foreign(self.path)
+        if problem:
+            raise ConfigError(f"request cache: {problem}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
+        self._unsaved: dict[str, tuple[str, str, float]] = {}  # key -> (deployment, response, created)
+        self._unsaved_lock = threading.Lock()
         try:
             with self._conn() as con:
                 con.executescript(_SCHEMA)
@@ -55,15 +124,19 @@ class RequestCache:
                 con.executescript(_SCHEMA)
 
     def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
-        """Move a damaged cache file (and its WAL files) aside, keeping them; the next connection starts fresh."""
+        """Move a damaged cache file (and its WAL files) aside, keeping them; the next connection starts fresh.
+        Only a SQLite file is moved: anything else at the path is refused as it is (`foreign`)."""
         con = getattr(self._local, "con", None)
         if con is not None:
             con.close()
             self._local.con = None
+        if not _is_sqlite(self.path):  # e.g. "unable to open database file": a folder that cannot be written
+            raise ConfigError(f"request cache: {self.path} cannot be opened as a SQLite file ({exc}); nothing was "
+                              "moved: name a file of its own for the request cache") from None
         aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
         for suffix in ("", "-wal", "-shm"):
             src = Path(f"{self.path}{suffix}")
-            if src.exists():
+            if src.is_file():
                 src.replace(Path(f"{aside}{suffix}"))
         log.warning("request cache %s is damaged (%s): moved aside to %s, starting a fresh one", self.path, exc,
                     aside.name)
@@ -79,21 +152,62 @@ class RequestCache:
         yield con
 
     def get(self, key: str) -> dict[str, Any] | None:
+        with self._unsaved_lock:
+            kept = self._unsaved.get(key)
+        if kept is not None:
+            return json.loads(kept[1])
         with self._conn() as con:
             row = con.execute("SELECT response FROM responses WHERE key = ?", (key,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def put(self, key: str, deployment: str, response: dict[str, Any]) -> None:
-        with self._conn() as con:
-            con.execute("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)",
-                        (key, deployment, canonical_json(response), time.time()))
+    def put(self, key: str, deployment: str, response: dict[str, Any]) -> bool:
+        """Store an answer; False when it could not be written (it is kept, and written with the next answer
+        that can be: a full disk that has room again loses nothing)."""
+        with self._unsaved_lock:
+            self._unsaved[key] = (deployment, canonical_json(response), time.time())
+        return self.flush()
+
+    def flush(self, final: bool = False) -> bool:
+        """Write the answers not written yet; False while that fails, said in a warning with the count (at the
+        1st, 2nd, 4th, 8th ... answer kept, and once more when `final`: the client is done with the cache)."""
+        with self._unsaved_lock:
+            rows = [(k, *v) for k, v in self._unsaved.items()]
+        if not rows:
+            return True
+        try:
+            with self._conn() as con:
+                con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+        except sqlite3.Error as exc:
+            n = len(rows)
+            if final:
+                log.warning("request cache %s: %d answer(s) received in this run could not be cached (%s): the "
+                            "stage outputs keep them, but a re-run that needs them sends them again", self.path, n,
+                            exc)
+            elif n & (n - 1) == 0:
+                log.warning("request cache %s: %d answer(s) received could not be cached so far (%s); kept in "
+                            "memory and written as soon as the cache takes writes again", self.path, n, exc)
+            return False
+        with self._unsaved_lock:
+            for k, *_ in rows:
+                self._unsaved.pop(k, None)
+        return True
+
+    @property
+    def unsaved(self) -> int:
+        """Answers received and not written yet."""
+        with self._unsaved_lock:
+            return len(self._unsaved)
 
     def log_request(self, run_id: str, deployment: str, role: str, key: str, status: str,
                     prompt_tokens: int, completion_tokens: int, latency_s: float) -> None:
-        with self._conn() as con:
-            con.execute("INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (run_id, deployment, role, key, status, prompt_tokens, completion_tokens,
-                         latency_s, time.time()))
+        try:
+            with self._conn() as con:
+                con.execute("INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (run_id, deployment, role, key, status, prompt_tokens, completion_tokens,
+                             latency_s, time.time()))
+        except sqlite3.Error as exc:  # the count of this run's requests is short by one; the answer is kept
+            log.warning("request cache %s: a request sent could not be logged (%s): this run's request counts "
+                        "miss it", self.path, exc)
 
     def request_counts(self, run_id: str) -> dict[str, dict[str, int]]:
         """Requests actually sent during one run, by role and status (cache hits are not requests)."""

@@ -7,6 +7,11 @@ counts, and the persistent request cache in front of it all. A request that
 still fails is returned as a failed ChatResult (and logged; a refused key as
 `unauthorized`), never raised: failures are data. The key and `Bearer`
 tokens are masked in every text it returns (perseval.core.redact).
+
+A server perseval started is watched by its pool: once its process has exited,
+no client sends it anything more (not a retry, not a queued request: each is
+answered `failed` with the one line saying so, unsent), and a client made after
+that is refused (ServerExited), which stops the stage that asked for it.
 """
 from __future__ import annotations
 
@@ -18,13 +23,14 @@ import time
 from contextlib import nullcontext
 from typing import Any
 
+import httpx
 import openai
 
 from perseval.setup.config import Sampling, default_dialect
 from perseval.llm.usage import Usage
 from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key
-from perseval.llm.endpoint import Endpoint
+from perseval.llm.endpoint import Endpoint, server_exit
 from perseval.llm.prefix import PrefixGate
 from perseval.core.redact import redact, redact_value, secret_from_env
 
@@ -93,6 +99,9 @@ class LLMClient:
 
     def __init__(self, endpoint: Endpoint, sampling: Sampling, cache: RequestCache, *, role: str,
                  run_id: str, seed: int):
+        gone = server_exit(endpoint)
+        if gone is not None:  # the server died earlier in this run: the stage asking for it stops
+            raise gone
         self.name = endpoint.name
         self.endpoint, self.sampling, self.cache = endpoint, sampling, cache
         self.role, self.run_id = role, run_id
@@ -101,8 +110,11 @@ class LLMClient:
         # a server with a prefix cache computes a prefix shared by requests in flight together once
         self._gate = PrefixGate() if endpoint.prefix_first else None
         api_key = secret_from_env(endpoint.api_key_env) if endpoint.api_key_env else "not-needed"
+        # a watched server: every attempt (each of the SDK's retries too) first asks whether it has exited
+        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [self._alive]}) if endpoint.exit_file \
+            else None
         self._client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=api_key or "missing",
-                                          timeout=endpoint.timeout_s, max_retries=endpoint.retries)
+                                          timeout=endpoint.timeout_s, max_retries=endpoint.retries, http_client=http)
         self.usage = Usage()  # what this client sent and what the cache answered (perseval.pipeline.cost)
 
     def _request(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, max_tokens: int | None,
@@ -133,7 +145,16 @@ class LLMClient:
             return result
         async with self._gate.turn(json.dumps(messages, ensure_ascii=False)) if self._gate else nullcontext():
             async with self._sem:
+                gone = server_exit(self.endpoint)
+                if gone is not None:  # not sent, not counted: no request reaches a dead server's port
+                    return ChatResult(text="", status="failed", error=redact(f"not sent: {gone}")[:2000])
                 return await self._send(req, key, json_schema)
+
+    async def _alive(self, request: httpx.Request) -> None:
+        """httpx's request hook: an attempt to a server that has exited is not made (a connection error)."""
+        gone = server_exit(self.endpoint)
+        if gone is not None:
+            raise httpx.ConnectError(f"not sent: {gone}", request=request)
 
     async def _send(self, req: dict[str, Any], key: str, schema: dict[str, Any] | None) -> ChatResult:
         start = time.monotonic()
@@ -148,6 +169,9 @@ class LLMClient:
                                 f"{error}", "unauthorized"
             elif isinstance(exc, openai.APIConnectionError):  # the SDK's text names no address
                 error += f" (no answer from {self.endpoint.base_url})"
+                gone = server_exit(self.endpoint)
+                if gone is not None:  # sent before its server was seen to exit; its retries were not
+                    error += f"; {gone}"
             failed = ChatResult(text="", status="failed", error=redact(error)[:2000],
                                 latency_s=time.monotonic() - start)
             self.usage.record(failed)
@@ -172,6 +196,7 @@ class LLMClient:
 
     async def aclose(self) -> None:
         await self._client.close()
+        self.cache.flush(final=True)  # answers a full disk kept from the cache: written now, or said
 
 
 def _to_result(resp: Any) -> ChatResult:

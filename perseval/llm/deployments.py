@@ -7,16 +7,26 @@ A deployment (configs/deployments/) says how a model (configs/models/) is served
   llama-cpp-python's
 - openai: an existing OpenAI-compatible endpoint, nothing to start
 Servers listen on 127.0.0.1 on a free port; a server that fails to start raises
-DeploymentError with the last lines of its log.
+DeploymentError with the last lines of its log. Once started, a server is watched
+by its pool: if its process exits during the run (killed, out of memory, crashed),
+the pool says so in one line naming its log, writes the server's exit file (from
+then on no client sends it a request, perseval.llm.client) and the run stops:
+the next stage that needs it, or the end of the serving stages, raises
+ServerExited (exit 4; the same command resumes and starts the server again). A
+restart was the other choice; it is not made: a server that died once (memory,
+a crash) mostly dies again, requests in flight were lost either way and are
+redone by the re-run, and every worker holds the old port.
 """
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -27,9 +37,13 @@ import httpx
 from perseval.setup.config import DeploymentConfig, ModelConfig
 from perseval.core.errors import DeploymentError
 from perseval.llm.embedded import HOST, embedded_command, serving
-from perseval.llm.endpoint import Endpoint
+from perseval.llm.endpoint import Endpoint, ServerExited
 from perseval.llm.identity import identity_label, resolve_gguf
 from perseval.llm.probe import probe
+
+log = logging.getLogger("perseval.deployments")
+WATCH_S = 0.2  # how often a pool looks at its servers' processes
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -161,6 +175,8 @@ class Deployment:
         self.proc: subprocess.Popen | None = None
         self.endpoint: Endpoint | None = None
         self.log_path: Path | None = None
+        self.exit_file: Path | None = None  # written once the started server's process has exited
+        self.name = f"model {model.name} ({deployment.kind} deployment {deployment.name})"
 
     def command(self, port: int) -> list[str]:
         if self.cfg.kind == "vllm":
@@ -179,7 +195,8 @@ class Deployment:
         c, how = self.cfg, serving(self.cfg)
         return Endpoint(self.model.name, c.kind, base_url, served_model, identity_label(self.model), api_key_env,
                         how.max_concurrency, c.timeout_s, c.retries, how.structured_output,
-                        self.config_file or f"deployments/{c.name}.yaml", how.extra_body, how.prefix_first)
+                        self.config_file or f"deployments/{c.name}.yaml", how.extra_body, how.prefix_first,
+                        str(self.exit_file) if self.exit_file else None)
 
     def start(self) -> Endpoint:
         cfg = self.cfg
@@ -190,9 +207,11 @@ class Deployment:
             return self.endpoint
         port = free_port()
         self.log_path = self.log_dir / f"{self.model.name}-{port}.log"
+        self.exit_file = self.log_path.with_suffix(".exited")
+        self.exit_file.unlink(missing_ok=True)  # an earlier run's server on this port: not this one
         self.proc = start_server(self.command(port), self.launch_env(), self.log_path)
         base = f"http://{HOST}:{port}"
-        name = f"model {self.model.name} ({cfg.kind} deployment {cfg.name})"
+        name = self.name
         try:
             if cfg.kind == "vllm" or cfg.server == "llama-server":  # /health says 200 once the model is loaded
                 wait_healthy(base, self.proc, cfg.startup_timeout_s, self.log_path, health_path="/health", name=name)
@@ -204,8 +223,26 @@ class Deployment:
         return self.endpoint
 
     def stop(self, grace_s: float = 20.0) -> None:
-        proc, self.proc = self.proc, None
+        proc, self.proc = self.proc, None  # first: a watcher that sees it end now knows it was stopped
         stop_server(proc, grace_s)
+
+    def exited(self) -> ServerExited | None:
+        """The started server's process has exited while nobody stopped it: the error that says so (its one
+        line, the log beside it), its exit file written for the clients; None while it runs."""
+        proc = self.proc
+        if proc is None or proc.poll() is None or self.proc is not proc:
+            return None
+        gone = ServerExited(f"{self.name}: its server {exit_text(proc.returncode)} while the run was using it"
+                            f"{'' if proc.returncode > 128 or proc.returncode < 0 else log_cause(self.log_path)}",
+                            self.log_path)
+        if self.exit_file is not None:
+            tmp = self.exit_file.with_suffix(".exited.tmp")
+            try:  # whole or not at all: a client reads it on every request
+                tmp.write_text(f"{gone}\n{self.log_path}\n", encoding="utf-8")
+                os.replace(tmp, self.exit_file)
+            except OSError as exc:  # a full disk: the clients cannot be told; the run still stops
+                log.warning("%s: could not write %s (%s)", self.name, self.exit_file, exc)
+        return gone
 
     def __enter__(self) -> Endpoint:
         return self.start()
@@ -214,26 +251,77 @@ class Deployment:
         self.stop()
 
 
+def exit_text(code: int) -> str:
+    """'exited with code 137 (killed by SIGKILL)': a guard reports a server killed by signal N as 128 + N."""
+    sig = -code if code < 0 else code - 128 if code > 128 else 0
+    try:
+        how = f" (killed by {signal.Signals(sig).name})" if sig else ""
+    except ValueError:
+        how = ""
+    return f"exited with code {code}{how}"
+
+
 class ServerPool:
-    """The deployments of one flow run: each model started when first needed, all stopped together."""
+    """The deployments of one flow run: each model started when first needed, all stopped together.
+
+    While any is started a thread watches their processes (every WATCH_S): a server that exits says so once,
+    in one warning line naming its log; `ensure` then raises its ServerExited, and so does leaving the pool
+    (the run stops before its later stages) unless an error is already on its way out."""
 
     def __init__(self, models: Mapping[str, ModelConfig], deployments: Mapping[str, DeploymentConfig],
                  log_dir: str | Path, files: Mapping[str, str] | None = None):
         self.models, self.deployments, self.log_dir = models, deployments, Path(log_dir)
         self.files = files or {}  # "deployments/<name>" -> its YAML (ResolvedExperiment.files)
         self.endpoints: dict[str, Endpoint] = {}
+        self.started: dict[str, Deployment] = {}
+        self.exited: dict[str, ServerExited] = {}  # model name -> how its server ended
         self._stack = ExitStack()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def ensure(self, names: Iterable[str]) -> dict[str, Endpoint]:
-        """Start every named model not started yet; returns the endpoints of all started ones."""
+        """Start every named model not started yet; returns the endpoints of all started ones. Raises the
+        ServerExited of a server that died since it was started."""
+        self.check()
         for name in sorted(set(names) - set(self.endpoints)):
             cfg = self.deployments[name]
             dep = Deployment(self.models[name], cfg, self.log_dir, self.files.get(f"deployments/{cfg.name}"))
             self.endpoints[name] = self._stack.enter_context(dep)
+            with self._lock:
+                self.started[name] = dep
+            if dep.proc is not None and self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch, name="perseval-server-watch", daemon=True)
+                self._watcher.start()
         return dict(self.endpoints)
+
+    def check(self) -> None:
+        """Raise the ServerExited of the first server that exited (also looked at now, not only every WATCH_S)."""
+        self._look()
+        if self.exited:
+            raise next(iter(self.exited.values()))
+
+    def _look(self) -> None:
+        with self._lock:
+            for name, dep in self.started.items():
+                if name not in self.exited and (gone := dep.exited()) is not None:
+                    self.exited[name] = gone
+                    log.warning("%s (server log: %s); nothing more is sent to it and the run stops", gone,
+                                gone.log_path)
+
+    def _watch(self) -> None:
+        while not self._done.wait(WATCH_S):
+            self._look()
 
     def __enter__(self) -> "ServerPool":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, exc_type: Any, *exc: Any) -> None:
+        if exc_type is None:
+            self._look()
+        self._done.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
         self._stack.close()
+        if exc_type is None and self.exited:  # the serving stages ran to their end: the stages after them do not
+            raise next(iter(self.exited.values()))

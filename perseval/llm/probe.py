@@ -5,19 +5,22 @@ An `openai` deployment starts no server, so nothing else tells, before the first
 key is wrong or that the server answers 500 to every `json_schema` request (llama.cpp's own server and
 several hosted ones take only `json_object`). The probe is a tiny structured request sent straight over
 HTTP: not through the client, so it is no request of the run (no cache entry, no count). A refused key or
-a refused dialect stops the start with a line naming the deployment YAML, the key and what is allowed; an
-endpoint that answers nothing at all is left to the run (an outage: its requests fail as data).
+a refused dialect stops the start with a line naming the deployment YAML, the key and what is allowed. So
+does an endpoint nothing answers at (no connection after a second try: a wrong host or port, a server that
+is not up), which would otherwise fail every request of the run one by one. One that is reached but answers
+errors, or too slowly, is left to the run (an outage: its requests fail as data).
 """
 from __future__ import annotations
 
 import logging
 import os
+import time
 from typing import Any
 
 import httpx
 
 from perseval.setup.config import STRUCTURED_OUTPUT
-from perseval.core.errors import EndpointRefused
+from perseval.core.errors import DeploymentError, EndpointRefused
 from perseval.llm.client import auth_hint, response_format
 from perseval.llm.endpoint import Endpoint
 from perseval.core.redact import redact, secret_from_env
@@ -26,10 +29,18 @@ log = logging.getLogger("perseval.probe")
 PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 PROBE_TIMEOUT_S = 60.0
 AUTH_STATUS = (401, 403)
+CONNECT_TRIES = 2  # a connection refused (or never made) twice, CONNECT_PAUSE_S apart, stops the start
+CONNECT_PAUSE_S = 1.0
+CONNECT_TIMEOUT_S = 10.0  # per try: a host that drops the connection attempt
+
+
+class Unreachable(Exception):
+    """No connection could be made to the endpoint."""
 
 
 def _send(ep: Endpoint, dialect: str) -> httpx.Response | None:
-    """The probe request in `dialect` (None: the endpoint did not answer at all)."""
+    """The probe request in `dialect` (None: connected, but no answer came); raises Unreachable when no
+    connection could be made, CONNECT_TRIES times."""
     body: dict[str, Any] = {"model": ep.served_model, "max_tokens": 16, "temperature": 0.0,
                             "messages": [{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}]}
     fmt = response_format(dialect, PROBE_SCHEMA)
@@ -37,13 +48,19 @@ def _send(ep: Endpoint, dialect: str) -> httpx.Response | None:
         body["response_format"] = fmt
     key = secret_from_env(ep.api_key_env) if ep.api_key_env else None
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:
-        return httpx.post(f"{ep.base_url}/chat/completions", json=body, headers=headers,
-                          timeout=min(ep.timeout_s, PROBE_TIMEOUT_S))
-    except httpx.HTTPError as exc:
-        log.warning("probe of %s: no answer (%s: %s); its requests will fail as data", ep.base_url,
-                    type(exc).__name__, exc)
-        return None
+    for attempt in range(CONNECT_TRIES):
+        try:
+            return httpx.post(f"{ep.base_url}/chat/completions", json=body, headers=headers,
+                              timeout=httpx.Timeout(min(ep.timeout_s, PROBE_TIMEOUT_S), connect=CONNECT_TIMEOUT_S))
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing listens, no such host, no route
+            if attempt + 1 == CONNECT_TRIES:
+                raise Unreachable(f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no connection'}") from exc
+            time.sleep(CONNECT_PAUSE_S)
+        except httpx.HTTPError as exc:
+            log.warning("probe of %s: no answer (%s: %s); its requests will fail as data", ep.base_url,
+                        type(exc).__name__, exc)
+            return None
+    return None
 
 
 def _said(resp: httpx.Response) -> str:
@@ -59,7 +76,11 @@ def probe(ep: Endpoint, name: str) -> None:
         raise EndpointRefused(f"{name}: {where}: key 'api_key_env': ${ep.api_key_env} is not set in this "
                                    "run's environment; export the endpoint's key there")
     dialect = ep.dialect()
-    resp = _send(ep, dialect)
+    try:
+        resp = _send(ep, dialect)
+    except Unreachable as exc:
+        raise DeploymentError(f"{name}: {where}: key 'base_url': nothing answers at {ep.base_url} ({redact(str(exc))}, "
+                              f"{CONNECT_TRIES} tries): check the URL and that the endpoint is up") from None
     if resp is None or resp.status_code == 200:
         return
     if resp.status_code in AUTH_STATUS:
@@ -76,5 +97,8 @@ def probe(ep: Endpoint, name: str) -> None:
 
 
 def _accepted(ep: Endpoint, dialect: str) -> bool:
-    resp = _send(ep, dialect)
+    try:
+        resp = _send(ep, dialect)
+    except Unreachable:  # it answered the first probe: gone since, which the run will meet
+        return False
     return resp is not None and resp.status_code == 200

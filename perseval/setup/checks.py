@@ -7,23 +7,30 @@ the file, the key and what is allowed: an experiment with no benchmarks, an entr
 that gets no cell (it needs a backbone or a retriever the experiment does not list), a name listed twice,
 a benchmark entry repeated, a GGUF `source` that is a folder or not a GGUF file, an embedded deployment
 on llama-server where no llama-server binary is installed, or on llama-cpp-python where that optional
-extra is not installed.
+extra is not installed, a `request_cache` that is a folder or another program's file (perseval would
+open it, and set it aside as damaged), an `mlflow.tracking_uri` whose scheme MLflow does not know.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Sequence
+from urllib.parse import urlsplit
 
 from perseval.setup.capabilities import needs_index, needs_model
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import content_key
+from perseval.llm.cache import foreign
 from perseval.llm.embedded import llama_server_binary, require_llama_cpp_python
 from perseval.llm.identity import resolve_gguf
 from perseval.setup.registry import BENCHMARKS
 from perseval.setup.specs import AgentSpec
 
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's format)
+DEFAULT_CACHE = "request-cache.sqlite"  # under output_root when `request_cache` is not set (flows.evaluate)
+# The schemes of an MLflow tracking URI (a `<database>+<driver>` form too: postgresql+psycopg2://); a plain
+# path is a local folder (MLflow's file store).
+TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "file", "http", "https", "databricks")
 
 
 def check_experiment(exp: ResolvedExperiment, roots: Sequence[Path]) -> None:
@@ -34,6 +41,8 @@ def check_experiment(exp: ResolvedExperiment, roots: Sequence[Path]) -> None:
     for i, entry in enumerate(exp.experiment.benchmarks):
         _entry_has_agents(exp, i, entry, roots)
     _no_repeated_entry(exp)
+    _request_cache(exp)
+    _tracking_uri(exp)
     for name, model in exp.models.items():
         if model.format == "gguf":
             _gguf_file(model, exp.file_of("models", name))
@@ -113,6 +122,10 @@ def _gguf_file(model: ModelConfig, where: str) -> None:
     """A gguf model's `source` is one GGUF file: not a folder (an HF checkout, say) and not an empty or
     truncated download, which llama.cpp's server would only report in its log once started."""
     must = "a gguf model's source must be a .gguf file (a path, or package:<module>/<file>)"
+    plain = None if model.source.startswith("package:") else Path(model.source).expanduser()
+    if plain is not None and plain.exists() and not plain.is_file() and not plain.is_dir():
+        raise ConfigError(f"{where}: key 'source': {plain} is not a regular file (a device, a pipe or a socket), "
+                          f"so it is not a GGUF file; {must}")
     try:
         path = resolve_gguf(model.source)
     except ConfigError as exc:
@@ -139,3 +152,30 @@ def _llama_cpp_python(where: str) -> None:
         require_llama_cpp_python()
     except ConfigError as exc:
         raise ConfigError(f"{where}: key 'server': llama-cpp-python: {exc}") from None
+
+
+def _request_cache(exp: ResolvedExperiment) -> None:
+    """The request cache's path holds nothing perseval would move aside or write into: no folder (it used to
+    be renamed `.damaged-<time>` by the first run), no file of another kind, no other program's database."""
+    e = exp.experiment
+    path = Path(e.request_cache) if e.request_cache else Path(e.output_root) / DEFAULT_CACHE
+    problem = foreign(path)
+    if problem and e.request_cache:
+        raise ConfigError(f"{exp.path}: key 'request_cache': {problem}")
+    if problem:
+        raise ConfigError(f"{exp.path}: key 'output_root': its {DEFAULT_CACHE} (the request cache when "
+                          f"`request_cache` is not set): {problem}")
+
+
+def _tracking_uri(exp: ResolvedExperiment) -> None:
+    """A tracking URI MLflow can open, said now rather than when the run tracks, after every other stage."""
+    uri = exp.experiment.mlflow.tracking_uri
+    allowed = ("sqlite:///<file> (relative) or sqlite:////<absolute file>, postgresql://, mysql://, mssql:// (also "
+               "<database>+<driver>://), http://, https://, file:///<folder>, databricks, or a plain folder path")
+    scheme = urlsplit(uri).scheme.lower()
+    if not uri.strip() or (scheme and scheme.split("+")[0] not in TRACKING_SCHEMES):
+        raise ConfigError(f"{exp.path}: key 'mlflow.tracking_uri': {uri!r} is no tracking URI MLflow knows "
+                          f"(scheme {scheme or 'none'!r}); use one of {allowed}")
+    if scheme.startswith("sqlite") and not uri.startswith(f"{scheme}:///"):
+        raise ConfigError(f"{exp.path}: key 'mlflow.tracking_uri': {uri!r} names no database file: an SQLite URI "
+                          "is sqlite:///<relative file> or sqlite:////<absolute file>")

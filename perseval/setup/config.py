@@ -20,15 +20,17 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import content_key
 from perseval.setup.overrides import Overrides
-from perseval.setup.params import error_lines, invalid
+from perseval.setup.params import NoBooleanNumbers, error_lines, invalid
 
 
-class Strict(BaseModel):
+class Strict(NoBooleanNumbers):
+    """Unknown keys are errors; a YAML boolean where a number is expected too (`seed: yes`)."""
+
     model_config = ConfigDict(extra="forbid")
 
 

@@ -63,11 +63,18 @@ class _Resolver:
         self.roots = roots
         self.files: dict[str, str] = {}
 
+    def known(self, kind: str) -> list[str]:
+        return sorted({p.stem for root in self.roots for p in (root / kind).glob("*.yaml")})
+
     def named(self, kind: str, model: type[Strict], name: str, referrer: Path | str, key: str) -> Any:
+        if not plain_name(name):  # `../x` or `a/b` would be read from outside configs/<kind>/
+            raise ConfigError(f"{referrer}: key '{key}': {name!r} is not a plain name: a name is the file name of "
+                              f"configs/{kind}/<name>.yaml, without a folder, '..' or a path separator (known: "
+                              f"{self.known(kind)})")
         tried = [root / kind / f"{name}.yaml" for root in self.roots]
         path = next((p for p in tried if p.exists()), None)
         if path is None:
-            known = sorted({p.stem for root in self.roots for p in (root / kind).glob("*.yaml")})
+            known = self.known(kind)
             missing = " or ".join(str(p) for p in tried)
             raise ConfigError(f"{referrer}: key '{key}' names {name!r}, but there is no {missing} (known: {known})")
         cfg = load_config(model, path)
@@ -77,6 +84,11 @@ class _Resolver:
         return cfg
 
 
+def plain_name(name: str) -> bool:
+    """A config's name is a file name under configs/<kind>/: no folder part, no '..', nothing hidden."""
+    return bool(name) and "/" not in name and "\\" not in name and "\0" not in name and not name.startswith(".")
+
+
 # --- loading -------------------------------------------------------------------------------------------
 
 def load_experiment(path: str | Path, config_root: str | Path | None = None) -> ResolvedExperiment:
@@ -84,8 +96,8 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
     path = Path(path)
     exp: ExperimentConfig = load_config(ExperimentConfig, path)
     res = _Resolver(config_roots(path, config_root))
-    plugins = resolve_plugins(exp.plugins, path.resolve().parent)
-    load_plugins(plugins)
+    plugins = resolve_plugins(exp.plugins, path.resolve().parent, str(path))
+    load_plugins(plugins, str(path))
     models: dict[str, ModelConfig] = {}
 
     def need_model(name: str, referrer: Path | str, key: str) -> None:

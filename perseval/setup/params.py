@@ -9,11 +9,13 @@ from __future__ import annotations
 import importlib
 import pickle
 import sys
+import types
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, TypeVar
+from typing import Annotated, Any, ClassVar, Mapping, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler, ValidationError, \
-    model_serializer
+    ValidationInfo, field_validator, model_serializer
+from pydantic_core import PydanticCustomError
 
 from perseval.core.errors import ConfigError
 from perseval.core.plugin_files import PLUGIN_MODULE_PREFIX, import_plugin_file
@@ -21,7 +23,51 @@ from perseval.core.plugin_files import PLUGIN_MODULE_PREFIX, import_plugin_file
 P = TypeVar("P", bound="Params")
 
 
-class Params(BaseModel):
+def _bool_for_number(annotation: Any, value: Any) -> bool:
+    """Whether `value` holds a bool where `annotation` wants an int or a float (at the top, or as an item of
+    a list, tuple, set or dict value): pydantic would read YAML's `yes` as 1 there."""
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _bool_for_number(get_args(annotation)[0], value)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        return not any(a is bool or a is Any for a in args) and any(_bool_for_number(a, value) for a in args)
+    if annotation in (int, float):
+        return isinstance(value, bool)
+    if origin in (list, tuple, set, frozenset) and isinstance(value, (list, tuple, set, frozenset)):
+        items = [a for a in get_args(annotation) if a is not Ellipsis]
+        return any(_bool_for_number(a, v) for v in value for a in items[:1] or [Any]) if len(items) <= 1 else \
+            any(_bool_for_number(a, v) for a, v in zip(items, value))
+    if origin is dict and isinstance(value, dict) and len(get_args(annotation)) == 2:
+        return any(_bool_for_number(get_args(annotation)[1], v) for v in value.values())
+    return False
+
+
+def _holds_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(isinstance(v, bool) for v in value)
+    return isinstance(value, dict) and any(isinstance(v, bool) for v in value.values())
+
+
+class NoBooleanNumbers(BaseModel):
+    """Base of every config and params model: a YAML boolean (yes/no, true/false, on/off) where a number is
+    expected is refused, not read as 1 or 0 (pydantic's lax mode would); an int where a float is expected
+    stays fine. One check for every int and float field, of every subclass."""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        if _holds_bool(value) and info.field_name in cls.model_fields and \
+                _bool_for_number(cls.model_fields[info.field_name].annotation, value):
+            raise PydanticCustomError("bool_for_number", "a number is expected, got a boolean ({value}: YAML reads "
+                                      "yes/no, true/false and on/off as booleans); write the number",
+                                      {"value": str(value).lower() if isinstance(value, bool) else value})
+        return value
+
+
+class Params(NoBooleanNumbers):
     """Base of every component's parameters: unknown keys are errors, values are read-only."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -131,22 +131,39 @@ def load_entry_points() -> None:
                               f"{type(exc).__name__}: {exc}") from exc
 
 
-def resolve_plugins(specs: Iterable[str], base_dir: Path) -> tuple[str, ...]:
-    """Plugin specs as every process can load them: .py files made absolute (relative to `base_dir`)."""
+PLUGIN_IS = ("a plugin is a module to import (a dotted name such as my_package.components, on the Python path "
+             "or installed) or a .py file (a path, relative to the experiment file)")
+_MODULE_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+# what a spec ending so names: a file that is no Python module (`plugins: [exp.yaml]` read as module `exp`)
+_NOT_MODULES = {".yaml", ".yml", ".json", ".toml", ".txt", ".cfg", ".ini", ".csv", ".md", ".pyc", ".ipynb"}
+
+
+def _plugin_where(where: str | None) -> str:
+    return f"{where}: key 'plugins': " if where else ""
+
+
+def resolve_plugins(specs: Iterable[str], base_dir: Path, where: str | None = None) -> tuple[str, ...]:
+    """Plugin specs as every process can load them: .py files made absolute (relative to `base_dir`). A spec
+    that is neither a module name nor a .py file is a ConfigError naming `where` (the experiment file) and
+    the key."""
     out = []
+    prefix = _plugin_where(where)
     for spec in specs:
         if spec.endswith(".py"):
             path = Path(spec) if Path(spec).is_absolute() else base_dir / spec
             if not path.is_file():
-                raise ConfigError(f"plugin {spec!r}: no file at {path}")
+                raise ConfigError(f"{prefix}plugin {spec!r}: no file at {path}; {PLUGIN_IS}")
             out.append(str(path.resolve()))
+        elif not _MODULE_NAME.fullmatch(spec) or Path(spec).suffix.lower() in _NOT_MODULES:
+            raise ConfigError(f"{prefix}{spec!r} is neither a module name nor a .py file: {PLUGIN_IS}")
         else:
             out.append(spec)
     return tuple(out)
 
 
-def load_plugins(specs: Iterable[str]) -> None:
-    """Import each plugin (a module name, or an absolute .py path from resolve_plugins), once."""
+def load_plugins(specs: Iterable[str], where: str | None = None) -> None:
+    """Import each plugin (a module name, or an absolute .py path from resolve_plugins), once; `where` (the
+    experiment file) is named with the key in what a failed import says."""
     for spec in specs:
         try:
             if spec.endswith(".py"):
@@ -156,7 +173,10 @@ def load_plugins(specs: Iterable[str]) -> None:
         except ConfigError:
             raise
         except Exception as exc:
-            raise ConfigError(f"plugin {spec!r} failed to import: {type(exc).__name__}: {exc}") from exc
+            hint = f"; {PLUGIN_IS}" if isinstance(exc, ModuleNotFoundError) and exc.name and \
+                spec.startswith(exc.name) else ""
+            raise ConfigError(f"{_plugin_where(where)}plugin {spec!r} failed to import: {type(exc).__name__}: "
+                              f"{exc}{hint}") from exc
 
 
 def registered() -> dict[str, list[str]]:
