@@ -406,11 +406,6 @@ def most_different(a: dict[tuple[str, int], Side], b: dict[tuple[str, int], Side
     return [r for r in rows if r["gap"] > 0][:n]
 
 
-def trace_url(ui: str, experiment_id: str, trace_id: str) -> str:
-    """Where the MLflow UI shows one trace."""
-    return f"{ui.rstrip('/')}/#/experiments/{experiment_id}/traces?traceId={trace_id}"
-
-
 def cell_pairs(client: MlflowClient, parents: list[Any], between: tuple[str, str] | None) -> list[tuple[Any, Any]]:
     """The pairs of child runs (cells) whose instances to set side by side: with `between` (two cell names or
     prefixes, e.g. iba/iba-rag and iba/iba-agent), those two cells within each parent run; without, each cell
