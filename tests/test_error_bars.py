@@ -16,7 +16,8 @@ from perseval.metrics.aggregate import group_table
 from perseval.metrics.uncertainty import cluster_mean, paired_difference
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.report.headline import delta_text, headline_rows, score_text, uncertainty_metrics
+from perseval.report.headline import headline_rows, uncertainty_metrics
+from perseval.report.tables import delta_text, score_text
 from perseval.pipeline.runner import score_outputs
 from perseval.core.store import StageStore
 

@@ -13,7 +13,8 @@ from perseval.metrics.aggregate import group_table
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import InstanceScore
 from perseval.core.store import StageStore
-from perseval.report.headline import headline_rows, score_text
+from perseval.report.headline import headline_rows
+from perseval.report.tables import score_text
 from perseval.report.tables import headline_tables, short_names
 from perseval.setup.experiment import load_experiment
 

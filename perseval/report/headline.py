@@ -89,26 +89,6 @@ def _row(plan: Plan, cell: Cell, s: ScoreManifest, comparison: Any, costs: PlanC
     return HeadlineRow.of(fields)
 
 
-def score_text(row: dict[str, Any]) -> str:
-    """"27.8 ± 12.3": the score and the half-width of its interval (the score alone where there is none)."""
-    if row.get("score") is None:
-        return ""
-    if row.get("ci_low") is None or row.get("ci_high") is None:
-        return f"{row['score']:.1f}"
-    return f"{row['score']:.1f} ± {(row['ci_high'] - row['ci_low']) / 2:.1f}"
-
-
-def delta_text(row: dict[str, Any]) -> str:
-    """"+11.1 [-5.0, 27.2]": the difference to the baseline and its interval; "(unpaired)" when the two
-    cells were not scored on the same instances; "baseline" on the baseline's own cell."""
-    if row.get("delta_vs_baseline") is None:
-        return "baseline" if row.get("baseline") == row.get("agent") else ""
-    text = f"{row['delta_vs_baseline']:+.1f}"
-    if row.get("delta_ci_low") is not None:
-        text += f" [{row['delta_ci_low']:+.1f}, {row['delta_ci_high']:+.1f}]"
-    return text if row.get("delta_paired") else text + " (unpaired)"
-
-
 def headline_note(rows: list[dict[str, Any]]) -> str:
     """How to read the headline's uncertainty columns (printed under the table)."""
     level = next((r["level"] for r in rows if r.get("level")), 0.95)

@@ -21,6 +21,26 @@ EXTRA_PARTS = ("judge", "backbone", "retriever")  # tried in this order after th
 Row = Mapping[str, Any]
 
 
+def score_text(row: dict[str, Any]) -> str:
+    """"27.8 ± 12.3": the score and the half-width of its interval (the score alone where there is none)."""
+    if row.get("score") is None:
+        return ""
+    if row.get("ci_low") is None or row.get("ci_high") is None:
+        return f"{row['score']:.1f}"
+    return f"{row['score']:.1f} ± {(row['ci_high'] - row['ci_low']) / 2:.1f}"
+
+
+def delta_text(row: dict[str, Any]) -> str:
+    """"+11.1 [-5.0, 27.2]": the difference to the baseline and its interval; "(unpaired)" when the two
+    cells were not scored on the same instances; "baseline" on the baseline's own cell."""
+    if row.get("delta_vs_baseline") is None:
+        return "baseline" if row.get("baseline") == row.get("agent") else ""
+    text = f"{row['delta_vs_baseline']:+.1f}"
+    if row.get("delta_ci_low") is not None:
+        text += f" [{row['delta_ci_low']:+.1f}, {row['delta_ci_high']:+.1f}]"
+    return text if row.get("delta_paired") else text + " (unpaired)"
+
+
 def identity(row: Row) -> tuple[str, ...]:
     return tuple(str(row.get(k) or "-") for k in IDENTITY)
 
@@ -73,7 +93,6 @@ def status_text(row: Row) -> str:
 
 def delta_compact(row: Row) -> str:
     """"+11.1 [-5.0, +27.2]" (with "unpaired" where the cells were not scored on the same instances)."""
-    from perseval.report.headline import delta_text
 
     text = delta_text(row)
     return text.replace(" (unpaired)", " unpaired")
@@ -90,7 +109,6 @@ def headline_tables(rows: Sequence[Row]) -> list[Table]:
 
 
 def _bench_table(bench: str, members: list[tuple[Row, str]]) -> Table:
-    from perseval.report.headline import score_text
 
     metrics = sorted({str(r.get("metric")) for r, _ in members})
     baseline = next((r.get("baseline") for r, _ in members if r.get("baseline")), None)
@@ -124,7 +142,6 @@ LEFT = {"benchmark", "agent", "backbone", "retriever", "judge", "metric", "statu
 
 def wide_table(rows: Sequence[Row]) -> Table:
     """Every column of the headline (what `--wide` prints)."""
-    from perseval.report.headline import delta_text, score_text
 
     cols = dict(WIDE_COLUMNS)
     if any(r.get("baseline") for r in rows):
@@ -315,7 +332,6 @@ def frame_table(frame: Any, title: str) -> Table:
 
 def headline_markdown(rows: Sequence[Row]) -> str:
     """The compact headline as Markdown, one table per benchmark (a parent run's description in MLflow)."""
-    from perseval.report.headline import score_text
 
     names = short_names([identity(r) for r in rows])
     out = []
