@@ -24,11 +24,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 # machine, then copied from ~/.cache/perseval/llama-server). It needs only the venv's Python and pip (to
 # download the pinned sdist), so `install` runs it beside the package install, whose downloads and unpacking
 # leave the cores mostly idle.
-$(BIN)/llama-server: infra/llama-server/build.py | $(BIN)/python
+# the binary and llama-cpp-python's grammar converter beside it (what perseval sends llama-server as `grammar`)
+$(BIN)/llama-server $(BIN)/llama-server-grammar.py &: infra/llama-server/build.py | $(BIN)/python
 	$(BIN)/python infra/llama-server/build.py --cmake-args "$(LLAMA_CMAKE_ARGS)"
 
 install: | $(BIN)/python
-	$(MAKE) --no-print-directory -j2 $(VENV)/.installed $(BIN)/llama-server
+	$(MAKE) --no-print-directory -j2 $(VENV)/.installed $(BIN)/llama-server $(BIN)/llama-server-grammar.py
 
 # llama-cpp-python's server (`server: llama-cpp-python`) and its library, which some tests run beside
 # llama-server: it compiles (about 5 minutes on 2 cores; pip's wheel cache makes later installs fast).

@@ -1,9 +1,11 @@
-"""perseval.llm.json_grammar is llama-cpp-python's JSON-schema-to-GBNF converter, copied so the default install
-needs no llama-cpp-python: the copy must make the very grammar the package makes, for every schema perseval
-sends and for the schema features those use or may use (enums, arrays with bounds, nested objects, numbers)."""
+"""`make install` puts llama-cpp-python's JSON-schema-to-GBNF converter (its llama_grammar.py, from the sdist
+infra/llama-server/build.py builds from) beside llama-server, so the default install needs no llama-cpp-python:
+that file must make the very grammar the installed package makes, for every schema perseval sends and for the
+schema features those use or may use (enums, arrays with bounds, nested objects, numbers)."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import pkgutil
 from typing import Any
@@ -11,7 +13,7 @@ from typing import Any
 import pytest
 
 import perseval
-from perseval.llm.json_grammar import json_schema_to_gbnf
+from perseval.llm.embedded import GRAMMAR_NAME, llama_server_binary
 
 llama_grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="the [llama-cpp] extra is not installed "
                                     "(`make test` installs it): nothing to compare the copy with")
@@ -40,7 +42,16 @@ def shipped_schemas() -> dict[str, dict[str, Any]]:
     return found
 
 
+def _installed_converter():
+    path = llama_server_binary().parent / GRAMMAR_NAME
+    spec = importlib.util.spec_from_file_location("installed_grammar", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_the_copy_makes_the_packages_grammar_for_every_schema_perseval_sends():
+    json_schema_to_gbnf = _installed_converter().json_schema_to_gbnf
     schemas = shipped_schemas()
     assert len(schemas) >= 5  # the judges' verdicts and rubrics, the agents' rankings and selections
     for name, schema in [*schemas.items(), *((f"feature {i}", s) for i, s in enumerate(FEATURES))]:

@@ -61,15 +61,28 @@ def works(binary: Path) -> bool:
         return False
 
 
-def vendored_source(pkg_version: str, work: Path) -> Path:
-    """The sdist's vendor/llama.cpp, extracted under `work`."""
+# llama-cpp-python's JSON-schema-to-GBNF converter (standard library only): installed beside the binary, so
+# perseval sends llama-server the grammar llama-cpp-python's server makes without importing that package
+GRAMMAR = "llama_cpp/llama_grammar.py"
+GRAMMAR_NAME = "llama-server-grammar.py"  # the name beside the binary (perseval.llm.embedded.grammar_converter)
+
+
+def sdist_parts(pkg_version: str, work: Path) -> tuple[Path, Path]:
+    """(the sdist's vendor/llama.cpp, its llama_grammar.py), extracted under `work`."""
     subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--quiet",
                     f"{PACKAGE}=={pkg_version}", "-d", str(work)], check=True)
     sdist = next(work.glob("llama_cpp_python-*.tar.gz"))
     with tarfile.open(sdist) as tar:
-        members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name]
+        members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name or m.name.endswith("/" + GRAMMAR)]
         tar.extractall(work, members=members, filter="data")
-    return next(work.glob("llama_cpp_python-*/vendor/llama.cpp"))
+    return next(work.glob("llama_cpp_python-*/vendor/llama.cpp")), next(work.glob(f"llama_cpp_python-*/{GRAMMAR}"))
+
+
+def install(src: Path, dest: Path) -> None:
+    """Copied beside, then renamed over: a llama-server running from `dest` keeps its file (a copy onto a
+    running binary fails with "Text file busy")."""
+    shutil.copy2(src, dest.with_suffix(".part"))
+    dest.with_suffix(".part").replace(dest)
 
 
 def patch(source: Path) -> None:
@@ -103,20 +116,20 @@ def main() -> int:
     cmake_args = shlex.split(args.cmake_args)
     pkg_version = SOURCE_VERSION
     kept = cache_dir(pkg_version, cmake_args) / TARGET
+    kept_grammar = kept.parent / GRAMMAR_NAME
     dest = args.dest / TARGET
     t0 = time.monotonic()
-    if not works(kept):
-        print(f"building {TARGET} from the llama.cpp source vendored by {PACKAGE} {pkg_version} "
-              f"(about 7-8 minutes on 2 cores, once per machine) ...", flush=True)
+    if not works(kept) or not kept_grammar.is_file():
         with tempfile.TemporaryDirectory(prefix="llama-server-") as tmp:
-            binary = build(vendored_source(pkg_version, Path(tmp)), Path(tmp) / "build", cmake_args, args.jobs)
+            source, grammar = sdist_parts(pkg_version, Path(tmp))
             kept.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(binary, kept.with_suffix(".part"))
-            kept.with_suffix(".part").replace(kept)  # whole or absent: a killed build leaves no half binary
-    # copied beside, then renamed over: a llama-server running from `dest` keeps its file (a copy onto a
-    # running binary fails with "Text file busy")
-    shutil.copy2(kept, dest.with_suffix(".part"))
-    dest.with_suffix(".part").replace(dest)
+            install(grammar, kept_grammar)
+            if not works(kept):
+                print(f"building {TARGET} from the llama.cpp source vendored by {PACKAGE} {pkg_version} "
+                      f"(about 7-8 minutes on 2 cores, once per machine) ...", flush=True)
+                install(build(source, Path(tmp) / "build", cmake_args, args.jobs), kept)  # whole or absent
+    install(kept, dest)
+    install(kept_grammar, args.dest / GRAMMAR_NAME)
     if not works(dest):
         print(f"{dest} does not run: `{dest} --version` failed", file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import json
 import os
 import time
@@ -51,11 +52,20 @@ def response_format(dialect: str, schema: dict[str, Any]) -> dict[str, Any] | No
     return {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema, "strict": False}}
 
 
+@functools.cache
+def _converter() -> Any:
+    """llama-cpp-python's converter module, loaded from its file (perseval.llm.embedded.grammar_converter)."""
+    from perseval.llm.embedded import grammar_converter
+
+    spec = importlib.util.spec_from_file_location("perseval_llama_grammar", grammar_converter())
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 @functools.lru_cache(maxsize=256)
 def _gbnf(schema_json: str) -> str:
-    from perseval.llm.json_grammar import json_schema_to_gbnf  # llama-cpp-python's converter, vendored
-
-    return json_schema_to_gbnf(schema_json)
+    return _converter().json_schema_to_gbnf(schema_json)
 
 
 def gbnf(schema: dict[str, Any]) -> str:

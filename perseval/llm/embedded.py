@@ -13,6 +13,7 @@ the weights, not how they are served), so switching reuses every cached answer.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sys
@@ -80,6 +81,25 @@ def llama_server_binary() -> Path:
         f"llama-server not found (beside {sys.executable}, on PATH, or in ${LLAMA_SERVER_ENV}): `make install` "
         "builds it into .venv/bin (python infra/llama-server/build.py alone), or set `server: llama-cpp-python` "
         "in the embedded deployment's YAML")
+
+
+# llama-cpp-python's JSON-schema-to-GBNF converter, as infra/llama-server/build.py installs it beside the binary
+GRAMMAR_NAME = "llama-server-grammar.py"
+
+
+def grammar_converter() -> Path:
+    """The file of llama-cpp-python's JSON-schema-to-GBNF converter (llama_cpp/llama_grammar.py, standard library
+    only): the installed package's own where the extra is installed (found, not imported: importing llama_cpp
+    loads its compiled library), else the copy `make install` puts beside llama-server."""
+    spec = importlib.util.find_spec("llama_cpp")
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(folder) / "llama_grammar.py").is_file():
+            return Path(folder) / "llama_grammar.py"
+    beside = llama_server_binary().parent / GRAMMAR_NAME
+    if beside.is_file():
+        return beside
+    raise ConfigError(f"{beside} not found: `make install` puts llama-cpp-python's grammar converter beside "
+                      "llama-server (python infra/llama-server/build.py alone)")
 
 
 # how to get llama-cpp-python's server, an optional extra since the default serves on llama-server: its wheel
