@@ -6,11 +6,12 @@ for IBA-Bench this is the paper's RAG baseline (C.1: top-3 passages with the tas
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
+from perseval.benchmarks.base import Answer
 from perseval.setup.capabilities import Capability
 from perseval.llm.base import ChatResult
 from perseval.setup.params import Params
@@ -47,6 +48,22 @@ def generate_trace(result: ChatResult) -> dict[str, Any]:
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
 
 
+def answered_output(instance: Instance, name: str, repeat: int, result: ChatResult, trace: list[dict[str, Any]],
+                    extract: Callable[[Instance, str], Answer]) -> AgentOutput:
+    """The output of one answering request: failed (the request failed after retries), invalid (the answer
+    could not be read by `extract`) or ok, with its parsed answer, trace and token counts."""
+    out = AgentOutput(instance.instance_id, name, repeat, result.text, trace=[*trace, generate_trace(result)],
+                      prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
+    if result.status == "failed":
+        out.status, out.error = "failed", result.error
+        return out
+    answer = extract(instance, result.text)
+    out.parsed = answer.parsed
+    if answer.problem:
+        out.status, out.error = "invalid", answer.problem
+    return out
+
+
 @register_agent("rag")
 class RagAgent(Agent):
     Params = RagParams
@@ -63,15 +80,5 @@ class RagAgent(Agent):
         prompt = ctx.task.prompt(instance, passages, self.params.passage_chars or whole(passages))
         budget = self.params.json_max_tokens if prompt.json_schema else self.params.max_tokens
         result = await ctx.llm.chat(prompt.messages, json_schema=prompt.json_schema, max_tokens=budget, repeat=repeat)
-        out = AgentOutput(instance.instance_id, name, repeat, result.text,
-                          trace=[passage_trace(instance.query, k, passages),
-                                 context_trace(passages, self.params.passage_chars), generate_trace(result)],
-                          prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
-        if result.status == "failed":
-            out.status, out.error = "failed", result.error
-            return out
-        answer = ctx.task.extract(instance, result.text)
-        out.parsed = answer.parsed
-        if answer.problem:
-            out.status, out.error = "invalid", answer.problem
-        return out
+        trace = [passage_trace(instance.query, k, passages), context_trace(passages, self.params.passage_chars)]
+        return answered_output(instance, name, repeat, result, trace, ctx.task.extract)

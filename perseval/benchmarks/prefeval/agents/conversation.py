@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perseval.agents.rag import generate_trace
+from perseval.agents.rag import answered_output
 from perseval.benchmarks.prefeval.answers import extract, schema
 from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance
 from perseval.llm.base import ChatModel
@@ -55,13 +55,4 @@ async def answer(llm: ChatModel, messages: list[Message], instance: Instance, na
     shape = schema(instance)
     result = await llm.chat(messages, json_schema=shape, max_tokens=choice_max_tokens if shape else max_tokens,
                             repeat=repeat)
-    out = AgentOutput(instance.instance_id, name, repeat, result.text, trace=[*trace, generate_trace(result)],
-                      prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
-    if result.status == "failed":
-        out.status, out.error = "failed", result.error
-        return out
-    got = extract(instance, result.text)
-    out.parsed = got.parsed
-    if got.problem:
-        out.status, out.error = "invalid", got.problem
-    return out
+    return answered_output(instance, name, repeat, result, trace, extract)
