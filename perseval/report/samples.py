@@ -198,7 +198,7 @@ def _status(output: AgentOutput, score: float | None, verdicts: list[Verdict]) -
     return "judge_failed" if any(v.status == "failed" for v in verdicts) else "unscored"
 
 
-def _clip(text: str, limit: int = TEXT_CHARS) -> str:
+def clip_text(text: str, limit: int = TEXT_CHARS) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
@@ -341,7 +341,7 @@ def samples_html(title: str, samples: list[Sample], ui: str, experiment_id: str)
     def verdicts(s: Sample) -> str:
         return "<br>".join(f"{v.mark()} {escape(v.kind)}/{escape(v.item_id)}"
                            f"{'#' + str(v.judge_repeat) if v.judge_repeat else ''}: "
-                           f"{escape(_clip(v.rationale or v.raw, 2000))}" for v in s.verdicts)
+                           f"{escape(clip_text(v.rationale or v.raw, 2000))}" for v in s.verdicts)
 
     rows = []
     for s in samples:
@@ -350,7 +350,7 @@ def samples_html(title: str, samples: list[Sample], ui: str, experiment_id: str)
         score = "" if s.score is None else f"{s.score:.1f}"
         rows.append(f"<tr><td>{escape(s.instance_id)}</td><td>{s.repeat}</td><td>{escape(s.user)}</td>"
                     f"<td>{escape(s.group)}</td><td>{score}</td><td>{escape(s.status)}</td>"
-                    f"<td>{verdicts(s)}</td><td>{escape(_clip(s.output, 2000))}</td><td>{link}</td></tr>")
+                    f"<td>{verdicts(s)}</td><td>{escape(clip_text(s.output, 2000))}</td><td>{link}</td></tr>")
     head = "".join(f"<th onclick='sortBy({k})'>{h}</th>" for k, h in enumerate(
         ("instance", "repeat", "user", "group", "score", "status", "verdicts (rationale)", "output", "trace")))
     return (f"<!doctype html><meta charset='utf-8'><title>{escape(title)}</title>"

@@ -234,7 +234,7 @@ def cost_line(rows: Sequence[Row]) -> str | None:
 def samples_table(title: str, samples: Sequence[Any], brief: bool = False) -> Table:
     """One cell's instances (perseval.report.samples.Sample): user, score, status, each verdict with its
     rationale (clipped), the trace id."""
-    from perseval.report.samples import _clip
+    from perseval.report.samples import clip_text
 
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_lines=not brief)
     for label in ("instance", "user", "score", "status", "verdicts" if brief else "verdicts: rationale", "trace"):
@@ -245,7 +245,7 @@ def samples_table(title: str, samples: Sequence[Any], brief: bool = False) -> Ta
             verdicts = " ".join(f"{v.mark()}{v.item_id}" for v in s.verdicts)
         else:
             verdicts = "\n".join(f"{v.mark()} {v.kind}/{v.item_id}{'#' + str(v.judge_repeat) if v.judge_repeat else ''}: "
-                                 f"{_clip(v.rationale or v.raw, 160)}" for v in s.verdicts)
+                                 f"{clip_text(v.rationale or v.raw, 160)}" for v in s.verdicts)
         table.add_row(s.instance_id + (f"#{s.repeat}" if s.repeat else ""), s.user,
                       "-" if s.score is None else f"{s.score:.1f}", s.status, verdicts, s.trace_id or "-")
     return table
