@@ -37,7 +37,7 @@ from perseval.benchmarks.iba import distribution as dist
 from perseval.benchmarks.iba.evidence import (Preference, Signal, Support, order_signals, plan_turns, realise,
                                               simple_signals, turn_meta, turn_text)
 from perseval.benchmarks.iba.noise import noise_turn
-from perseval.benchmarks.iba.personas import Persona, sample_persona
+from perseval.benchmarks.iba.personas import Persona, persona_cluster, sample_persona
 from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.core.errors import ConfigError
@@ -266,7 +266,7 @@ def build_instance(spec: InstanceSpec, seed: int, params: ConstructParams) -> tu
             "preferences": [{"dimension": p.dimension_id, "value": p.value, "previous": p.previous,
                              "dynamic": p.dynamic} for p in prefs],
             "n_dynamic": n_dynamic, "persona": persona.to_dict(),
-            CLUSTER: f"iba-{persona.persona_id}",  # the user that repeats: intervals cluster by persona
+            CLUSTER: persona_cluster(persona.persona_id),
             "task_case": dict(case)}  # the task's concrete details: LLM mode must keep them
     instance = Instance(f"iba-{index:04d}-{scenario.slug}", "iba", user_id, scenario.domain, query, payload, gold)
     return instance, docs

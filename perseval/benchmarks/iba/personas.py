@@ -56,6 +56,11 @@ ROLES = (
 )
 
 
+def persona_cluster(persona_id: str) -> str:
+    """The cluster an IBA instance's interval counts by: its persona, the user that repeats."""
+    return f"iba-{persona_id}"
+
+
 @dataclass(frozen=True)
 class Persona:
     persona_id: str

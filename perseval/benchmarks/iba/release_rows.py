@@ -15,8 +15,10 @@ from typing import Any, Iterable
 
 from perseval.benchmarks.iba.distribution import OVERALL, TABLE2
 from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
+from perseval.benchmarks.iba.personas import persona_cluster
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
+from perseval.metrics.ci_tables import CLUSTER
 
 ACTION_ALIASES = {"generate": "generate", "generate(text)": "generate",
                   "call_api": "call_api", "callapi": "call_api", "callapi(params)": "call_api"}
@@ -200,7 +202,10 @@ def instance_from_row(r: Rows) -> Instance:
     payload["n_constraints"] = _constraints(r, len(prefs))
     n_dynamic = sum(p["dynamic"] for p in prefs)
     payload["dynamic"] = n_dynamic > 0
-    gold.update({"preferences": prefs, "n_dynamic": n_dynamic, "persona": r.opt("persona", dict) or {}})
+    persona = r.opt("persona", dict) or {}
+    gold.update({"preferences": prefs, "n_dynamic": n_dynamic, "persona": persona})
+    if persona.get("persona_id"):
+        gold[CLUSTER] = persona_cluster(persona["persona_id"])  # as construction clusters
     case = r.opt("task_case", dict)
     if case is not None:
         gold["task_case"] = case
