@@ -2,7 +2,8 @@
 
 Two environments, because vLLM pins its own torch (and transformers 5), which the project's pins exclude:
 - the project's venv gets faiss-gpu in place of faiss-cpu (requirements-gpu.in), resolved under the venv's
-  own versions as constraints, so nothing else in it moves; lock: requirements-gpu.txt;
+  own versions as constraints, so nothing else in it moves; lock: requirements-gpu.txt, which holds only what
+  the venv lacks (and the .in file's own names), since the venv's versions are whatever its install resolved;
 - .venv-vllm gets vLLM alone (requirements-vllm.in); lock: requirements-vllm.txt. perseval starts the
   server with that interpreter (perseval.llm.deployments.vllm_python).
 
@@ -50,13 +51,28 @@ def resolve(requirements: Path, constraints: Path | None = None) -> dict[str, st
     return {norm(i["metadata"]["name"]): i["metadata"]["version"] for i in items}
 
 
-def venv_constraints(path: Path) -> None:
-    """This venv's versions as pip constraints (local labels such as +cpu dropped: the index has none)."""
+def venv_constraints(path: Path) -> set[str]:
+    """This venv's versions as pip constraints (local labels such as +cpu dropped: the index has none); the
+    names returned are what the venv already holds."""
     freeze = subprocess.run([sys.executable, "-m", "pip", "list", "--format", "json", "--exclude-editable"],
                             capture_output=True, text=True, check=True).stdout
     pins = [f"{p['name']}=={p['version'].split('+')[0]}" for p in json.loads(freeze)
             if norm(p["name"]) not in REPLACED]
     path.write_text("\n".join(pins) + "\n")
+    return {norm(p["name"]) for p in json.loads(freeze)}
+
+
+def requested(path: Path) -> set[str]:
+    """The names a requirements file asks for by itself."""
+    lines = (line.split("#")[0].strip() for line in path.read_text().splitlines())
+    return {norm(re.split(r"[<>=!~\[; ]", line)[0]) for line in lines if line}
+
+
+def gpu_only(pins: dict[str, str], venv: set[str], asked: set[str]) -> dict[str, str]:
+    """What the GPU install adds: the packages the venv lacks, and what the .in file asks for by name. A
+    dependency the venv already holds (filelock, numpy, ...) stays out of the lock, so installing it moves
+    nothing of the venv, and a newer release of one on the index does not break the lock."""
+    return {k: v for k, v in pins.items() if k not in venv or k in asked}
 
 
 def read_lock(path: Path) -> dict[str, str]:
@@ -76,13 +92,15 @@ def main() -> int:
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
         constraints = Path(tmp) / "venv-constraints.txt"
-        venv_constraints(constraints)
+        venv = venv_constraints(constraints)
         for name, cons, note in (("gpu", constraints, "under the project venv's versions"),
                                  ("vllm", None, "alone, for .venv-vllm")):
             src, lock = HERE / f"requirements-{name}.in", HERE / f"requirements-{name}.txt"
             t0 = time.monotonic()
             pins = resolve(src if args.write else lock, cons)
             seconds = time.monotonic() - t0
+            if cons is not None:
+                pins = gpu_only(pins, venv, requested(src))
             if args.write:
                 write_lock(lock, pins, src.name, note)
                 print(f"{lock.name}: {len(pins)} pins written ({seconds:.0f} s)")
