@@ -31,11 +31,13 @@ def test_a_local_prefect_server_starts_while_the_flow_imports_and_is_waited_for_
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))
+    before = _children()  # what other tests' session servers run meanwhile is not this server's
     with prefect_server.prefect_api(tmp_path / "logs") as api:
         assert prefect_server._PENDING  # the wait is left to the flow's entry
         prefect_server.wait_ready()
         assert not prefect_server._PENDING
         assert httpx.get(api + "/health", timeout=10).status_code == 200
-        server = {p.pid for p in psutil.Process().children(recursive=True)}
+        server = _children() - before
+        assert server  # the server's processes, started here
     assert "PREFECT_API_URL" not in __import__("os").environ
-    assert not [p for p in psutil.Process().children(recursive=True) if p.pid in server]
+    assert not server & _children()
