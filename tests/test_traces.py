@@ -7,6 +7,7 @@ run's name, duration and headline metrics."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import time
 from collections import Counter
 
@@ -304,6 +305,21 @@ def test_samples_lists_every_instance_with_user_score_verdicts_rationales_and_tr
     expected = sorted((i for i, s in scores.items() if s.value is not None and s.value < 50),
                       key=lambda i: (-scores[i].value, i))[:2]
     assert sorted(shown) == sorted(expected) and len(shown) == len(expected)
+
+
+def test_each_cell_run_carries_its_samples_page_with_every_instance_score_and_trace_link(tracked, tmp_path):
+    exp, plan, root, _, parents, uri, _ = tracked
+    mlflow.set_tracking_uri(uri)
+    cell = _cell(plan, "iba-rag", "stub-judge")
+    run = _children(parents[1])[cell.key]
+    page = Path(MlflowClient().download_artifacts(run.info.run_id, "samples.html", str(tmp_path))).read_text()
+    ids = _trace_ids(cell.key)
+    scores = [s for s in StageStore(root, "score", cell.key).read_records(InstanceScore) if s.metric == "score"]
+    assert scores and page.count("<tr><td>") == len(StageStore(root, "run", cell.run.key).read_records(AgentOutput))
+    for s in scores:  # each instance's row: its score, and its trace opened in the UI that shows the page
+        row = page[page.index(f"<tr><td>{s.instance_id}</td>"):].split("</tr>")[0]
+        assert ("" if s.value is None else f"<td>{s.value:.1f}</td>") in row
+        assert f'href="/#/experiments/{run.info.experiment_id}/traces?selectedEvaluationId={ids[s.instance_id]}"' in row
 
 
 def test_samples_refuses_an_ambiguous_cell_or_a_bad_filter_before_any_output(tracked):

@@ -19,6 +19,7 @@ from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_tag
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.store import StageStore
+from perseval.report.samples import log_samples_pages
 from perseval.report.traces import log_traces, n_outputs, resolve_selection
 from perseval.report.tables import headline_markdown
 from perseval.report.tracking import (OWNER_KEY, describe_run, ensure_experiment, headline_metrics, log_cell,
@@ -181,4 +182,5 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
             traced.append((cell, log_cell(exp, cell, table, s.metrics, extra, dirs, complete=s.complete),
                            s.headline_metric))
         log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
+        log_samples_pages(MlflowClient(), [run_id for _, run_id, _ in traced])  # a score -> its instances
         return parent.info.run_id

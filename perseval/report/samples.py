@@ -363,3 +363,16 @@ def samples_html(title: str, samples: list[Sample], ui: str, experiment_id: str)
             "rs.sort((x,y)=>{const a=num(x),c=num(y);const v=isNaN(a)||isNaN(c)?x.cells[k].innerText.localeCompare("
             "y.cells[k].innerText):a-c;return asc?v:-v});b.dataset.k=asc?k:'';rs.forEach(r=>b.appendChild(r))}"
             "</script>")
+
+
+PAGE = "samples.html"  # each child run's artifact: its instances as `perseval samples --html` writes them
+
+
+def log_samples_pages(client: MlflowClient, run_ids: Iterable[str]) -> None:
+    """Each cell's samples page as an artifact of its child run, written once its traces are (the page links
+    them). The links are root-relative, so they open in the UI that shows the artifact, wherever it runs."""
+    for run_id in run_ids:
+        run = client.get_run(run_id)
+        page = samples_html(cell_name(run), read_samples(client, run), "", run.info.experiment_id)
+        client.log_text(run_id, page, PAGE)
+
