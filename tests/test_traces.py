@@ -121,6 +121,10 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
             "input_tokens": generate["prompt_tokens"], "output_tokens": generate["completion_tokens"],
             "total_tokens": generate["prompt_tokens"] + generate["completion_tokens"]}
         assert llm.attributes["cached"] is generate["cached"] and llm.attributes["role"] == "agent"
+        # the call lasts as long as its request took, and the trace as long as its steps
+        took = llm.end_time_ns - llm.start_time_ns
+        assert generate["latency_s"] > 0 and abs(took - generate["latency_s"] * 1e9) < 2e6
+        assert root_span.end_time_ns - root_span.start_time_ns >= took
         parser = spans[SpanType.PARSER]
         assert parser.inputs["raw"] == out.text and parser.outputs["parsed"] == out.parsed
         assert parser.outputs["status"] == out.status

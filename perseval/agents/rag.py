@@ -14,6 +14,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.base import Answer
 from perseval.setup.capabilities import Capability
 from perseval.llm.base import ChatResult
+from perseval.llm.usage import trace_fields
 from perseval.setup.params import Params
 from perseval.core.records import AgentOutput, Instance, Passage
 from perseval.setup.registry import register_agent
@@ -44,8 +45,7 @@ def context_trace(passages: list[Passage], chars: int) -> dict[str, Any]:
 
 
 def generate_trace(result: ChatResult) -> dict[str, Any]:
-    return {"step": "generate", "status": result.status, "cached": result.cached,
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
+    return {"step": "generate", **trace_fields(result)}
 
 
 def answered_output(instance: Instance, name: str, repeat: int, result: ChatResult, trace: list[dict[str, Any]],

@@ -8,6 +8,13 @@ from typing import Any
 from perseval.llm.base import ChatResult
 
 
+def trace_fields(result: ChatResult) -> dict[str, Any]:
+    """The per-request fields an agent writes into its trace entry for one LLM call; latency_s is what the
+    request took when it was sent (a cache hit keeps the original's), so a trace shows each step's duration."""
+    return {"status": result.status, "cached": result.cached, "prompt_tokens": result.prompt_tokens,
+            "completion_tokens": result.completion_tokens, "latency_s": round(result.latency_s, 3)}
+
+
 @dataclass
 class Usage:
     """One client's (or a unit's) requests: sent ones with their usage, cache hits with their original usage."""

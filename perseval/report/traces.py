@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -38,7 +39,7 @@ AUTO_PER_CELL = 100  # above it, the first this many instances of each cell (the
 TEXT_CHARS = 2000  # a passage, an answer or a raw judge text is clipped to this in a span or an assessment
 LINK_BATCH = 100  # MLflow links at most 100 traces to a run per call
 TAG = "perseval."
-USAGE = ("prompt_tokens", "completion_tokens", "cached", "status")
+USAGE = ("prompt_tokens", "completion_tokens", "cached", "status", "latency_s")
 # trace steps that are one LLM request even where the agent records no token counts for them
 LLM_STEPS = frozenset({"generate", "answer", "think", "refine", "expand", "expand_queries", "extract_preferences",
                        "plan_alignment", "synthesize", "controller", "evaluate"})
@@ -175,23 +176,37 @@ def _documents(items: list[dict[str, Any]], owner: str, gold: dict[tuple[str, st
     return docs
 
 
+@dataclass
+class Clock:
+    """The spans' times: the agent ran long before the track stage writes its trace, so each step is laid end
+    to end from the trace's start, as long as its request took (`latency_s`; a step without one takes 0)."""
+
+    now: int
+
+    def step(self, entry: dict[str, Any]) -> tuple[int, int]:
+        start = self.now
+        self.now += int(float(entry.get("latency_s") or 0) * 1e9)
+        return start, self.now
+
+
 def _step_span(parent: Any, entry: dict[str, Any], outcome: Outcome, cell: Cell,
-               gold: dict[tuple[str, str], Any], last_llm: bool = False) -> None:
+               gold: dict[tuple[str, str], Any], clock: Clock, last_llm: bool = False) -> None:
     """One step of the agent's recorded trace as a child span of the right type."""
     step = str(entry.get("step", "step"))
+    start, end = clock.step(entry)
     items = _passages(entry)
     failed = entry.get("status") == "failed"
     if items is not None:
-        span = mlflow.start_span_no_context(step, SpanType.RETRIEVER, parent_span=parent,
+        span = mlflow.start_span_no_context(step, SpanType.RETRIEVER, parent_span=parent, start_time_ns=start,
                                             inputs={k: v for k, v in entry.items() if k not in ("passages", "results")})
-        span.end(outputs=_documents(items, outcome.instance.user_id, gold))
+        span.end(outputs=_documents(items, outcome.instance.user_id, gold), end_time_ns=end)
         return
     if step in TOOL_STEPS:
         name = entry.get("tool") or entry.get("name") or step
-        span = mlflow.start_span_no_context(f"tool: {name}", SpanType.TOOL, parent_span=parent,
+        span = mlflow.start_span_no_context(f"tool: {name}", SpanType.TOOL, parent_span=parent, start_time_ns=start,
                                             inputs=_clip({"tool": name, "arguments": entry.get("arguments"),
                                                           "thought": entry.get("thought")}))
-        span.end(outputs=_clip({k: v for k, v in entry.items() if k not in ("arguments", "thought")}))
+        span.end(outputs=_clip({k: v for k, v in entry.items() if k not in ("arguments", "thought")}), end_time_ns=end)
         return
     if step in LLM_STEPS or "prompt_tokens" in entry or "completion_tokens" in entry:
         model = cell.run.model
@@ -209,11 +224,12 @@ def _step_span(parent: Any, entry: dict[str, Any], outcome: Outcome, cell: Cell,
         if last_llm:  # the agent's final answer is this call's reply
             outputs["reply"] = _clip(outcome.output.text)
         span = mlflow.start_span_no_context(step, SpanType.CHAT_MODEL, parent_span=parent, attributes=attrs,
-                                            inputs=inputs)
-        span.end(outputs=outputs, status="ERROR" if failed else "OK")
+                                            inputs=inputs, start_time_ns=start)
+        span.end(outputs=outputs, status="ERROR" if failed else "OK", end_time_ns=end)
         return
-    span = mlflow.start_span_no_context(step, SpanType.CHAIN, parent_span=parent, inputs={"step": step})
-    span.end(outputs=_clip(entry), status="ERROR" if failed else "OK")
+    span = mlflow.start_span_no_context(step, SpanType.CHAIN, parent_span=parent, inputs={"step": step},
+                                        start_time_ns=start)
+    span.end(outputs=_clip(entry), status="ERROR" if failed else "OK", end_time_ns=end)
 
 
 def _is_llm(entry: dict[str, Any]) -> bool:
@@ -231,7 +247,7 @@ def _statements(inst: Instance) -> dict[str, str]:
         return {}
 
 
-def _judge_spans(root: Any, cell: Cell, outcome: Outcome) -> None:
+def _judge_spans(root: Any, cell: Cell, outcome: Outcome, at: int) -> None:
     """One span per judgment: what was judged (the item's statement and the response, clipped) and the judge's
     raw answer, verdict and rationale; an LLM span for an LLM judge, an evaluator span for a rule."""
     statements = _statements(outcome.instance) if outcome.judgments else {}
@@ -242,9 +258,9 @@ def _judge_spans(root: Any, cell: Cell, outcome: Outcome) -> None:
             f"judge: {j.kind}/{j.item_id}", SpanType.LLM if llm else SpanType.EVALUATOR, parent_span=root,
             inputs={"judge": j.judge if llm else f"rule:{j.kind}", "item": j.item_id,
                     "statement": statements.get(j.item_id, ""), "response": response, "judge_repeat": j.judge_repeat},
-            attributes={"role": "judge", "model": cell.judge_model or "-"})
+            attributes={"role": "judge", "model": cell.judge_model or "-"}, start_time_ns=at)
         span.end(outputs={"raw": _clip(j.raw), "verdict": j.score, "status": j.status, "rationale": j.feedback},
-                 status="ERROR" if j.status == "failed" else "OK")
+                 status="ERROR" if j.status == "failed" else "OK", end_time_ns=at)
 
 
 def _repairs(trace: list[dict[str, Any]]) -> list[Any]:
@@ -270,8 +286,9 @@ def trace_tags(cell: Cell, outcome: Outcome) -> dict[str, str]:
 def write_trace(cell: Cell, outcome: Outcome, run_id: str, gold: dict[tuple[str, str], Any]) -> str:
     """The trace of one outcome (spans only; assessments follow once it is stored). Returns its id."""
     out, inst = outcome.output, outcome.instance
+    clock = Clock(time.time_ns())
     root = mlflow.start_span_no_context(
-        f"{cell.benchmark}/{cell.agent} {inst.instance_id}", SpanType.AGENT,
+        f"{cell.benchmark}/{cell.agent} {inst.instance_id}", SpanType.AGENT, start_time_ns=clock.now,
         inputs={"query": inst.query, "instance_id": inst.instance_id, "user_id": inst.user_id, "group": inst.group},
         tags=trace_tags(cell, outcome), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
         attributes={"agent": cell.agent, "backbone": cell.backbone or "-", "repeat": out.repeat,
@@ -279,15 +296,15 @@ def write_trace(cell: Cell, outcome: Outcome, run_id: str, gold: dict[tuple[str,
     steps = [e for e in out.trace if isinstance(e, dict)]
     llm = [k for k, e in enumerate(steps) if _is_llm(e)]
     for k, entry in enumerate(steps):
-        _step_span(root, entry, outcome, cell, gold, last_llm=bool(llm) and k == llm[-1])
+        _step_span(root, entry, outcome, cell, gold, clock, last_llm=bool(llm) and k == llm[-1])
     parser = mlflow.start_span_no_context("answer extraction", SpanType.PARSER, parent_span=root,
-                                          inputs={"raw": _clip(out.text)})
+                                          inputs={"raw": _clip(out.text)}, start_time_ns=clock.now)
     parser.end(outputs={"parsed": out.parsed, "status": out.status, "problem": out.error,
-                        "repairs": _repairs(out.trace)})
-    _judge_spans(root, cell, outcome)
+                        "repairs": _repairs(out.trace)}, end_time_ns=clock.now)
+    _judge_spans(root, cell, outcome, clock.now)
     root.end(outputs=_clip({"text": out.text, "parsed": out.parsed, "status": out.status, "error": out.error,
                             "score": outcome.score}),
-             status="ERROR" if out.status == "failed" else "OK")
+             status="ERROR" if out.status == "failed" else "OK", end_time_ns=clock.now)
     return root.trace_id
 
 

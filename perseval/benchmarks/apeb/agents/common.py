@@ -15,6 +15,7 @@ from perseval.setup.capabilities import Capability
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.setup.params import Params
 from perseval.core.records import AgentOutput, Instance
+from perseval.llm.usage import trace_fields
 
 
 class HistoryParams(Params):
@@ -69,7 +70,7 @@ async def ask_ranking(llm: ChatModel, messages: list[dict[str, Any]], instance: 
         got = parse_ranking(result.text, pool, k - len(kept))
         out.text = json.dumps({"ranking": kept + got.ranking}) if kept else result.text
         answer = extract(instance, out.text)
-        out.trace.append({"step": "answer", "attempt": attempt, "text": result.text,
+        out.trace.append({"step": "answer", "attempt": attempt, **trace_fields(result), "text": result.text,
                           "valid_ids": answer.parsed["ranking"] if answer.parsed else [],
                           **({"repair": got.repairs()} if got.repaired else {})})
         if not answer.problem:

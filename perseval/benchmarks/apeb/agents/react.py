@@ -29,6 +29,7 @@ from perseval.setup.params import Params
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
+from perseval.llm.usage import trace_fields
 
 
 class ReactParams(Params):
@@ -97,7 +98,7 @@ async def run_react(instance: Instance, ctx: AgentContext, p: ReactParams, repea
         count(out, result)
         if result.status != "ok":
             out.status, out.error = "failed", result.error or "request failed"
-            out.trace.append({"step": "think", "turn": turn, "status": "failed", "error": result.error})
+            out.trace.append({"step": "think", "turn": turn, **trace_fields(result), "error": result.error})
             return out
         if result.tool_calls:  # native: every call of the turn, answered by tool messages
             calls = normalise_calls(result.tool_calls, turn)
@@ -112,7 +113,8 @@ async def run_react(instance: Instance, ctx: AgentContext, p: ReactParams, repea
         action = parse_action(result.text)
         messages.append({"role": "assistant", "content": result.text})
         if action is None:
-            out.trace.append({"step": "think", "turn": turn, "text": result.text[:500], "tool": None})
+            out.trace.append({"step": "think", "turn": turn, **trace_fields(result), "text": result.text[:500],
+                              "tool": None})
             messages.append({"role": "user", "content": "No tool call found. Reply with one tool call as JSON: "
                                                         '{"thought": "...", "tool": "<name>", "arguments": {...}}.'})
             continue

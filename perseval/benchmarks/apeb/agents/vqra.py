@@ -22,6 +22,7 @@ from perseval.core.parsing import extract_object
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
+from perseval.llm.usage import trace_fields
 
 
 class VqraParams(HistoryParams):
@@ -52,10 +53,11 @@ class APeBVqra(Agent):
         count(out, result)
         if result.status != "ok":
             out.status, out.error, out.text = "failed", result.error or "request failed", result.text
-            out.trace.append({"step": "refine", "status": "failed", "error": result.error})
+            out.trace.append({"step": "refine", **trace_fields(result), "error": result.error})
             return out
         refined = str((extract_object(result.text) or {}).get("refined_query") or "").strip()
-        out.trace.append({"step": "refine", "query": instance.query, "history_lines": len(history or []),
+        out.trace.append({"step": "refine", **trace_fields(result), "query": instance.query,
+                          "history_lines": len(history or []),
                           "text": result.text, "refined_query": refined or None,
                           **({} if refined else {"fallback": "unreadable refinement; ranking with the query"})})
         if p.ranker == "react":

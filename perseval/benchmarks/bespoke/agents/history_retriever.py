@@ -17,6 +17,7 @@ from perseval.setup.capabilities import Capability
 from perseval.setup.params import Params
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
+from perseval.llm.usage import trace_fields
 
 
 class HistoryRetrieverParams(Params):
@@ -42,8 +43,7 @@ class HistoryRetriever(Agent):
             assert ctx.llm is not None
             messages = cot_messages(query) if p.expansion == "cot" else pseudo_history_messages(query)
             res = await ctx.llm.chat(messages, max_tokens=p.max_tokens, repeat=repeat)
-            trace.append({"step": "expand", "expansion": p.expansion, "text": res.text, "status": res.status,
-                          "cached": res.cached})
+            trace.append({"step": "expand", "expansion": p.expansion, "text": res.text, **trace_fields(res)})
             if res.status != "ok":
                 return AgentOutput(instance.instance_id, name, repeat, "", status="failed", error=res.error,
                                    trace=trace)

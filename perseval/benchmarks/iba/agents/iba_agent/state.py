@@ -13,6 +13,7 @@ from typing import Any
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
 from perseval.llm.base import ChatModel, ChatResult
+from perseval.llm.usage import trace_fields
 from perseval.core.records import AgentOutput, Instance, Passage
 
 
@@ -104,7 +105,4 @@ class State:
         return out
 
 
-def usage(result: ChatResult) -> dict[str, Any]:
-    """The per-request fields every LLM stage writes into its trace entry."""
-    return {"status": result.status, "cached": result.cached,
-            "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens}
+usage = trace_fields  # the per-request fields every LLM stage writes into its trace entry
