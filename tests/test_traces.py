@@ -130,6 +130,9 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
         assert parser.outputs["status"] == out.status
         # the LLM call's reply and task; the gold mark in the passage text, not only behind a metadata chip
         assert llm.outputs["reply"] == out.text and llm.inputs["task"] == root_span.inputs["query"]
+        # the prompt the agent sent: its messages as recorded, the task in the last one
+        assert llm.inputs["messages"] == generate["messages"] and generate["messages"][-1]["role"] == "user"
+        assert root_span.inputs["query"] in generate["messages"][-1]["content"]
         assert all(d["page_content"].startswith("[GOLD evidence") == d["metadata"]["gold_evidence"]
                    for d in retrieval.outputs)
         # each judgment a span: what was judged (statement, response) and the judge's raw answer and rationale
@@ -362,3 +365,16 @@ def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scor
     assert "±" in rag
     bad = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba-rag", "iba-nope", "--tracking-uri", uri])
     assert bad.exit_code == 2 and bad.output.startswith("error:") and "'iba-nope' names 0 cells" in bad.output
+
+
+def test_a_long_prompt_is_kept_as_its_first_and_last_messages_each_clipped():
+    from perseval.agents.rag import PROMPT_CHARS, PROMPT_MESSAGES, prompt_record
+
+    chat = [{"role": "system", "content": "rules"}] + [
+        {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " + "x" * 3000} for i in range(1, 40)]
+    kept = prompt_record(chat)
+    assert len(kept["messages"]) == PROMPT_MESSAGES and kept["messages_left_out"] == len(chat) - PROMPT_MESSAGES
+    assert kept["messages"][0] == chat[0] and kept["messages"][-1]["content"].startswith("turn 39 ")
+    assert all(len(m["content"]) <= PROMPT_CHARS for m in kept["messages"])
+    assert prompt_record(chat[:3]) == {"messages": [chat[0]] + [{**m, "content": m["content"][:PROMPT_CHARS]}
+                                                                for m in chat[1:3]]}

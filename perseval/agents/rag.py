@@ -44,15 +44,30 @@ def context_trace(passages: list[Passage], chars: int) -> dict[str, Any]:
             "passages": [{"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": p.score} for p in passages]}
 
 
-def generate_trace(result: ChatResult) -> dict[str, Any]:
-    return {"step": "generate", **trace_fields(result)}
+PROMPT_CHARS, PROMPT_MESSAGES = 2000, 8  # what a trace keeps of a prompt: a long chat keeps its first and last
+
+
+def prompt_record(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The prompt as the trace shows it: the first message (the instructions) and the last ones, each clipped,
+    and how many were left out, so a 32k-token chat history does not fill the run's records."""
+    kept = messages if len(messages) <= PROMPT_MESSAGES else [messages[0], *messages[1 - PROMPT_MESSAGES:]]
+    clipped = [{**m, "content": m["content"][:PROMPT_CHARS]} if isinstance(m.get("content"), str) else m
+               for m in kept]
+    return {"messages": clipped, **({"messages_left_out": len(messages) - len(kept)} if len(kept) < len(messages)
+                                    else {})}
+
+
+def generate_trace(result: ChatResult, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"step": "generate", **trace_fields(result), **(prompt_record(messages) if messages else {})}
 
 
 def answered_output(instance: Instance, name: str, repeat: int, result: ChatResult, trace: list[dict[str, Any]],
-                    extract: Callable[[Instance, str], Answer]) -> AgentOutput:
+                    extract: Callable[[Instance, str], Answer],
+                    messages: list[dict[str, Any]] | None = None) -> AgentOutput:
     """The output of one answering request: failed (the request failed after retries), invalid (the answer
-    could not be read by `extract`) or ok, with its parsed answer, trace and token counts."""
-    out = AgentOutput(instance.instance_id, name, repeat, result.text, trace=[*trace, generate_trace(result)],
+    could not be read by `extract`) or ok, with its parsed answer, trace (the prompt `messages` in it) and
+    token counts."""
+    out = AgentOutput(instance.instance_id, name, repeat, result.text, trace=[*trace, generate_trace(result, messages)],
                       prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens)
     if result.status == "failed":
         out.status, out.error = "failed", result.error
@@ -81,4 +96,4 @@ class RagAgent(Agent):
         budget = self.params.json_max_tokens if prompt.json_schema else self.params.max_tokens
         result = await ctx.llm.chat(prompt.messages, json_schema=prompt.json_schema, max_tokens=budget, repeat=repeat)
         trace = [passage_trace(instance.query, k, passages), context_trace(passages, self.params.passage_chars)]
-        return answered_output(instance, name, repeat, result, trace, ctx.task.extract)
+        return answered_output(instance, name, repeat, result, trace, ctx.task.extract, prompt.messages)

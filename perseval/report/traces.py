@@ -218,9 +218,9 @@ def _step_span(parent: Any, entry: dict[str, Any], outcome: Outcome, cell: Cell,
             attrs[SpanAttributeKey.CHAT_USAGE] = {"input_tokens": tin, "output_tokens": tout,
                                                   "total_tokens": tin + tout}
         inputs: dict[str, Any] = {"step": step, "model": cell.backbone or "-"}
-        inputs |= {"messages": _clip(entry["messages"])} if "messages" in entry else \
-            {"task": _clip(outcome.instance.query)}  # an agent that records no messages: the task it answered
-        outputs = _clip({k: v for k, v in entry.items() if k not in USAGE and k != "messages"})
+        inputs["task"] = _clip(outcome.instance.query)  # what it answered, and the prompt where the agent kept it
+        inputs |= {k: _clip(entry[k]) for k in ("messages", "messages_left_out") if k in entry}
+        outputs = _clip({k: v for k, v in entry.items() if k not in (*USAGE, "messages", "messages_left_out")})
         if last_llm:  # the agent's final answer is this call's reply
             outputs["reply"] = _clip(outcome.output.text)
         span = mlflow.start_span_no_context(step, SpanType.CHAT_MODEL, parent_span=parent, attributes=attrs,

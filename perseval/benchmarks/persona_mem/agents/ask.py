@@ -12,4 +12,4 @@ from perseval.core.records import AgentOutput, Instance
 async def ask_choice(llm: ChatModel, messages: list[dict[str, Any]], instance: Instance, name: str, repeat: int,
                      max_tokens: int, trace: list[dict[str, Any]]) -> AgentOutput:
     result = await llm.chat(messages, json_schema=ANSWER_SCHEMA, max_tokens=max_tokens, repeat=repeat)
-    return answered_output(instance, name, repeat, result, trace, extract)
+    return answered_output(instance, name, repeat, result, trace, extract, messages)

@@ -55,4 +55,4 @@ async def answer(llm: ChatModel, messages: list[Message], instance: Instance, na
     shape = schema(instance)
     result = await llm.chat(messages, json_schema=shape, max_tokens=choice_max_tokens if shape else max_tokens,
                             repeat=repeat)
-    return answered_output(instance, name, repeat, result, trace, extract)
+    return answered_output(instance, name, repeat, result, trace, extract, messages)
