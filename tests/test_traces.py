@@ -124,6 +124,8 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
         # the call lasts as long as its request took, and the trace as long as its steps
         took = llm.end_time_ns - llm.start_time_ns
         assert generate["latency_s"] > 0 and abs(took - generate["latency_s"] * 1e9) < 2e6
+        order = [s.name for s in sorted(t.data.spans, key=lambda s: s.start_time_ns) if s.parent_id]
+        assert order[:3] == [e["step"] for e in out.trace[:3]] and order[3] == "answer extraction"
         assert root_span.end_time_ns - root_span.start_time_ns >= took
         parser = spans[SpanType.PARSER]
         assert parser.inputs["raw"] == out.text and parser.outputs["parsed"] == out.parsed

@@ -3,7 +3,8 @@ runs of a small quickstart, `perseval ui` shows the experiment, the parent runs,
 (model, retriever, judge) and metrics, an analysis figure, and the compare view of the two runs, whose
 screenshot is saved under the test's tmp dir. And a quickstart-like run's instances as traces (the real
 stage records of tests/trace_runs.py, tracked twice): filtered by agent, one instance opened with its
-retrieval span, LLM span and the judge's assessments with their rationale, and the compare view of the two
+retrieval span, LLM span with its prompt, a judge span with what it was asked and its raw answer, and the
+judge's assessments with their rationale, and the compare view of the two
 runs showing every cell's headline score; screenshots under the test's tmp dir (paths printed)."""
 from __future__ import annotations
 
@@ -164,6 +165,22 @@ def _scrolled_text(page, anchor: str, last: str, steps: int = 80) -> str:
     return seen
 
 
+def _span(trace, name: str):
+    return next(s for s in trace.data.spans if s.name == name)
+
+
+def _words(text: str, n: int = 4) -> str:
+    """The first n plain words in a row of `text`: what the UI shows verbatim, whatever it escapes around them."""
+    words = text.split()
+    if len(words) <= n and all(w.isalpha() for w in words):
+        return " ".join(words)  # a short answer ("I cannot decide"): all of it
+    for i in range(len(words) - n + 1):
+        run = words[i:i + n]
+        if all(w.isalpha() for w in run):
+            return " ".join(run)
+    raise AssertionError(f"no {n} plain words in a row in {text[:200]!r}")
+
+
 def test_the_traces_of_a_run_filter_by_agent_and_show_spans_and_assessments(traced, tmp_path):
     exp, plan, root, work, parents, base = traced
     import mlflow
@@ -218,7 +235,14 @@ def test_the_traces_of_a_run_filter_by_agent_and_show_spans_and_assessments(trac
         shot("trace-retrieval-span")
         page.get_by_text("generate", exact=True).first.click()
         page.get_by_text("stub-api", exact=True).filter(visible=True).first.wait_for(timeout=30_000)  # its model
+        page.get_by_text(_words(_span(full, "generate").inputs["messages"][0]["content"])).first.wait_for(
+            timeout=30_000)  # the prompt it sent: words of its first message
         shot("trace-llm-span")
+        judged = next(s for s in full.data.spans if s.name.startswith("judge: ") and s.inputs["statement"])
+        page.get_by_text(judged.name, exact=True).first.click()
+        page.get_by_text(_words(judged.inputs["statement"])).first.wait_for(timeout=30_000)  # what it was asked
+        page.get_by_text(_words(judged.outputs["raw"])).first.wait_for(timeout=30_000)  # and its raw answer
+        shot("trace-judge-span")
         page.get_by_text(full.data.spans[0].name, exact=True).first.click()  # the root: the trace's assessments
         page.get_by_label("Assess trace", exact=False).click()
         label = page.get_by_text(verdict.name.split("/")[-1], exact=True).last  # the UI shows checkpoint/x as x

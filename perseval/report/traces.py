@@ -182,10 +182,11 @@ class Clock:
     to end from the trace's start, as long as its request took (`latency_s`; a step without one takes 0)."""
 
     now: int
+    TICK = 1_000  # 1 µs: the least a span lasts, so the UI lists the spans in the order they happened
 
-    def step(self, entry: dict[str, Any]) -> tuple[int, int]:
+    def step(self, entry: dict[str, Any] | None = None) -> tuple[int, int]:
         start = self.now
-        self.now += int(float(entry.get("latency_s") or 0) * 1e9)
+        self.now += max(int(float((entry or {}).get("latency_s") or 0) * 1e9), self.TICK)
         return start, self.now
 
 
@@ -247,20 +248,21 @@ def _statements(inst: Instance) -> dict[str, str]:
         return {}
 
 
-def _judge_spans(root: Any, cell: Cell, outcome: Outcome, at: int) -> None:
+def _judge_spans(root: Any, cell: Cell, outcome: Outcome, clock: Clock) -> None:
     """One span per judgment: what was judged (the item's statement and the response, clipped) and the judge's
     raw answer, verdict and rationale; an LLM span for an LLM judge, an evaluator span for a rule."""
     statements = _statements(outcome.instance) if outcome.judgments else {}
     response = _clip(outcome.output.text)
     for j in outcome.judgments:
+        start, end = clock.step()  # the judge's latency is not recorded: each verdict takes a tick
         llm = cell.judged.judge.uses_llm and j.judge != "rule"
         span = mlflow.start_span_no_context(
             f"judge: {j.kind}/{j.item_id}", SpanType.LLM if llm else SpanType.EVALUATOR, parent_span=root,
             inputs={"judge": j.judge if llm else f"rule:{j.kind}", "item": j.item_id,
                     "statement": statements.get(j.item_id, ""), "response": response, "judge_repeat": j.judge_repeat},
-            attributes={"role": "judge", "model": cell.judge_model or "-"}, start_time_ns=at)
+            attributes={"role": "judge", "model": cell.judge_model or "-"}, start_time_ns=start)
         span.end(outputs={"raw": _clip(j.raw), "verdict": j.score, "status": j.status, "rationale": j.feedback},
-                 status="ERROR" if j.status == "failed" else "OK", end_time_ns=at)
+                 status="ERROR" if j.status == "failed" else "OK", end_time_ns=end)
 
 
 def _repairs(trace: list[dict[str, Any]]) -> list[Any]:
@@ -297,11 +299,12 @@ def write_trace(cell: Cell, outcome: Outcome, run_id: str, gold: dict[tuple[str,
     llm = [k for k, e in enumerate(steps) if _is_llm(e)]
     for k, entry in enumerate(steps):
         _step_span(root, entry, outcome, cell, gold, clock, last_llm=bool(llm) and k == llm[-1])
+    start, end = clock.step()
     parser = mlflow.start_span_no_context("answer extraction", SpanType.PARSER, parent_span=root,
-                                          inputs={"raw": _clip(out.text)}, start_time_ns=clock.now)
+                                          inputs={"raw": _clip(out.text)}, start_time_ns=start)
     parser.end(outputs={"parsed": out.parsed, "status": out.status, "problem": out.error,
-                        "repairs": _repairs(out.trace)}, end_time_ns=clock.now)
-    _judge_spans(root, cell, outcome, clock.now)
+                        "repairs": _repairs(out.trace)}, end_time_ns=end)
+    _judge_spans(root, cell, outcome, clock)
     root.end(outputs=_clip({"text": out.text, "parsed": out.parsed, "status": out.status, "error": out.error,
                             "score": outcome.score}),
              status="ERROR" if out.status == "failed" else "OK", end_time_ns=clock.now)
