@@ -57,6 +57,11 @@ def _children(parent: str) -> dict[str, object]:
     return {r.data.tags["perseval.score_key"]: r for r in runs}
 
 
+def _of(cell) -> str:
+    """The filter of a cell's traces: its agent run's outputs under its judge's score key."""
+    return f"tags.`perseval.score_key.{cell.judge}` = '{cell.key}'"
+
+
 def _traces(filter_string: str, **kw) -> list:
     return mlflow.search_traces(locations=[_experiment_id()], filter_string=filter_string, return_type="list", **kw)
 
@@ -70,14 +75,30 @@ def test_every_output_of_every_cell_is_one_trace_linked_to_its_cell_run(tracked)
                                       return_type="list", include_spans=False)
         assert sorted((t.info.tags["perseval.instance_id"], t.info.tags["perseval.repeat"]) for t in traces) == \
             sorted((o.instance_id, str(o.repeat)) for o in outputs), cell.name
-        assert {t.info.tags["perseval.cell"] for t in traces} == {cell.name}
+        assert {t.info.tags[f"perseval.score_key.{cell.judge}"] for t in traces} == {cell.key}
+
+
+def test_one_trace_per_agent_output_holds_every_judges_score_key_status_and_verdicts(tracked):
+    exp, plan, root, *_ = tracked
+    judges = [c for c in plan.cells if c.agent == "iba-rag" and c.run.control is None]
+    assert len(judges) == 2 and len({c.run.key for c in judges}) == 1  # two judges of one agent run
+    outputs = StageStore(root, "run", judges[0].run.key).read_records(AgentOutput)
+    traces = _traces(f"tags.`perseval.run_key` = '{judges[0].run.key}'", include_spans=False)
+    assert sorted(t.info.tags["perseval.instance_id"] for t in traces) == sorted(o.instance_id for o in outputs)
+    for t in traces:
+        tags = t.info.tags
+        assert {tags[f"perseval.score_key.{c.judge}"] for c in judges} == {c.key for c in judges}
+        judged = [c.judge for c in judges if tags[f"perseval.status.{c.judge}"] != "not_judged"]
+        assert tags["perseval.judge"] == ",".join(judged or [judges[0].judge])
+        verdicts_by = {(a.metadata or {}).get("judge") for a in t.info.assessments} - {None}
+        assert verdicts_by == set(judged)  # every judge's verdicts on this one trace, and only theirs
 
 
 def test_tags_filter_by_agent_user_status_and_score(tracked):
     exp, plan, root, *_ = tracked
     rag = next(c for c in plan.cells if c.agent == "iba-rag" and c.judge == "stub-judge")
     by_agent = _traces("tags.`perseval.agent` = 'iba-rag' AND tags.`perseval.judge` = 'stub-judge'")
-    assert {t.info.tags["perseval.score_key"] for t in by_agent} == {rag.key}
+    assert {t.info.tags["perseval.score_key.stub-judge"] for t in by_agent} == {rag.key}
     instances = {i.instance_id: i for i in StageStore(root, "data", rag.run.data.key).read_records(Instance)}
     for t in by_agent:
         assert t.info.tags["perseval.user_id"] == instances[t.info.tags["perseval.instance_id"]].user_id
@@ -85,13 +106,13 @@ def test_tags_filter_by_agent_user_status_and_score(tracked):
     values = {s.instance_id: s.value for s in StageStore(root, "score", rag.key).read_records(InstanceScore)
               if s.metric == "score" and s.value is not None}
     zero = {i for i, v in values.items() if v == 0}
-    found = _traces(f"tags.`perseval.score_key` = '{rag.key}' AND tags.`perseval.score` = '0'")
+    found = _traces(f"{_of(rag)} AND tags.`perseval.score.stub-judge` = '0'")
     assert {t.info.tags["perseval.instance_id"] for t in found} == zero
     statuses = Counter(t.info.tags["perseval.status"] for t in by_agent)
     assert statuses["scored"] == len(values)
     # the IBA payload's scalars filter too: the dynamic-preference instances
     dynamic = {i for i, inst in instances.items() if inst.payload.get("dynamic") is True}
-    got = _traces(f"tags.`perseval.score_key` = '{rag.key}' AND tags.`perseval.payload.dynamic` = 'True'")
+    got = _traces(f"{_of(rag)} AND tags.`perseval.payload.dynamic` = 'True'")
     assert {t.info.tags["perseval.instance_id"] for t in got} == dynamic
 
 
@@ -103,7 +124,7 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
     outputs = {o.instance_id: o for o in StageStore(root, "run", rag.run.key).read_records(AgentOutput)}
     judgments = StageStore(root, "judge", rag.judged.key).read_records(Judgment)
     marked = 0
-    for t in _traces(f"tags.`perseval.score_key` = '{rag.key}'"):
+    for t in _traces(_of(rag)):
         out, user = outputs[t.info.tags["perseval.instance_id"]], t.info.tags["perseval.user_id"]
         spans = {s.span_type: s for s in t.data.spans}
         root_span = next(s for s in t.data.spans if s.parent_id is None)
@@ -139,7 +160,7 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
                    for d in retrieval.outputs)
         # each judgment a span: what was judged (statement, response) and the judge's raw answer and rationale
         mine = [j for j in judgments if j.instance_id == out.instance_id and j.repeat == out.repeat]
-        judged = [sp for sp in t.data.spans if sp.name.startswith("judge: ")]
+        judged = [sp for sp in t.data.spans if sp.name.startswith("judge: ") and sp.inputs["judge"] == "stub-judge"]
         assert sorted(sp.name for sp in judged) == sorted(f"judge: {j.kind}/{j.item_id}" for j in mine)
         for sp in judged:
             j = next(j for j in mine if sp.name == f"judge: {j.kind}/{j.item_id}")
@@ -154,7 +175,7 @@ def test_assessments_are_the_judges_verdicts_with_rationale_and_unscored_raw_tex
     judgments = StageStore(root, "judge", cell.judged.key).read_records(Judgment)
     assert {j.status for j in judgments} == {"scored", "unscored"}  # the stand-in leaves some unreadable
     got = {}
-    for t in _traces(f"tags.`perseval.score_key` = '{cell.key}'", include_spans=False):
+    for t in _traces(_of(cell), include_spans=False):
         for a in t.info.assessments:
             got[(t.info.tags["perseval.instance_id"], a.name)] = a
     for j in judgments:
@@ -170,8 +191,9 @@ def test_assessments_are_the_judges_verdicts_with_rationale_and_unscored_raw_tex
 def test_a_second_track_writes_no_trace_and_links_the_first_ones(tracked):
     exp, plan, root, _, parents, _, seconds = tracked
     all_traces = _traces("", include_spans=False)
-    n_outputs = sum(len(StageStore(root, "run", c.run.key).read_records(AgentOutput)) for c in plan.cells)
-    assert len(all_traces) == n_outputs  # one per output of each cell, not two
+    runs = {c.run.key for c in plan.cells}
+    n_outputs = sum(len(StageStore(root, "run", key).read_records(AgentOutput)) for key in runs)
+    assert len(all_traces) == n_outputs  # one per output of each agent run: not one per judge, nor per track
     first, second = _children(parents[0]), _children(parents[1])
     for key, run in second.items():
         counts = json.loads(run.data.tags["perseval.traces"])
@@ -228,9 +250,9 @@ def test_compare_between_two_cells_prints_the_instances_that_differ_most_with_tr
             if scores[rag.key][i] is not None and scores[oracle.key].get(i) is not None}
     top = max(gaps, key=gaps.get)
     assert gaps[top] > 0 and top in result.output
-    ids = {t.info.tags["perseval.score_key"]: t.info.trace_id for t in
+    ids = {t.info.tags["perseval.agent"]: t.info.trace_id for t in
            _traces(f"tags.`perseval.instance_id` = '{top}'", include_spans=False)}
-    assert ids[rag.key] in result.output and ids[oracle.key] in result.output
+    assert ids["iba-rag"] in result.output and ids["iba-oracle"] in result.output
     bad = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba/nope", oracle.name, "--tracking-uri", uri])
     assert bad.exit_code == 2 and "names 0 cells" in bad.output
 
@@ -263,7 +285,7 @@ def test_tool_calls_of_a_react_agent_are_tool_spans(tmp_path):
         {"step": "act", "turn": 1, "via": "text", "thought": "done", "tool": "finish",
          "arguments": {"ranking": ["p1"]}, "observation": "accepted", "repair": ["dropped 1 unknown id"]}])
     mlflow.set_experiment("tool-spans")
-    trace_id = write_trace(cell, Outcome(Instance("i1", "apeb", "u", "g", "q"), out), "run-x", {})
+    trace_id = write_trace([(cell, Outcome(Instance("i1", "apeb", "u", "g", "q"), out))], "run-x", {})
     mlflow.flush_trace_async_logging(terminate=False)
     spans = mlflow.get_trace(trace_id).data.spans
     tools = [s for s in spans if s.span_type == SpanType.TOOL]
@@ -279,9 +301,8 @@ def _cell(plan, agent: str, judge: str):
     return next(c for c in plan.cells if c.agent == agent and c.judge == judge and c.run.control is None)
 
 
-def _trace_ids(score_key: str) -> dict[str, str]:
-    return {t.info.tags["perseval.instance_id"]: t.info.trace_id
-            for t in _traces(f"tags.`perseval.score_key` = '{score_key}'", include_spans=False)}
+def _trace_ids(cell) -> dict[str, str]:
+    return {t.info.tags["perseval.instance_id"]: t.info.trace_id for t in _traces(_of(cell), include_spans=False)}
 
 
 def test_samples_lists_every_instance_with_user_score_verdicts_rationales_and_trace(tracked, tmp_path):
@@ -295,7 +316,7 @@ def test_samples_lists_every_instance_with_user_score_verdicts_rationales_and_tr
     assert "Downloading artifacts" not in result.output
     scores = {s.instance_id: s for s in StageStore(root, "score", cell.key).read_records(InstanceScore)
               if s.metric == "score"}
-    ids = _trace_ids(cell.key)
+    ids = _trace_ids(cell)
     lines = result.output.splitlines()
     for iid, s in scores.items():
         line = next(ln for ln in lines if ln.split()[:1] == [iid])
@@ -322,7 +343,7 @@ def test_each_cell_run_carries_its_samples_page_with_every_instance_score_and_tr
     cell = _cell(plan, "iba-rag", "stub-judge")
     run = _children(parents[1])[cell.key]
     page = Path(MlflowClient().download_artifacts(run.info.run_id, "samples.html", str(tmp_path))).read_text()
-    ids = _trace_ids(cell.key)
+    ids = _trace_ids(cell)
     scores = [s for s in StageStore(root, "score", cell.key).read_records(InstanceScore) if s.metric == "score"]
     assert scores and page.count("<tr><td>") == len(StageStore(root, "run", cell.run.key).read_records(AgentOutput))
     for s in scores:  # each instance's row: its score, and its trace opened in the UI that shows the page
@@ -355,10 +376,13 @@ def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scor
         assert f"A = {a.name}" in result.output and f"B = {b.name}" in result.output
         va, vb = ({s.instance_id: s.value for s in StageStore(root, "score", c.key).read_records(InstanceScore)
                    if s.metric == "score"} for c in (a, b))
-        ta, tb = _trace_ids(a.key), _trace_ids(b.key)
+        ta, tb = _trace_ids(a), _trace_ids(b)
         for iid in sorted(set(va) & set(vb)):
             if va[iid] is not None and vb[iid] is not None and va[iid] != vb[iid]:
-                line = next(ln for ln in result.output.splitlines() if ln.split()[:1] == [iid] and ta[iid] in ln)
+                # one trace per agent output: the instance's line under each judge names the same two traces,
+                # so the line is the one with this judge's scores
+                line = next((ln for ln in result.output.splitlines() if ln.split()[:1] == [iid] and ta[iid] in ln
+                             and "not_judged" not in ln), "")
                 assert f"{va[iid]:.1f}" in line and f"{vb[iid]:.1f}" in line and tb[iid] in line, line
                 differing += 1
     assert differing > 0  # the stand-in's verdicts make some instance differ between the two agents

@@ -28,6 +28,7 @@ from perseval.core.records import AgentOutput, InstanceScore, Judgment
 from perseval.core.schema import from_table
 from perseval.report.comparisons import pick_baseline
 from perseval.report.tracking import mlflow_key
+from perseval.report.traces import cell_filter
 
 TAG = "perseval."
 PARTS = ("benchmark", "agent", "backbone", "retriever", "judge")
@@ -203,13 +204,14 @@ def clip_text(text: str, limit: int = TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"
 
 
-def trace_index(client: MlflowClient, experiment_id: str, score_key: str) -> dict[tuple[str, int], tuple[str, str, str]]:
-    """(instance_id, repeat) -> (trace id, user, group) of the traces written for a score key, from the store
-    `client` reads (never the process's global tracking URI)."""
+def trace_index(client: MlflowClient, experiment_id: str, judge: str,
+                score_key: str) -> dict[tuple[str, int], tuple[str, str, str]]:
+    """(instance_id, repeat) -> (trace id, user, group) of the traces a cell's judge judged under its score key,
+    from the store `client` reads (never the process's global tracking URI)."""
     out: dict[tuple[str, int], tuple[str, str, str]] = {}
     token = None
     while score_key:
-        page = client.search_traces(locations=[experiment_id], filter_string=f"tags.`{TAG}score_key` = '{score_key}'",
+        page = client.search_traces(locations=[experiment_id], filter_string=cell_filter(judge, score_key),
                                     include_spans=False, max_results=500, page_token=token)
         for t in page:
             tags = t.info.tags
@@ -240,7 +242,7 @@ def read_samples(client: MlflowClient, run: Any) -> list[Sample]:
     for j in judgments:
         verdicts.setdefault((j.instance_id, j.repeat), []).append(Verdict(
             j.kind, j.item_id, j.judge, j.judge_repeat, j.score, j.status, j.feedback, j.raw))
-    traces = trace_index(client, run.info.experiment_id, tags.get(TAG + "score_key", ""))
+    traces = trace_index(client, run.info.experiment_id, tags.get(TAG + "judge", ""), tags.get(TAG + "score_key", ""))
     out = []
     for o in outputs:
         key = (o.instance_id, o.repeat)

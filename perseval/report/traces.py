@@ -1,17 +1,20 @@
-"""Every instance of a cell as an MLflow trace, linked to the cell's child run: from a score to what happened.
+"""Every agent output as an MLflow trace, linked to the child run of each cell that judges it: from a score
+to what happened.
 
-A trace is one (instance, repeat) of a cell: a root span with the task query and the final output; below it
-one span per step of the agent's own trace (each retrieval with its passages, their scores and whether each
-is gold evidence; each LLM call with its role, tokens and whether it came from the request cache; each tool
-call of a ReAct / function-calling agent), then the answer extraction (raw text -> parsed answer, repairs).
-The judge's verdicts are assessments on the trace: one per checkpoint / criterion / slot / claim, with its
-value, rationale and judge; an unscored or failed verdict carries its raw text as the assessment's error.
+A trace is one (instance, repeat) of an agent run: a root span with the task query and the final output;
+below it one span per step of the agent's own trace (each retrieval with its passages, their scores and
+whether each is gold evidence; each LLM call with its role, tokens, duration, prompt and whether it came
+from the request cache; each tool call of a ReAct / function-calling agent), then the answer extraction (raw
+text -> parsed answer, repairs), then one span per judgment of every judge of that run. The verdicts are
+assessments on the trace: one per checkpoint / criterion / slot / claim, with its value, rationale and
+judge; an unscored or failed verdict carries its raw text as the assessment's error.
 
 Everything is read from the Parquet records the run, judge and score stages wrote (AgentOutput.trace,
-Judgment, InstanceScore), in the track stage. Traces are written once per score key: a later track of the
-same cell finds them in the experiment (tag perseval.score_key) and links them to its own child run, so a
-re-run writes no trace again. Tags on every trace (perseval.benchmark, .agent, .backbone, .judge,
-.instance_id, .user_id, .score, .status, ...) make "IBA-Agent instances that scored 0 on a dynamic
+Judgment, InstanceScore), in the track stage. Traces are written once per agent run (tag perseval.run_key):
+a later track finds them in the experiment and links them to its own child runs, so a re-run writes no
+trace again. A cell's traces are those tagged `perseval.score_key.<judge>` with its score key. Tags on
+every trace (perseval.benchmark, .agent, .backbone, .judge, .instance_id, .user_id, .score, .status, per
+judge .status.<judge> and .score.<judge>, ...) make "IBA-Agent instances that scored 0 on a dynamic
 preference" a filter in the UI and in `mlflow.search_traces`.
 """
 from __future__ import annotations
@@ -269,30 +272,48 @@ def _repairs(trace: list[dict[str, Any]]) -> list[Any]:
     return [e[k] for e in trace for k in ("repair", "repairs") if e.get(k)]
 
 
-def trace_tags(cell: Cell, outcome: Outcome) -> dict[str, str]:
-    """What a trace is filtered by; the instance's short scalar payload fields (scenario, dynamic, ...) too."""
+STATUS_ORDER = ("failed", "invalid", "judge_failed", "unscored", "scored", "not_judged")  # the trace's status
+
+
+def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
+    """What a trace is filtered by: the agent's cell, then per judge its score key, status and score
+    (`perseval.status.<judge>`, `perseval.score.<judge>`); `perseval.judge`, `.status` and `.score` say what
+    the judges that judged the instance found (an IBA instance has one: the rule on CallAPI, the LLM judge on
+    Generate); the instance's short scalar payload fields (scenario, dynamic, ...) too."""
+    cell, outcome = judged[0]
     inst = outcome.instance
     tags = {"benchmark": cell.benchmark, "agent": cell.agent, "agent_kind": cell.run.agent.kind,
-            "backbone": cell.backbone or "-", "retriever": cell.retriever, "judge": cell.judge,
-            "judge_model": cell.judge_model or "-", "cell": cell.name, "score_key": cell.key,
+            "backbone": cell.backbone or "-", "retriever": cell.retriever, "run_key": cell.run.key,
+            "cell": "/".join((cell.benchmark, cell.agent, cell.backbone or "-", cell.retriever)),
             "instance_id": inst.instance_id, "user_id": inst.user_id, "group": inst.group,
-            "repeat": str(outcome.output.repeat), "status": outcome.status}
-    if outcome.score is not None:
-        tags["score"] = f"{round(outcome.score, 1):g}"
+            "repeat": str(outcome.output.repeat), "judges": ",".join(c.judge for c, _ in judged)}
+    for c, o in judged:
+        tags |= {f"score_key.{c.judge}": c.key, f"status.{c.judge}": o.status}
+        if o.score is not None:
+            tags[f"score.{c.judge}"] = f"{round(o.score, 1):g}"
+    seen = [(c, o) for c, o in judged if o.status != "not_judged"] or judged[:1]
+    tags["judge"] = ",".join(c.judge for c, _ in seen)
+    tags["judge_model"] = ",".join(sorted({c.judge_model or "-" for c, _ in seen}))
+    tags["status"] = min((o.status for _, o in judged), key=STATUS_ORDER.index)
+    scores = [o.score for _, o in seen if o.score is not None]
+    if len(scores) == 1:
+        tags["score"] = f"{round(scores[0], 1):g}"
     for k, v in inst.payload.items():
         if isinstance(v, (bool, int, float, str)) and len(str(v)) <= 100:
             tags[f"payload.{k}"] = str(v)
     return {TAG + k: v for k, v in tags.items()}
 
 
-def write_trace(cell: Cell, outcome: Outcome, run_id: str, gold: dict[tuple[str, str], Any]) -> str:
-    """The trace of one outcome (spans only; assessments follow once it is stored). Returns its id."""
+def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tuple[str, str], Any]) -> str:
+    """The trace of one agent output and every judge's verdicts on it, (cell, outcome) per judge of the same
+    agent run (spans only; assessments follow once it is stored). Returns its id."""
+    cell, outcome = judged[0]
     out, inst = outcome.output, outcome.instance
     clock = Clock(time.time_ns())
     root = mlflow.start_span_no_context(
         f"{cell.benchmark}/{cell.agent} {inst.instance_id}", SpanType.AGENT, start_time_ns=clock.now,
         inputs={"query": inst.query, "instance_id": inst.instance_id, "user_id": inst.user_id, "group": inst.group},
-        tags=trace_tags(cell, outcome), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
+        tags=trace_tags(judged), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
         attributes={"agent": cell.agent, "backbone": cell.backbone or "-", "repeat": out.repeat,
                     "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens})
     steps = [e for e in out.trace if isinstance(e, dict)]
@@ -304,23 +325,26 @@ def write_trace(cell: Cell, outcome: Outcome, run_id: str, gold: dict[tuple[str,
                                           inputs={"raw": _clip(out.text)}, start_time_ns=start)
     parser.end(outputs={"parsed": out.parsed, "status": out.status, "problem": out.error,
                         "repairs": _repairs(out.trace)}, end_time_ns=end)
-    _judge_spans(root, cell, outcome, clock)
+    for c, o in judged:
+        _judge_spans(root, c, o, clock)
+    scores = {c.judge: o.score for c, o in judged} if len(judged) > 1 else outcome.score
     root.end(outputs=_clip({"text": out.text, "parsed": out.parsed, "status": out.status, "error": out.error,
-                            "score": outcome.score}),
+                            "score": scores}),
              status="ERROR" if out.status == "failed" else "OK", end_time_ns=clock.now)
     return root.trace_id
 
 
 # ---- assessments -----------------------------------------------------------------------------------------
 
-def assess(trace_id: str, cell: Cell, outcome: Outcome, headline_metric: str) -> int:
-    """The judge's verdicts on the trace, and the instance's headline score. Returns how many were logged."""
+def assess(trace_id: str, cell: Cell, outcome: Outcome, headline_metric: str, prefix: str = "") -> int:
+    """The judge's verdicts on the trace, and the instance's headline score, each name after `prefix` (the
+    judge's name where several judges judged the instance). Returns how many were logged."""
     spec = cell.judged.judge
     repeats = spec.repeats if spec.uses_llm else 1
     for j in outcome.judgments:
         kind = AssessmentSourceType.LLM_JUDGE if spec.uses_llm and j.judge != "rule" else AssessmentSourceType.CODE
         source = AssessmentSource(kind, j.judge if j.judge != "rule" else f"rule:{j.kind}")
-        name = f"{j.kind}/{j.item_id}" + (f"#{j.judge_repeat}" if repeats > 1 else "")
+        name = prefix + f"{j.kind}/{j.item_id}" + (f"#{j.judge_repeat}" if repeats > 1 else "")
         meta = {"judge": cell.judge, "judge_model": cell.judge_model or "-", "judge_repeat": str(j.judge_repeat),
                 "status": j.status}
         if j.status == "scored":
@@ -332,62 +356,86 @@ def assess(trace_id: str, cell: Cell, outcome: Outcome, headline_metric: str) ->
                                                       error_message=_clip(j.raw) or j.feedback or j.status),
                                 metadata=meta)
     if outcome.score is not None:
-        mlflow.log_feedback(trace_id=trace_id, name=headline_metric, value=round(outcome.score, 2),
+        mlflow.log_feedback(trace_id=trace_id, name=prefix + headline_metric, value=round(outcome.score, 2),
                             source=AssessmentSource(AssessmentSourceType.CODE, "perseval.score"),
                             rationale=f"{cell.name}: the instance's {headline_metric} (0-100)")
     return len(outcome.judgments) + (outcome.score is not None)
 
 
-# ---- one cell ----------------------------------------------------------------------------------------------
+# ---- one agent run, every judge of it -------------------------------------------------------------------
 
-def written_traces(experiment_id: str, score_key: str) -> dict[tuple[str, int], str]:
-    """(instance_id, repeat) -> trace id of the traces already written for a score key."""
-    found = mlflow.search_traces(locations=[experiment_id], filter_string=f"tags.`{TAG}score_key` = '{score_key}'",
+def written_traces(experiment_id: str, run_key: str) -> dict[tuple[str, int], str]:
+    """(instance_id, repeat) -> trace id of the traces already written for an agent run's outputs."""
+    found = mlflow.search_traces(locations=[experiment_id], filter_string=f"tags.`{TAG}run_key` = '{run_key}'",
                                  include_spans=False, return_type="list")
     return {(t.info.tags[TAG + "instance_id"], int(t.info.tags.get(TAG + "repeat", 0))): t.info.trace_id
             for t in found}
 
 
 @dataclass
-class CellTraces:
-    """One cell's part of the track stage's traces: its child run and what is to be written or linked."""
+class RunTraces:
+    """The cells that judge one agent run (its child runs and headline metrics), and the traces of its outputs:
+    written now, with each judge's outcome, or written by an earlier track."""
 
-    cell: Cell
-    run_id: str
-    headline_metric: str
-    new: list[tuple[str, Outcome]] = field(default_factory=list)  # (trace id, outcome) written now
-    old: list[str] = field(default_factory=list)  # trace ids written by an earlier track
+    cells: list[tuple[Cell, str, str]]
+    new: list[tuple[str, list[tuple[Cell, Outcome]]]] = field(default_factory=list)
+    old: list[str] = field(default_factory=list)
+
+
+def by_agent_run(cells: list[tuple[Cell, str, str]]) -> list[list[tuple[Cell, str, str]]]:
+    """The (cell, child run id, headline metric) triples grouped by the agent run their judges share."""
+    groups: dict[str, list[tuple[Cell, str, str]]] = {}
+    for triple in cells:
+        groups.setdefault(triple[0].run.key, []).append(triple)
+    return list(groups.values())
 
 
 def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str,
                selection: str | int) -> dict[str, dict[str, int]]:
-    """For each (cell, child run id, headline metric): write the selected outcomes that have no trace yet, link
-    every selected trace to the child run, and tag the run with the counts. The spans of all cells are stored
-    before the first assessment (one flush of MLflow's asynchronous trace export for the whole run).
+    """For each agent run of the (cell, child run id, headline metric) triples: write one trace per selected
+    output that has none yet, with every judge's spans and verdicts, and link each trace to the child run of
+    every judge cell; tag each child run with the counts. The spans of all cells are stored before the first
+    assessment (one flush of MLflow's asynchronous trace export for the whole run).
     Returns {score key: {"written", "linked", "assessments"}}."""
     client = MlflowClient()
-    parts = [_write_cell(root, cell, run_id, metric, experiment_id, selection) for cell, run_id, metric in cells]
+    parts = [_write_run(root, group, experiment_id, selection) for group in by_agent_run(cells)]
     if any(p.new for p in parts):
         mlflow.flush_trace_async_logging(terminate=False)  # assessments need the stored traces
     counts = {}
     for p in parts:
-        n_assessments = sum(assess(tid, p.cell, o, p.headline_metric) for tid, o in p.new)
-        for i in range(0, len(p.old), LINK_BATCH):
-            client.link_traces_to_run(p.old[i:i + LINK_BATCH], p.run_id)
-        counts[p.cell.key] = {"written": len(p.new), "linked": len(p.old), "assessments": n_assessments}
-        client.set_tag(p.run_id, TAG + "traces", json.dumps({**counts[p.cell.key], "selection": selection}))
+        n_assessments = {c.key: 0 for c, _, _ in p.cells}
+        for tid, judged in p.new:
+            by_judge = [(c, o) for c, o in judged if o.judgments or o.score is not None]
+            for (c, o), (_, _, metric) in zip(judged, p.cells):
+                prefix = f"{c.judge}: " if len(by_judge) > 1 else ""  # verdicts of two judges on one trace
+                n_assessments[c.key] += assess(tid, c, o, metric, prefix)
+        ids = [tid for tid, _ in p.new] + p.old
+        for cell, run_id, _ in p.cells:
+            for i in range(0, len(ids), LINK_BATCH):
+                client.link_traces_to_run(ids[i:i + LINK_BATCH], run_id)
+            counts[cell.key] = {"written": len(p.new), "linked": len(p.old), "assessments": n_assessments[cell.key]}
+            client.set_tag(run_id, TAG + "traces", json.dumps({**counts[cell.key], "selection": selection}))
     return counts
 
 
-def _write_cell(root: str, cell: Cell, run_id: str, headline_metric: str, experiment_id: str,
-                selection: str | int) -> CellTraces:
-    have = written_traces(experiment_id, cell.key)
-    chosen = select(outcomes(root, cell, headline_metric), selection)
-    keys = [(o.instance.instance_id, o.output.repeat) for o in chosen]
-    todo = [o for o, k in zip(chosen, keys) if k not in have]
-    gold = gold_evidence(root, cell.run.data.key) if todo else {}
-    return CellTraces(cell, run_id, headline_metric, [(write_trace(cell, o, run_id, gold), o) for o in todo],
-                      [have[k] for k in keys if k in have])
+def _write_run(root: str, group: list[tuple[Cell, str, str]], experiment_id: str, selection: str | int) -> RunTraces:
+    first = group[0][0]
+    have = written_traces(experiment_id, first.run.key)
+    per_cell = [{(o.instance.instance_id, o.output.repeat): o for o in outcomes(root, cell, metric)}
+                for cell, _, metric in group]
+    # the selection by what went wrong under any judge: an output is kept when one of its outcomes is
+    keys = sorted(per_cell[0])
+    chosen = {(o.instance.instance_id, o.output.repeat) for d in per_cell for o in select(
+        [d[k] for k in keys if k in d], selection)}
+    keys = [k for k in keys if k in chosen]
+    todo = [k for k in keys if k not in have]
+    gold = gold_evidence(root, first.run.data.key) if todo else {}
+    run_id = group[0][1]
+    new = []
+    for k in todo:
+        judged = [(cell, d[k]) for (cell, _, _), d in zip(group, per_cell)]
+        new.append((write_trace(judged, run_id, gold), judged))
+    return RunTraces(group, new, [have[k] for k in keys if k in have])
 
 
 # ---- two cells side by side ------------------------------------------------------------------------------------
@@ -399,16 +447,21 @@ class Side:
     status: str
 
 
-def cell_outcomes(experiment_ids: list[str], score_key: str) -> dict[tuple[str, int], Side]:
+def cell_filter(judge: str, score_key: str) -> str:
+    """The traces of one cell: its agent run's outputs, judged by its judge under its score key."""
+    return f"tags.`{TAG}score_key.{judge}` = '{score_key}'"
+
+
+def cell_outcomes(experiment_ids: list[str], judge: str, score_key: str) -> dict[tuple[str, int], Side]:
     """(instance_id, repeat) -> score, trace id and status of a cell's traces (read back from MLflow)."""
-    found = mlflow.search_traces(locations=experiment_ids, filter_string=f"tags.`{TAG}score_key` = '{score_key}'",
+    found = mlflow.search_traces(locations=experiment_ids, filter_string=cell_filter(judge, score_key),
                                  include_spans=False, return_type="list")
     out = {}
     for t in found:
         tags = t.info.tags
-        score = tags.get(TAG + "score")
+        score = tags.get(f"{TAG}score.{judge}")
         out[(tags[TAG + "instance_id"], int(tags.get(TAG + "repeat", 0)))] = Side(
-            float(score) if score is not None else None, t.info.trace_id, tags.get(TAG + "status", ""))
+            float(score) if score is not None else None, t.info.trace_id, tags.get(f"{TAG}status.{judge}", ""))
     return out
 
 
@@ -453,5 +506,6 @@ def cell_pairs(client: MlflowClient, parents: list[Any], between: tuple[str, str
 
 def pair_differences(a: Any, b: Any, n: int) -> list[dict[str, Any]]:
     """The `n` instances that differ most between the cells of child runs `a` and `b`, with their trace ids."""
-    sides = [cell_outcomes([r.info.experiment_id], r.data.tags.get(TAG + "score_key", "")) for r in (a, b)]
+    sides = [cell_outcomes([r.info.experiment_id], r.data.tags.get(TAG + "judge", ""),
+                           r.data.tags.get(TAG + "score_key", "")) for r in (a, b)]
     return most_different(sides[0], sides[1], n)
