@@ -1,5 +1,6 @@
 """Print the cross-benchmark summary of a finished run: one row per kind of agent (history, no history,
-oracle), one column per benchmark, each cell the headline score with its 95% user-clustered interval.
+oracle), one column per benchmark, each cell the headline score with its 95% user-clustered interval and
+users. (A run of two benchmarks or more logs the same table as its parent run's cross_benchmark.md.)
 
 usage: python scripts/cross_benchmark_table.py configs/experiments/personalization_cpu.yaml summary.json
 (summary.json: the file `perseval run CONFIG --summary-json summary.json` wrote)

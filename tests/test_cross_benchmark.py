@@ -16,20 +16,20 @@ def test_roles_come_from_what_each_agent_reads():
 
 
 def _row(bench: str, agent: str, judge: str, score: float | None, low: float | None = None,
-         high: float | None = None, backbone: str = "m") -> dict:
+         high: float | None = None, backbone: str = "m", users: int | None = None) -> dict:
     return {"benchmark": bench, "agent": agent, "judge": judge, "score": score, "ci_low": low, "ci_high": high,
-            "backbone": backbone}
+            "backbone": backbone, "n_users": users}
 
 
 def test_one_row_per_role_one_column_per_benchmark_with_intervals():
-    rows = [_row("pm", "pm-long", "choice", 30.0, 10.0, 50.0), _row("pm", "pm-none", "choice", 20.0, 0.0, 45.5),
+    rows = [_row("pm", "pm-long", "choice", 30.0, 10.0, 50.0, users=12), _row("pm", "pm-none", "choice", 20.0, 0.0, 45.5),
             _row("pm", "pm-oracle", "choice", 100.0, 100.0, 100.0),
             _row("pe", "pe-zs", "llm", None), _row("pe", "pe-zs", "rule", 50.0, 0.0, 100.0),
             _row("pe", "pe-zs", "rule", 60.0, 20.0, 90.0, backbone="big")]
     roles = {"pm-long": "history", "pm-none": "no history", "pm-oracle": "oracle", "pe-zs": "history"}
     table = cross_benchmark_table(rows, roles)
     assert list(table.index) == ["history", "no history", "oracle"] and list(table.columns) == ["pm", "pe"]
-    assert table.loc["history", "pm"] == "pm-long: 30.0 [10.0, 50.0]"
+    assert table.loc["history", "pm"] == "pm-long: 30.0 [10.0, 50.0] (12 users)"
     assert table.loc["no history", "pe"] == "-" and table.loc["oracle", "pm"] == "pm-oracle: 100.0 [100.0, 100.0]"
     assert table.loc["history", "pe"] == ("pe-zs/m/llm: -; pe-zs/m/rule: 50.0 [0.0, 100.0]; "
                                           "pe-zs/big/rule: 60.0 [20.0, 90.0]")

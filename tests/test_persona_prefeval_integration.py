@@ -106,3 +106,8 @@ def test_both_benchmarks_run_end_to_end_with_controls(workdir, prefect_api):
     assert float(oracle_row["Overall"]) == 100.0
     pref = {a.path for a in client.list_artifacts(run_id, "analysis/prefeval")}
     assert "analysis/prefeval/table_classification_accuracy.csv" in pref, pref
+    # two benchmarks in one run: the cross-benchmark table, each agent kind's score with interval and users
+    across = Path(client.download_artifacts(run_id, "cross_benchmark.md", str(workdir))).read_text()
+    oracle_cell = (f"persona-mem-oracle: 100.0 [{oracle['ci_low']:.1f}, {oracle['ci_high']:.1f}] "
+                   f"({oracle['n_users']} users)")
+    assert "| oracle " in across and oracle_cell in across and "| persona_mem " in across and "| prefeval " in across

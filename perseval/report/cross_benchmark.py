@@ -6,7 +6,8 @@ An agent's kind here is its role in a personalization comparison, read from its 
 `no history` (it uses no history capability: the floor) or `history` (it reads the
 user's history, retrieved or whole). A benchmark with several agents of a role lists each, by name; a cell
 with several judges names the judge. Built from the headline rows of a run (the summary JSON's `headline`),
-so it needs nothing but the plan's specs: `scripts/cross_benchmark_table.py CONFIG SUMMARY_JSON` prints it.
+so it needs nothing but the plan's specs: the track stage logs it as the parent run's `cross_benchmark.md`
+when a run holds two benchmarks or more, and `scripts/cross_benchmark_table.py CONFIG SUMMARY_JSON` prints it.
 """
 from __future__ import annotations
 
@@ -38,9 +39,9 @@ def _cell(row: Mapping[str, Any]) -> str:
     score = row.get("score")
     if score is None:
         return "-"
-    low, high = row.get("ci_low"), row.get("ci_high")
+    low, high, users = row.get("ci_low"), row.get("ci_high"), row.get("n_users")
     interval = f" [{low:.1f}, {high:.1f}]" if low is not None and high is not None else ""
-    return f"{score:.1f}{interval}"
+    return f"{score:.1f}{interval}" + (f" ({users} users)" if users else "")
 
 
 def cross_benchmark_table(rows: Iterable[Mapping[str, Any]], roles: Mapping[str, str]) -> pd.DataFrame:
@@ -64,3 +65,11 @@ def cross_benchmark_table(rows: Iterable[Mapping[str, Any]], roles: Mapping[str,
     present = [role for role in ROLES if any((role, b) in cells for b in benchmarks)]
     data = {b: ["; ".join(cells.get((role, b), [])) or "-" for role in present] for b in benchmarks}
     return pd.DataFrame(data, index=pd.Index(present, name="agent kind"))
+
+
+def cross_benchmark_markdown(rows: list[Mapping[str, Any]], exp: ResolvedExperiment) -> str | None:
+    """The table as Markdown, or None for a run of one benchmark (the headline says it all)."""
+    if len({r["benchmark"] for r in rows}) < 2:
+        return None
+    return "95% user-clustered intervals; (n users)\n\n" + cross_benchmark_table(rows, agent_roles(exp)).to_markdown()
+

@@ -11,6 +11,7 @@ from mlflow.tracking import MlflowClient
 from perseval.report.comparisons import baseline_comparisons, comparison_fields
 from perseval.setup.config import ResolvedExperiment
 from perseval.pipeline.cost import PlanCost
+from perseval.report.cross_benchmark import cross_benchmark_markdown
 from perseval.report.gains import control_metrics, log_control_tables
 from perseval.report.judge_check import log_run_validity
 from perseval.report.probes import flag_tags
@@ -158,6 +159,8 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
         log_parent_summary(exp, pd.DataFrame(rows), {**stats, **cost_metrics(plan, costs),
                                                       **headline_metrics(plain, rows)})
         describe_run(headline_markdown(rows))  # the compact headline, as the terminal shows it (perseval.report.tables)
+        if (across := cross_benchmark_markdown(rows, exp)) is not None:  # agent kinds x benchmarks
+            mlflow.log_text(across, "cross_benchmark.md")
         log_run_validity(plan, root)  # judge vs human labels where the data has them (perseval.report.judge_check)
         mlflow.set_tags(flag_tags(rows))  # a probed judge that does not discriminate (perseval.report.probes)
         log_control_tables(plan, root, rows)  # the gains per metric and the controls of every cell (perseval.report.gains)
