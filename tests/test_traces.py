@@ -394,7 +394,7 @@ def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scor
 
 
 def test_a_long_prompt_is_kept_as_its_first_and_last_messages_each_clipped():
-    from perseval.agents.rag import PROMPT_CHARS, PROMPT_MESSAGES, prompt_record
+    from perseval.llm.usage import PROMPT_CHARS, PROMPT_MESSAGES, prompt_record
 
     chat = [{"role": "system", "content": "rules"}] + [
         {"role": "user" if i % 2 else "assistant", "content": f"turn {i} " + "x" * 3000} for i in range(1, 40)]

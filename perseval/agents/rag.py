@@ -14,7 +14,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.base import Answer
 from perseval.setup.capabilities import Capability
 from perseval.llm.base import ChatResult
-from perseval.llm.usage import trace_fields
+from perseval.llm.usage import prompt_record, trace_fields
 from perseval.setup.params import Params
 from perseval.core.records import AgentOutput, Instance, Passage
 from perseval.setup.registry import register_agent
@@ -42,19 +42,6 @@ def context_trace(passages: list[Passage], chars: int) -> dict[str, Any]:
     """The passages that went into the final prompt (each cut to `chars`): what evidence attribution reads."""
     return {"step": "context", "chars": chars,
             "passages": [{"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": p.score} for p in passages]}
-
-
-PROMPT_CHARS, PROMPT_MESSAGES = 2000, 8  # what a trace keeps of a prompt: a long chat keeps its first and last
-
-
-def prompt_record(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    """The prompt as the trace shows it: the first message (the instructions) and the last ones, each clipped,
-    and how many were left out, so a 32k-token chat history does not fill the run's records."""
-    kept = messages if len(messages) <= PROMPT_MESSAGES else [messages[0], *messages[1 - PROMPT_MESSAGES:]]
-    clipped = [{**m, "content": m["content"][:PROMPT_CHARS]} if isinstance(m.get("content"), str) else m
-               for m in kept]
-    return {"messages": clipped, **({"messages_left_out": len(messages) - len(kept)} if len(kept) < len(messages)
-                                    else {})}
 
 
 def generate_trace(result: ChatResult, messages: list[dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """What one LLM client sent and what its request cache answered: the tally perseval.pipeline.cost sums into
-a cell's cost. It lives beside the client that fills it, so the client needs nothing of the pipeline."""
+a cell's cost. It lives beside the client that fills it, so the client needs nothing of the pipeline. And
+what an agent's trace entry records of one request: its usage and duration (trace_fields) and its prompt
+(prompt_record)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
@@ -13,6 +15,19 @@ def trace_fields(result: ChatResult) -> dict[str, Any]:
     request took when it was sent (a cache hit keeps the original's), so a trace shows each step's duration."""
     return {"status": result.status, "cached": result.cached, "prompt_tokens": result.prompt_tokens,
             "completion_tokens": result.completion_tokens, "latency_s": round(result.latency_s, 3)}
+
+
+PROMPT_CHARS, PROMPT_MESSAGES = 2000, 8  # what a trace keeps of a prompt: a long chat keeps its first and last
+
+
+def prompt_record(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The prompt as the trace shows it: the first message (the instructions) and the last ones, each clipped,
+    and how many were left out, so a 32k-token chat history does not fill the run's records."""
+    kept = messages if len(messages) <= PROMPT_MESSAGES else [messages[0], *messages[1 - PROMPT_MESSAGES:]]
+    clipped = [{**m, "content": m["content"][:PROMPT_CHARS]} if isinstance(m.get("content"), str) else m
+               for m in kept]
+    return {"messages": clipped, **({"messages_left_out": len(messages) - len(kept)} if len(kept) < len(messages)
+                                    else {})}
 
 
 @dataclass

@@ -12,6 +12,7 @@ from perseval.benchmarks.iba.answers import extract, open_slots
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
 from perseval.core.parsing import extract_json
 from perseval.core.records import instant
+from perseval.llm.usage import prompt_record
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 
@@ -223,5 +224,5 @@ async def synthesize(state: State) -> Final:
     state.final = Final(result.text, answer.parsed, answer.problem)
     state.log("synthesize", mode=s.synthesis, action_type=state.action_type, n_passages=len(kept),
               used_preferences=bool(state.preferences), used_plan=bool(state.plan), used_evidence=bool(used),
-              **usage(result))
+              **usage(result), **prompt_record(messages))  # the final prompt, as the trace shows it
     return state.final
