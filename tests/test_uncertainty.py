@@ -11,7 +11,7 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
 
 from perseval.metrics.coverage import coverage
-from perseval.metrics.small_sample import beta_interval, bm_df, cr2_variance
+from perseval.metrics.small_sample import beta_interval, bm_df, cluster_skewness, cr2_variance, korn_graubard
 from perseval.metrics.uncertainty import (cluster_mean, cluster_se, holm, mde, naive_mean, paired_difference,
                                           unpaired_difference, users_needed)
 
@@ -63,6 +63,51 @@ def test_beta_interval_is_statsmodels_jeffreys_on_whole_counts():
     for x, n in [(0, 12), (3, 12), (12, 12), (40, 57)]:  # counts: Clopper-Pearson
         ref = proportion_confint(x, n, alpha=0.05, method="beta")
         assert beta_interval(x / n, n, 0.95, exact=True) == pytest.approx(tuple(float(r) for r in ref), abs=1e-9)
+
+
+def test_cluster_skewness_is_scipys_on_singletons_over_root_n():
+    """One value per user: sum r^3 / (sum r^2)^(3/2) is the sample skewness g1 / sqrt(n) (scipy's, biased)."""
+    x = np.random.default_rng(2).beta(4.75, 0.25, size=40) * 100
+    assert cluster_skewness(x, np.ones(40)) == pytest.approx(stats.skew(x) / math.sqrt(40), rel=1e-10)
+    assert cluster_skewness(x, np.ones(40)) < 0 and cluster_skewness(np.full(5, 30.0), np.ones(5)) == 0.0
+    # users' sums: the skewness of the users' summed residuals, whatever the instance order
+    sums, counts = np.array([10.0, 12, 9, 1]), np.array([2.0, 2, 2, 1])
+    resid = sums - counts * sums.sum() / counts.sum()
+    assert cluster_skewness(sums, counts) == pytest.approx(np.sum(resid ** 3) / np.sum(resid ** 2) ** 1.5)
+
+
+def test_korn_graubard_lengthens_only_the_skewed_side_by_the_edgeworth_term():
+    """Johnson (1978) / Hall (1992): the side towards the tail gains SE x |skew| x (2 z^2 + 1) / 6; the
+    other side and a skewness of 0 leave the Jeffreys interval on n* as it was."""
+    p, var, df = 0.9, 0.0009, 20
+    (lo0, hi0), n0 = korn_graubard(p, var, df, 10, 0.95)
+    z = stats.norm.ppf(0.975)
+    reach = math.sqrt(var) * 0.3 * (2 * z * z + 1) / 6
+    (lo, hi), n = korn_graubard(p, var, df, 10, 0.95, skewness=-0.3)
+    assert (lo, hi, n) == (pytest.approx(lo0 - reach), hi0, n0)
+    (lo, hi), _ = korn_graubard(p, var, df, 10, 0.95, skewness=0.3)
+    assert (lo, hi) == (lo0, pytest.approx(min(1.0, hi0 + reach)))
+    (lo, _), _ = korn_graubard(0.5, 0.2, 2, 10, 0.95, skewness=-5)
+    assert lo == 0.0  # never past the scale
+    assert korn_graubard(1.0, 0.0, df, 8, 0.95, skewness=-1) == korn_graubard(1.0, 0.0, df, 8, 0.95)  # the floor
+
+
+def test_graded_scores_skewed_low_get_a_longer_lower_side_and_0_100_scores_none():
+    users = np.repeat([f"u{g}" for g in range(10)], 3)
+    graded = np.array([100.0, 98, 99] * 9 + [40.0, 60, 50])  # one low user among high ones: a long low tail
+    e = cluster_mean(graded, users)
+    (lo, hi), _ = korn_graubard(e.mean / 100, _interval_variance(graded, users), e.df, 10, 0.95)
+    assert e.ci_low < 100 * lo - 1 and e.ci_high == pytest.approx(100 * hi)
+    binary = np.array([100.0] * 27 + [0.0, 0, 100])
+    b = cluster_mean(binary, users)
+    (lo, hi), _ = korn_graubard(b.mean / 100, _interval_variance(binary, users), b.df, 10, 0.95, counts=True)
+    assert (b.ci_low, b.ci_high) == (pytest.approx(100 * lo), pytest.approx(100 * hi))
+
+
+def _interval_variance(values, users):
+    """The variance cluster_mean's interval rests on (CR2 with its far-end pseudo-user), on the 0-1 scale."""
+    from perseval.metrics.uncertainty import SCALE, _by_user, _ends_variance, _kept
+    return _ends_variance(_by_user(*_kept(values, users)), SCALE) / 100 ** 2
 
 
 def test_cluster_se_drops_unscored_before_statsmodels_sees_them():

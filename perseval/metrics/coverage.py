@@ -35,6 +35,7 @@ class Coverage:
     zero_width: float = 0.0  # share of intervals of width 0
     type1: float | None = None  # paired test: share of p < 1 - level with no true difference
     agree: float | None = None  # share of paired results whose interval excludes 0 exactly when p < 1 - level
+    half_width: float | None = None  # mean half-width of the user-clustered intervals (score points)
 
 
 def _user_means(rng: np.random.Generator, n: int, true_mean: float, icc: float, kind: Kind) -> np.ndarray:
@@ -71,6 +72,7 @@ def coverage(simulations: int = 1000, n_users: int = 50, true_mean: float = 0.3,
     rng = np.random.default_rng(seed)
     truth = 100 * true_mean
     hits_c = hits_n = low = high = zero = rejects = agree = 0
+    widths = []
     for k in range(simulations):
         (values, *other), users = simulate(rng, n_users, true_mean, icc, kind, 2 if paired else 1)
         e = cluster_mean(values, users, level=level, resamples=resamples, seed=seed + k)
@@ -78,6 +80,8 @@ def coverage(simulations: int = 1000, n_users: int = 50, true_mean: float = 0.3,
         low += e.ci_low is not None and truth < e.ci_low
         high += e.ci_high is not None and truth > e.ci_high
         zero += e.ci_low is not None and e.ci_low == e.ci_high
+        if e.half_width is not None:
+            widths.append(e.half_width)
         hits_n += _covers(naive_mean(values, level=level), truth)
         if paired:
             d = paired_difference(values, other[0], users, level=level, resamples=resamples, seed=seed + k)
@@ -86,4 +90,5 @@ def coverage(simulations: int = 1000, n_users: int = 50, true_mean: float = 0.3,
             agree += rejected == (d.ci_low is not None and not d.ci_low <= 0 <= d.ci_high)
     s = simulations
     return Coverage(s, hits_c / s, hits_n / s, level, low / s, high / s, zero / s,
-                    rejects / s if paired else None, agree / s if paired else None)
+                    rejects / s if paired else None, agree / s if paired else None,
+                    float(np.mean(widths)) if widths else None)
