@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,21 +14,15 @@ from typing import Callable
 
 import pandas as pd
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from flows.cli import app
-from perseval.benchmarks.apeb.logfiles import write_logs
-from perseval.benchmarks.apeb.synth_logs import generate_logs
-from perseval.benchmarks.bespoke.sample import write_sample
 
 from .conftest import REPO
-from .conftest import minimal
+from .bad_input_cases import _experiment, _valid_source
 
 runner = CliRunner()
 BIG = "x" * 10_000_000  # a 10 MB field
-AGENTS = {"iba": ["iba-no-history"], "bespoke": ["bespoke-no-context"], "apeb": ["apeb-direct"],
-          "custom": ["no-history"]}
 
 
 @dataclass(frozen=True)
@@ -38,35 +31,6 @@ class Case:
     name: str
     breaks: Callable[[Path], None]  # breaks the valid input in this folder (or file, for experiment)
     expect: tuple[str, ...] | None  # what the one error line names; None: accepted by design
-
-
-# --- valid inputs -------------------------------------------------------------------------------------------
-
-def _valid_source(loader: str, folder: Path) -> Path:
-    folder.mkdir(parents=True)
-    if loader == "iba":
-        minimal(folder)
-    elif loader == "custom":
-        for f in (REPO / "tests" / "data" / "custom_example").iterdir():
-            shutil.copy(f, folder / f.name)
-    elif loader == "bespoke":
-        write_sample(folder, users=2, seed=0)
-    elif loader == "apeb":
-        write_logs(generate_logs(3, 0), folder, fmt="csv")
-    return folder
-
-
-def _experiment(configs: Path, out: Path, benchmark: str | None = None, source: Path | None = None) -> Path:
-    """An experiment with one benchmark entry (quickstart's IBA one when `benchmark` is None)."""
-    entry = {"name": benchmark or "iba", "sample": 2, "agents": AGENTS[benchmark or "iba"]}
-    if source is not None:
-        entry["source"] = str(source)
-    judges = [] if benchmark == "apeb" else ["smollm2-judge"]  # APeB's ranking is scored by rule
-    exp = {"name": "bad-input", "output_root": str(out), "backbones": ["smollm2-135m"], "retrievers": ["minilm"],
-           "judges": judges, "benchmarks": [entry]}
-    path = configs / "experiments" / "bad.yaml"
-    path.write_text(yaml.safe_dump(exp, sort_keys=False))
-    return path
 
 
 # --- how to break a JSON Lines table (IBA release, custom data) ---------------------------------------------

@@ -90,7 +90,7 @@ from perseval.llm.endpoint import Endpoint
 
 from .conftest import CONFIGS, REPO
 from .http_stub import JsonHandler, completion, serve
-from .test_bad_input import _experiment, _valid_source
+from .bad_input_cases import _experiment, _valid_source
 
 runner = CliRunner()
 SCHEMA = {"type": "object", "properties": {"verdict": {"type": "boolean"}}, "required": ["verdict"]}

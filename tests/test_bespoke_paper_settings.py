@@ -36,7 +36,7 @@ from perseval.pipeline.stages import Runtime, construct, data_manifest, run_shar
 from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
 from tests.scripted import ScriptedChat
-from tests.test_bespoke_protocol import answer, context
+from tests.bespoke_scripted import answer, context
 
 from .conftest import CONFIGS
 

@@ -16,7 +16,7 @@ from perseval.benchmarks.bespoke.export import export_official, official_query_n
 from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.sessions import split_chat, split_search
 from perseval.core.errors import InputError
-from tests.test_bespoke_layout import CLAIMS, OFFICIAL_COLUMNS, QUERIES, RUBRICS, SHOTS, official  # noqa: F401
+from tests.bespoke_official import CLAIMS, OFFICIAL_COLUMNS, QUERIES, RUBRICS, SHOTS, official  # noqa: F401
 
 JSON_COLUMNS = {"gold_information/gold_information.parquet": "gold_information_value",
                 "meta_test/meta_test_set.parquet": "meta_test_set_value",

@@ -8,7 +8,7 @@ from perseval.pipeline.controls import search_reads_history
 from perseval.report.show import effective_settings
 from perseval.setup.experiment import load_experiment
 from tests.conftest import REPO
-from tests.test_bespoke_layout import official  # noqa: F401 (fixture)
+from tests.bespoke_official import official  # noqa: F401 (fixture)
 
 
 def _searching_over_user_pages(settings: dict) -> list[str]:

@@ -5,8 +5,6 @@ the history but ignores it has a personalization gain of exactly 0."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-from pathlib import Path
 
 import pytest
 import yaml
@@ -16,13 +14,14 @@ from perseval.benchmarks.apeb.agents.random_ranker import APeBRandom
 from perseval.setup.experiment import load_experiment
 from perseval.pipeline.controls import SWAPPED_HISTORY, derangement, history_owners, owner_swap, swapped_context, Control
 from perseval.report.gains import instance_values
-from perseval.pipeline.plan import make_plan, shards
+from perseval.pipeline.plan import make_plan
 from perseval.core.records import AgentOutput, Document, Instance, Passage
 from perseval.setup.registry import register_agent
-from perseval.pipeline.stages import Runtime, construct, index, judge, load_instances, run_shard, score
+from perseval.pipeline.stages import Runtime, load_instances
 from perseval.core.store import StageStore
 
 from .conftest import CONFIGS
+from .plan_runs import _compute, _tree
 
 
 @register_agent("test.apeb-history-blind")
@@ -83,17 +82,6 @@ def test_the_swapped_context_answers_a_user_with_the_other_users_history_and_lea
 
 # --- the plan ---------------------------------------------------------------------------------------------------
 
-def _tree(tmp_path: Path, exp: dict, agents: dict | None = None) -> Path:
-    cfg = tmp_path / "configs"
-    if not cfg.exists():
-        shutil.copytree(CONFIGS, cfg)
-    for name, body in (agents or {}).items():
-        (cfg / "agents" / f"{name}.yaml").write_text(yaml.safe_dump({"name": name, **body}))
-    path = cfg / "experiments" / f"{exp['name']}.yaml"
-    path.write_text(yaml.safe_dump(exp))
-    return path
-
-
 def test_controls_add_runs_for_history_agents_only_and_leave_every_plain_key_as_it_was(tmp_path):
     base = make_plan(load_experiment(CONFIGS / "experiments" / "quickstart.yaml"))
     data = yaml.safe_load((CONFIGS / "experiments" / "quickstart.yaml").read_text())
@@ -119,19 +107,6 @@ def test_a_benchmark_entry_can_switch_controls_off(tmp_path):
 
 
 # --- known answers on computed runs --------------------------------------------------------------------------------
-
-def _compute(plan, root: str, rt: Runtime, cells) -> None:
-    """The stages of `cells`, as the flow runs them (every data unit built, every index)."""
-    for unit in plan.data:
-        construct(unit, rt)
-    for unit in plan.index:
-        index(unit, rt)
-    for c in cells:
-        for s in shards(len(load_instances(root, c.run.data.key)), rt.shard_size):
-            run_shard(c.run, s, rt)
-            judge(c.judged, s, rt)
-        score(c, rt)
-
 
 def test_the_iba_oracle_under_the_swap_scores_what_the_other_users_answer_scores(tmp_path):
     exp = {"name": "t", "seed": 5, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],

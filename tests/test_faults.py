@@ -367,7 +367,7 @@ def test_histories_are_ordered_as_instants_not_as_text():
 def test_negative_evidence_count_in_a_release_is_refused(tmp_path):
     from perseval.benchmarks.iba.release import load_release
     from perseval.core.errors import InputError
-    from tests.test_iba_release import minimal
+    from tests.conftest import minimal
 
     with pytest.raises(InputError, match=r"instances.jsonl, row 1, field 'n_evidence': -5 is negative"):
         load_release(minimal(tmp_path, {"n_evidence": -5}))

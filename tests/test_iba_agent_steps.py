@@ -15,7 +15,7 @@ from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import select_robus
 from perseval.benchmarks.iba.analysis_evidence import STEPS, evidence_by_step, held_by_step, step_passages
 from perseval.core.records import Document, Instance, Passage
 from tests.scripted import ScriptedChat
-from tests.test_iba_agent import FakeRetriever, TASK, entry, instance, prompts_of, responder, run, stage_of
+from tests.iba_agent_helpers import FakeRetriever, TASK, entry, instance, prompts_of, responder, run, stage_of
 
 STATEMENT = "User: I always want the related work before the method.\nAssistant: Noted."
 

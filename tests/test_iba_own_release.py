@@ -28,7 +28,7 @@ from perseval.core.errors import InputError
 from perseval.judges.base import JudgeBinding
 from perseval.core.records import Document
 from tests.scripted import ScriptedChat
-from tests.test_iba import by_owner as owners
+from tests.conftest import by_owner as owners
 
 ROOT = Path(__file__).resolve().parents[1]
 RELEASE = ROOT / "tests" / "data" / "iba_outside_release"

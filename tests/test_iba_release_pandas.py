@@ -15,7 +15,7 @@ import pytest
 from perseval.benchmarks.iba.release import load_release
 from perseval.benchmarks.iba.release_rows import DOMAINS
 from perseval.core.errors import InputError
-from tests.test_iba_release import minimal
+from tests.conftest import minimal
 
 
 def to_parquet(tmp_path, stem: str, frame: pd.DataFrame) -> None:

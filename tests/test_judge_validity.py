@@ -122,7 +122,7 @@ def test_judge_check_reads_the_judgments_a_computed_run_stored(tmp_path):
     from perseval.pipeline.stages import Runtime
     from perseval.core.store import StageStore
 
-    from .test_controls import _compute, _tree
+    from .plan_runs import _compute, _tree
 
     exp_cfg = {"name": "t", "seed": 5, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],
                "judges": ["smollm2-judge"], "output_root": str(tmp_path / "runs"),
@@ -159,7 +159,7 @@ def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp
     from perseval.pipeline.stages import Runtime, construct, load_instances
     from perseval.core.store import StageStore
 
-    from .test_controls import _tree
+    from .plan_runs import _tree
 
     exp_cfg = {"name": "m", "seed": 1, "backbones": ["smollm2-135m"], "retrievers": [], "judges": ["smollm2-judge"],
                "benchmarks": [{"name": "bespoke-meta", "sample": 3, "agents": ["bespoke-meta-feedback"]}]}

@@ -70,3 +70,35 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path):
     found = imported(f, tmp_path)
     assert {"prefect", "flows.cli", "perseval.pipeline", "perseval.pipeline.plan"} <= found
     assert wing_of("perseval.pipeline.plan") in WING_RULES["metrics"]
+
+
+def imported_test_modules(name: str, root: Path = ROOT) -> set[str]:
+    """The test modules (tests/**/test_*.py, relative to `root`) that an imported `name` is or lies inside."""
+    parts = name.split(".")
+    found = set()
+    for i in range(1, len(parts) + 1):
+        path = root.joinpath(*parts[:i]).with_suffix(".py")
+        if path.name.startswith("test_") and path.is_file() and path.relative_to(root).parts[0] == "tests":
+            found.add(str(path.relative_to(root)))
+    return found
+
+
+def test_no_test_module_imports_another():
+    """Shared helpers and fixtures live in conftest.py or a plain helper module under tests/ (issue 30): a test
+    module imported by another would also run its tests' fixtures there, and ties the two files' tests together."""
+    files = sorted((ROOT / "tests").rglob("test_*.py"))
+    assert files
+    bad = {str(f.relative_to(ROOT)): sorted(set().union(*(imported_test_modules(n) for n in imported(f)))
+                                            - {str(f.relative_to(ROOT))}) for f in files}
+    assert {f: n for f, n in bad.items() if n} == {}
+
+
+def test_the_test_module_check_sees_relative_absolute_and_package_imports(tmp_path):
+    (tmp_path / "tests").mkdir()
+    for name in ("test_a.py", "test_b.py", "test_c.py", "test_d.py", "helpers.py", "conftest.py"):
+        (tmp_path / "tests" / name).write_text("")
+    f = tmp_path / "tests" / "test_a.py"
+    f.write_text("from .test_b import x\nfrom tests import test_c\ndef g():\n    import tests.test_d\n"
+                 "from .conftest import y\nfrom tests.helpers import z\n")
+    found = set().union(*(imported_test_modules(n, tmp_path) for n in imported(f, tmp_path)))
+    assert found == {"tests/test_b.py", "tests/test_c.py", "tests/test_d.py"}

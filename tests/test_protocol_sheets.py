@@ -12,7 +12,7 @@ from perseval.setup.experiment import load_experiment
 from perseval.report.protocols import Row, check_row, check_sheet, read_sheet
 from perseval.report.show import MISSING, effective_settings
 from tests.conftest import CONFIGS, REPO
-from tests.test_bespoke_layout import official  # noqa: F401 (fixture)
+from tests.bespoke_official import official  # noqa: F401 (fixture)
 
 SHEETS = REPO / "docs" / "protocols"
 
