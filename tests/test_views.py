@@ -48,6 +48,41 @@ def test_a_misfit_names_the_source_the_instance_and_the_key():
                                       {"session": {}})], "x")
 
 
+@pytest.mark.parametrize("name", ["prefeval", "persona_mem"])
+def test_the_hand_written_samples_fit_their_benchmarks_views(name):
+    """PrefEval and PersonaMem read a release (`source:`): tests/data/<name> is the hand-written one."""
+    cls = benchmark_class(name)
+    params = cls.Params(inter_turns=[0, 2]) if name == "prefeval" else cls.Params()  # the sample has 4 turns
+    data = build_all(cls(params), sample=100, seed=3, source=REPO / "tests" / "data" / name)
+    assert data.instances
+    cls.check_instances(data.instances, "the build")  # raises on a misfit
+    for i in data.instances:
+        assert i.group and cls.Payload.of(i) and cls.Gold.of(i)
+    if name == "prefeval":  # both tasks, so the classification-only options and answer are checked too
+        assert {cls.Payload.of(i).task for i in data.instances} == {"generation", "classification"}
+        assert all(cls.Gold.of(i).answer for i in data.instances if cls.Payload.of(i).options)
+
+
+@pytest.mark.parametrize("name,payload,gold,key", [
+    ("prefeval", {"form": "explicit", "topic": "travel", "pref_doc": "d", "task": "generation"},
+     {"preference": "p", "explanation": "e"}, "payload.inter_turns"),
+    ("prefeval", {"form": "explicit", "topic": "travel", "pref_doc": "d", "task": "generation", "inter_turns": 1},
+     {"explanation": "e"}, "gold.preference"),
+    ("prefeval", {"form": "explicit", "pref_doc": "d", "task": "classification", "inter_turns": 1, "options": "abcd"},
+     {"preference": "p"}, "payload.options"),
+    ("persona_mem", {"options": ["a", "b", "c", "d"], "topic": "t", "shared_context_id": "s", "end_index": "late",
+                     "distance_blocks": 1, "distance_tokens": 2}, {"answer": "a"}, "payload.end_index"),
+    ("persona_mem", {"options": ["a", "b", "c", "d"], "topic": "t", "shared_context_id": "s", "end_index": 3,
+                     "distance_blocks": 1, "distance_tokens": 2}, {}, "gold.answer"),
+])
+def test_a_prefeval_or_persona_mem_misfit_names_the_file_the_instance_and_the_key(name, payload, gold, key):
+    cls = benchmark_class(name)
+    with pytest.raises(InputError) as err:
+        cls.check_instances([Instance("bad-1", name, "u", "g", "q", payload, gold)], "release/rows.json")
+    msg = str(err.value)
+    assert msg.startswith(f"release/rows.json, field '{key}'") and "bad-1" in msg
+
+
 def _string_reads(path: Path) -> list[str]:
     """`<x>.payload[...]`, `<x>.gold[...]`, `<x>.payload.get(...)`, `<x>.gold.get(...)` in one file."""
     out = []

@@ -14,6 +14,7 @@ from perseval.benchmarks.base import Answer, Prompt, TaskFormat
 from perseval.benchmarks.persona_mem.layout import LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.records import Instance, Passage
+from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 
 FINAL = "<final_answer>"
 ANSWER_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"answer": {"type": "string", "enum": list(LETTERS)}},
@@ -25,7 +26,7 @@ _BARE = re.compile(r"\b([a-d])\b")
 
 
 def options_block(instance: Instance) -> str:
-    return "\n".join(f"({letter}) {text}" for letter, text in zip(LETTERS, instance.payload["options"]))
+    return "\n".join(f"({letter}) {text}" for letter, text in zip(LETTERS, PersonaMemPayload.of(instance).options))
 
 
 def question_message(instance: Instance, excerpts: Sequence[str] | None = None) -> dict[str, str]:

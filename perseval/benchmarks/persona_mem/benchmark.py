@@ -27,6 +27,7 @@ from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
 from perseval.setup.params import Params
 from perseval.setup.registry import register_benchmark
+from perseval.benchmarks.persona_mem.views import PersonaMemGold, PersonaMemPayload
 
 GUIDE = "see docs/benchmarks/persona_mem.md for where to get the release and its layout"
 
@@ -46,6 +47,7 @@ class PersonaMemParams(Params):
 
 @register_benchmark("persona_mem")
 class PersonaMem(Benchmark):
+    Payload, Gold = PersonaMemPayload, PersonaMemGold
     Params = PersonaMemParams
     params: PersonaMemParams
     headline_metric = "accuracy"
@@ -67,7 +69,7 @@ class PersonaMem(Benchmark):
         documents = context_documents(instances, release.contexts)
         info: dict[str, Any] = {"source": str(source), "split": self.params.split, "questions_in_file": release.n_rows,
                                 "instances": len(instances), "personas": len({i.user_id for i in instances}),
-                                "shared_contexts": len({i.payload["shared_context_id"] for i in instances}),
+                                "shared_contexts": len({PersonaMemPayload.of(i).shared_context_id for i in instances}),
                                 "documents": len(documents)}
         return BenchmarkData(instances, documents, info)
 

@@ -10,6 +10,7 @@ import pandas as pd
 from perseval.benchmarks.persona_mem.analysis import distance_bin
 from perseval.benchmarks.persona_mem.layout import QUESTION_TYPES
 from perseval.core.records import Document, Instance
+from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 
 
 def by_type(instances: list[Instance]) -> pd.DataFrame:
@@ -23,13 +24,13 @@ def by_type(instances: list[Instance]) -> pd.DataFrame:
 
 
 def by_topic(instances: list[Instance]) -> pd.DataFrame:
-    frame = pd.DataFrame([{"topic": i.payload["topic"], "user": i.user_id} for i in instances])
+    frame = pd.DataFrame([{"topic": PersonaMemPayload.of(i).topic, "user": i.user_id} for i in instances])
     return frame.groupby("topic").agg(questions=("user", "size"), personas=("user", "nunique"))
 
 
 def by_distance(instances: list[Instance]) -> pd.DataFrame:
-    frame = pd.DataFrame([{"distance": distance_bin(i.payload["distance_tokens"]),
-                           "blocks": i.payload["distance_blocks"]} for i in instances])
+    frame = pd.DataFrame([{"distance": distance_bin(PersonaMemPayload.of(i).distance_tokens),
+                           "blocks": PersonaMemPayload.of(i).distance_blocks} for i in instances])
     return frame.groupby("distance").agg(questions=("blocks", "size"), blocks_mean=("blocks", "mean"),
                                          blocks_max=("blocks", "max"))
 
@@ -38,7 +39,8 @@ def contexts(instances: list[Instance], documents: Iterable[Document]) -> pd.Dat
     docs = list(documents)
     per = Counter(d.meta.get("context") for d in docs)
     sessions = {c: 1 + max(d.meta.get("session", 0) for d in docs if d.meta.get("context") == c) for c in per}
-    tokens = {i.payload["shared_context_id"]: i.payload.get("context_length_in_tokens") for i in instances}
+    views = [PersonaMemPayload.of(i) for i in instances]
+    tokens = {v.shared_context_id: v.context_length_in_tokens for v in views}
     known = [t for t in tokens.values() if t is not None]
     return pd.DataFrame([{"personas": len({i.user_id for i in instances}), "shared_contexts": len(per),
                           "messages": sum(per.values()), "messages_per_context": sum(per.values()) / max(len(per), 1),

@@ -15,16 +15,17 @@ from perseval.benchmarks.prefeval.errors import ERROR_TYPES
 from perseval.benchmarks.prefeval.layout import FORMS
 from perseval.core.records import Instance
 from perseval.metrics.ci_tables import ci_long, instance_level
+from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 SYSTEM = ["agent", "backbone", "retriever", "judge"]
 
 
 def setting(instance: Instance) -> str:
-    return f"{instance.payload['form']} / {instance.payload['inter_turns']} turns"
+    return f"{PrefEvalPayload.of(instance).form} / {PrefEvalPayload.of(instance).inter_turns} turns"
 
 
 def _order(instances: list[Instance]) -> list[str]:
-    keys = {(FORMS.index(i.payload["form"]), i.payload["inter_turns"]): setting(i) for i in instances}
+    keys = {(FORMS.index(PrefEvalPayload.of(i).form), PrefEvalPayload.of(i).inter_turns): setting(i) for i in instances}
     return [keys[k] for k in sorted(keys)]
 
 

@@ -13,6 +13,7 @@ from perseval.benchmarks.base import Answer, Prompt, TaskFormat
 from perseval.benchmarks.prefeval.layout import CLASSIFICATION, LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.records import Instance, Passage
+from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 CHOICE_SCHEMA: dict[str, Any] = {"type": "object",
                                  "properties": {"choice": {"type": "string", "enum": list(LETTERS)}},
@@ -40,7 +41,7 @@ def question_text(instance: Instance, *, reminder: bool = False, excerpts: Seque
     if reminder:
         parts.append(REMINDER)
     if is_classification(instance):
-        options = "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, instance.payload["options"]))
+        options = "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, PrefEvalPayload.of(instance).options))
         parts += [MCQ_INSTRUCTION, options]
     return "\n\n".join(parts)
 

@@ -29,6 +29,7 @@ from perseval.core.errors import InputError
 from perseval.core.records import CORPUS_OWNER, Document, Instance
 from perseval.setup.params import Params
 from perseval.setup.registry import register_benchmark
+from perseval.benchmarks.prefeval.views import PrefEvalGold, PrefEvalPayload
 
 GUIDE = "see docs/benchmarks/prefeval.md for where to get the release and its layout"
 Form = Literal["explicit", "implicit-choice", "implicit-persona"]
@@ -62,6 +63,7 @@ class PrefEvalParams(Params):
 
 @register_benchmark("prefeval")
 class PrefEval(Benchmark):
+    Payload, Gold = PrefEvalPayload, PrefEvalGold
     Params = PrefEvalParams
     params: PrefEvalParams
     headline_metric = "accuracy"  # preference following (generation); a classification cell's is mcq_accuracy

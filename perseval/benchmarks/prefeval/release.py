@@ -21,6 +21,7 @@ from perseval.benchmarks.prefeval.layout import CLASSIFICATION, GENERATION, LETT
 from perseval.benchmarks.prefeval.loader import (McqRow, PreferenceRow, inter_turn_documents, read_form,
                                                  read_inter_turns, read_mcq, topics_in, transcript)
 from perseval.core.records import Document, Instance
+from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 BENCHMARK = "prefeval"
 
@@ -85,8 +86,8 @@ def build_release(source: Path, sel: Selection, seed: int) -> tuple[list[Instanc
                                                                           for v in rows.values()),
             "instances": len(instances), "inter_turns_available": len(turns),
             "rows_without_mcq_options": missing_mcq // max(len(sel.inter_turns), 1),
-            "by_form": dict(Counter(i.payload["form"] for i in instances)),
-            "by_task": dict(Counter(i.payload["task"] for i in instances))}
+            "by_form": dict(Counter(PrefEvalPayload.of(i).form for i in instances)),
+            "by_task": dict(Counter(PrefEvalPayload.of(i).task for i in instances))}
     return instances, documents, info
 
 

@@ -7,11 +7,12 @@ from typing import Iterable
 import pandas as pd
 
 from perseval.core.records import CORPUS_OWNER, Document, Instance
+from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 
 def by_topic(instances: list[Instance]) -> pd.DataFrame:
-    frame = pd.DataFrame([{"topic": i.group, "form": i.payload["form"], "user": i.user_id,
-                           "row": i.payload["pref_doc"]} for i in instances])
+    frame = pd.DataFrame([{"topic": i.group, "form": PrefEvalPayload.of(i).form, "user": i.user_id,
+                           "row": PrefEvalPayload.of(i).pref_doc} for i in instances])
     table = frame.groupby(["topic", "form"])["user"].nunique().unstack("form", fill_value=0)
     table.columns = [f"preferences ({form})" for form in table.columns]
     table["preferences"] = frame.groupby("topic")["user"].nunique()
@@ -27,9 +28,10 @@ def by_setting(instances: list[Instance], documents: Iterable[Document]) -> pd.D
     cumulative = [0]
     for _, chars in turn_chars:
         cumulative.append(cumulative[-1] + chars)
-    rows = [{"task": i.payload["task"], "form": i.payload["form"], "inter_turns": i.payload["inter_turns"],
-             "user": i.user_id, "chars": pref_chars.get(i.payload["pref_doc"], 0) +
-             cumulative[min(i.payload["inter_turns"], len(cumulative) - 1)]} for i in instances]
+    views = [(i, PrefEvalPayload.of(i)) for i in instances]
+    rows = [{"task": v.task, "form": v.form, "inter_turns": v.inter_turns,
+             "user": i.user_id, "chars": pref_chars.get(v.pref_doc, 0) +
+             cumulative[min(v.inter_turns, len(cumulative) - 1)]} for i, v in views]
     frame = pd.DataFrame(rows)
     return frame.groupby(["task", "form", "inter_turns"]).agg(
         instances=("user", "size"), preferences=("user", "nunique"), context_chars_mean=("chars", "mean"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from perseval.core.records import Document, Instance, Passage
+from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 
 CHARS_PER_TOKEN = 4  # a budget in tokens is kept as characters (English averages about four a token)
 
@@ -17,11 +18,12 @@ def visible(instance: Instance, documents: list[Document]) -> list[Document]:
     """The messages of the instance's context (else the owner's first context) before its end index."""
     if not documents:
         return []
-    sid = instance.payload["shared_context_id"]
+    sid = PersonaMemPayload.of(instance).shared_context_id
     contexts = [d.meta.get("context") for d in documents]
     chosen = sid if sid in contexts else contexts[0]
     mine = [d for d in documents if d.meta.get("context") == chosen]
-    return sorted((d for d in mine if d.meta["index"] < instance.payload["end_index"]), key=lambda d: d.meta["index"])
+    end = PersonaMemPayload.of(instance).end_index
+    return sorted((d for d in mine if d.meta["index"] < end), key=lambda d: d.meta["index"])
 
 
 def as_messages(documents: list[Document]) -> list[dict[str, str]]:
@@ -56,9 +58,9 @@ def position(doc_id: str) -> tuple[str, int]:
 
 def before_question(instance: Instance, passages: list[Passage]) -> list[Passage]:
     """Retrieved passages from messages before the question's end index, in its own context when any are."""
-    end = instance.payload["end_index"]
+    end = PersonaMemPayload.of(instance).end_index
     early = [p for p in passages if 0 <= position(p.doc_id)[1] < end]
-    own = [p for p in early if position(p.doc_id)[0] == instance.payload["shared_context_id"]]
+    own = [p for p in early if position(p.doc_id)[0] == PersonaMemPayload.of(instance).shared_context_id]
     return own or early
 
 

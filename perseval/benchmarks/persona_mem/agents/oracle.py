@@ -6,6 +6,7 @@ import json
 from perseval.agents.base import Agent, AgentContext
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
+from perseval.benchmarks.persona_mem.views import PersonaMemGold
 
 
 @register_agent("persona_mem.oracle")
@@ -15,5 +16,5 @@ class PersonaMemOracle(Agent):
     reads_gold = True
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
-        letter = instance.gold["answer"]
+        letter = PersonaMemGold.of(instance).answer
         return AgentOutput(instance.instance_id, name, repeat, json.dumps({"answer": letter}), parsed={"choice": letter})

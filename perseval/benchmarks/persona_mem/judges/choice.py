@@ -10,6 +10,7 @@ from perseval.benchmarks.persona_mem.answers import read_letter
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.setup.registry import register_judge
+from perseval.benchmarks.persona_mem.views import PersonaMemGold
 
 METRICS = ("accuracy", "valid")
 
@@ -30,7 +31,7 @@ class ChoiceJudge(Judge):
     uses_llm = False
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        gold, choice = instance.gold["answer"], chosen(output)
+        gold, choice = PersonaMemGold.of(instance).answer, chosen(output)
         if choice is None:
             feedback = f"no usable option ({output.status}{': ' + output.error if output.error else ''}); a miss"
             values = {"accuracy": 0.0, "valid": 0.0}

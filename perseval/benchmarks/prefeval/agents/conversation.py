@@ -14,6 +14,7 @@ from perseval.agents.rag import answered_output
 from perseval.benchmarks.prefeval.answers import extract, schema
 from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance
 from perseval.llm.base import ChatModel
+from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 CHARS_PER_TOKEN = 4
 Message = dict[str, str]
@@ -21,15 +22,15 @@ Message = dict[str, str]
 
 def preference_turns(instance: Instance, documents: list[Document]) -> list[Message]:
     """The messages of the instance's preference document (else the owner's first of the same form)."""
-    form = instance.payload["form"]
+    form = PrefEvalPayload.of(instance).form
     mine = [d for d in documents if d.meta.get("form") == form]
-    exact = [d for d in mine if d.doc_id == instance.payload["pref_doc"]]
+    exact = [d for d in mine if d.doc_id == PrefEvalPayload.of(instance).pref_doc]
     doc = (exact or mine or [None])[0]
     return list(doc.meta["messages"]) if doc is not None else []
 
 
 def inter_turns(instance: Instance, corpus: list[Document]) -> list[list[Message]]:
-    n = instance.payload["inter_turns"]
+    n = PrefEvalPayload.of(instance).inter_turns
     turns = sorted((d for d in corpus if d.meta.get("turn", n) < n), key=lambda d: d.meta["turn"])
     return [list(d.meta["messages"]) for d in turns]
 

@@ -9,6 +9,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.prefeval.answers import is_classification
 from perseval.core.records import AgentOutput, Instance
 from perseval.setup.registry import register_agent
+from perseval.benchmarks.prefeval.views import PrefEvalGold
 
 
 @register_agent("prefeval.oracle")
@@ -21,5 +22,5 @@ class PrefEvalOracle(Agent):
         if not is_classification(instance):
             return AgentOutput(instance.instance_id, name, repeat, "", status="invalid",
                                error="the oracle has no gold response for a generation task")
-        letter = instance.gold["answer"]
+        letter = PrefEvalGold.of(instance).answer
         return AgentOutput(instance.instance_id, name, repeat, json.dumps({"choice": letter}), parsed={"choice": letter})

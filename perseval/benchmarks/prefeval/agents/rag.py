@@ -17,6 +17,7 @@ from perseval.setup.capabilities import Capability
 from perseval.setup.params import Params
 from perseval.core.records import CORPUS_OWNER, AgentOutput, Instance, Passage
 from perseval.setup.registry import register_agent
+from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 
 class PrefRagParams(Params):
@@ -30,8 +31,8 @@ class PrefRagParams(Params):
 def in_conversation(instance: Instance, p: Passage) -> bool:
     """A user passage of the instance's form, or an inter-turn inside its setting."""
     if p.doc_id.startswith("inter-"):
-        return int(p.doc_id.split("-", 1)[1]) < instance.payload["inter_turns"]
-    return f":{instance.payload['form']}:" in p.doc_id
+        return int(p.doc_id.split("-", 1)[1]) < PrefEvalPayload.of(instance).inter_turns
+    return f":{PrefEvalPayload.of(instance).form}:" in p.doc_id
 
 
 @register_agent("prefeval.rag")

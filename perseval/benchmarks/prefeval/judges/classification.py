@@ -7,6 +7,7 @@ from perseval.benchmarks.prefeval.answers import is_classification, read_choice
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.setup.registry import register_judge
+from perseval.benchmarks.prefeval.views import PrefEvalGold
 
 METRICS = ("mcq_accuracy", "valid")
 
@@ -22,7 +23,7 @@ class ClassificationJudge(Judge):
         return is_classification(instance)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        gold = instance.gold["answer"]
+        gold = PrefEvalGold.of(instance).answer
         choice = None
         if output.status == "ok":
             parsed = (output.parsed or {}).get("choice")

@@ -19,6 +19,7 @@ from perseval.judges.binary import binary_verdict
 from perseval.setup.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.setup.registry import register_judge
+from perseval.benchmarks.prefeval.views import PrefEvalGold
 
 METRICS = ("accuracy", *ERROR_TYPES, "acknowledgement")
 FIRST = ("acknowledges", "violates", "helpful")
@@ -42,7 +43,7 @@ class GenerationJudge(Judge):
 
     async def _check(self, check: str, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> Judgment:
         assert binding.model is not None
-        messages = check_messages(check, instance.query, output.text, instance.gold["preference"],
+        messages = check_messages(check, instance.query, output.text, PrefEvalGold.of(instance).preference,
                                   self.params.response_chars)
         v = await binary_verdict(binding.model, messages, quoted=[output.text], repeat=binding.repeat,
                                  max_tokens=self.params.max_tokens)
