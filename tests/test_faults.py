@@ -134,6 +134,32 @@ def test_a_damaged_request_cache_is_set_aside_and_replaced(tmp_path, caplog):
     assert RequestCache(path).get("k") == {"text": "hi"} and len(list(tmp_path.glob("*.damaged-*"))) == 1
 
 
+def test_a_cache_that_fails_to_open_once_is_kept_with_its_answers(tmp_path, monkeypatch, caplog):
+    """A run's processes open one cache at the same moment, and an open can fail once ("disk I/O error" while
+    another process recovers the WAL; seen in a cold quickstart, where the file was set aside twice and every
+    answer lost): the open is retried, and a healthy file is never moved aside."""
+    import sqlite3
+
+    from perseval.llm import cache as cache_module
+
+    path = tmp_path / "request-cache.sqlite"
+    RequestCache(path).put("k", "d", {"text": "kept"})
+    real, failures = sqlite3.connect, []
+
+    def flaky(*args, **kwargs):
+        if not failures:
+            failures.append(1)
+            raise sqlite3.OperationalError("disk I/O error")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cache_module.sqlite3, "connect", flaky)
+    monkeypatch.setattr(cache_module, "OPEN_WAIT_S", 0.01)
+    with caplog.at_level(logging.WARNING, logger="perseval.cache"):
+        reopened = RequestCache(path)
+    assert failures and reopened.get("k") == {"text": "kept"}
+    assert not list(tmp_path.glob("*.damaged-*")) and not caplog.records
+
+
 def _tree(root: Path) -> dict[str, bytes | None]:
     """Every path under `root` (and root itself), with a file's bytes: what must survive unchanged."""
     return {str(p.relative_to(root.parent)): (p.read_bytes() if p.is_file() else None)

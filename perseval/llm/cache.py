@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from filelock import FileLock
+
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import canonical_json, content_key
 
@@ -49,6 +51,7 @@ def request_key(identity: str, messages: list[dict[str, Any]], sampling: dict[st
 log = logging.getLogger("perseval.cache")
 SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 OWN_TABLE = "responses"  # the table of _SCHEMA that makes a SQLite file a request cache
+OPEN_TRIES, OPEN_WAIT_S = 4, 0.5  # opening a file other processes open too: 0.5 + 1 + 1.5 s of retries
 
 
 def _is_sqlite(path: Path) -> bool:
@@ -114,22 +117,45 @@ class RequestCache:
         self._local = threading.local()
         self._unsaved: dict[str, tuple[str, str, float]] = {}  # key -> (deployment, response, created)
         self._unsaved_lock = threading.Lock()
-        try:
-            with self._conn() as con:
-                con.executescript(_SCHEMA)
-                con.execute("SELECT COUNT(*) FROM responses LIMIT 1").fetchone()
-        except sqlite3.DatabaseError as exc:
-            self._set_aside(exc)
-            with self._conn() as con:
-                con.executescript(_SCHEMA)
+        failure = self._open()
+        if failure is not None:
+            # one process sets a damaged file aside, and only once: the others, waiting on the lock, then find
+            # the fresh file and open it
+            with FileLock(f"{self.path}.lock", timeout=120):
+                failure = self._open(tries=1)
+                if failure is not None:
+                    self._set_aside(failure)
+                    with self._conn() as con:
+                        con.executescript(_SCHEMA)
 
-    def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
-        """Move a damaged cache file (and its WAL files) aside, keeping them; the next connection starts fresh.
-        Only a SQLite file is moved: anything else at the path is refused as it is (`foreign`)."""
+    def _open(self, tries: int = OPEN_TRIES) -> sqlite3.DatabaseError | None:
+        """Open the file and read its table; the error when every try failed. A try can fail while another of
+        the run's processes opens the file at the same moment (a transient "disk I/O error" during its WAL
+        recovery): setting the file aside then would throw away every process's answers, so it is retried."""
+        failure = None
+        for attempt in range(tries):
+            try:
+                with self._conn() as con:
+                    con.executescript(_SCHEMA)
+                    con.execute("SELECT COUNT(*) FROM responses LIMIT 1").fetchone()
+                return None
+            except sqlite3.DatabaseError as exc:
+                failure = exc
+                self._drop_connection()
+                if attempt + 1 < tries:
+                    time.sleep(OPEN_WAIT_S * (attempt + 1))
+        return failure
+
+    def _drop_connection(self) -> None:
         con = getattr(self._local, "con", None)
         if con is not None:
             con.close()
             self._local.con = None
+
+    def _set_aside(self, exc: sqlite3.DatabaseError) -> None:
+        """Move a damaged cache file (and its WAL files) aside, keeping them; the next connection starts fresh.
+        Only a SQLite file is moved: anything else at the path is refused as it is (`foreign`)."""
+        self._drop_connection()
         if not _is_sqlite(self.path):  # e.g. "unable to open database file": a folder that cannot be written
             raise ConfigError(f"request cache: {self.path} cannot be opened as a SQLite file ({exc}); nothing was "
                               "moved: name a file of its own for the request cache") from None
