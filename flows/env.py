@@ -9,8 +9,10 @@ OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
     "TRANSFORMERS_VERBOSITY": "error", "TQDM_DISABLE": "1",  # keep per-batch bars off the stage bars
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false", "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
-    "OMP_WAIT_POLICY": "PASSIVE",
 }
+# No OMP_WAIT_POLICY: OpenMP's default (spin a while, then sleep) decodes at the server's own speed; PASSIVE
+# halved it (quickstart cold 2026-12-03, docs/guides/performance.md). Set PASSIVE on a box shared with other
+# CPU-heavy work, where spinning threads are descheduled and decoding collapses (perseval.llm.deployments).
 
 
 def apply_offline_env() -> None:

@@ -22,6 +22,10 @@ CONFIGS = REPO / "configs"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the suite runs embedded servers beside its own CPU work (encoders, Dask, browsers): spin-waiting OpenMP
+# threads would be descheduled and decoding collapse, so its servers wait passively (perseval's default is
+# OpenMP's own, for a run that has the machine to itself)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def cpu_overrides() -> dict:

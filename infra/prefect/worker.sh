@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 POOL="${1:-perseval}"
 : "${PREFECT_API_URL:?set PREFECT_API_URL to the Prefect server (e.g. http://127.0.0.1:4200/api)}"
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_WAIT_POLICY=PASSIVE \
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false \
        PREFECT_SERVER_ANALYTICS_ENABLED=false MLFLOW_SERVER_ENABLE_JOB_EXECUTION=false
 PY="${PERSEVAL_PYTHON:-.venv/bin/python}"
 "$PY" -m prefect work-pool create "$POOL" --type process 2>/dev/null || true  # exists already: fine

@@ -185,9 +185,9 @@ class Deployment:
 
     def launch_env(self) -> dict[str, str]:
         env = dict(os.environ)
-        if self.cfg.kind == "embedded":
-            # llama.cpp's OpenMP threads spin-wait by default; with any other load throughput collapses
-            env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        # llama.cpp's OpenMP threads keep OpenMP's default wait (spin a while, then sleep): PASSIVE halved the
+        # quickstart's decoding. The caller's OMP_WAIT_POLICY passes through: PASSIVE on a box with other
+        # CPU-heavy work, where spin-waiting threads collapse throughput (the test suite sets it)
         env.update(self.cfg.vllm.env if self.cfg.kind == "vllm" else {})
         return env
 
