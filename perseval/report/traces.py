@@ -108,12 +108,21 @@ def _records(root: str, stage: str, key: str, cls: type) -> list[Any]:
     return store.read_records(cls) if store.parts() else []
 
 
-def outcomes(root: str, cell: Cell, headline_metric: str) -> list[Outcome]:
-    """Every agent output of the cell with its instance, its judgments and its headline score."""
+def run_records(root: str, cell: Cell) -> tuple[list[AgentOutput], dict[str, Instance]]:
+    """The agent run's outputs and the instances they answer: what every judge cell of the run shares."""
     outputs = _records(root, "run", cell.run.key, AgentOutput)
     if not outputs:
+        return [], {}
+    return outputs, {i.instance_id: i for i in StageStore(root, "data", cell.run.data.key).read_records(Instance)}
+
+
+def outcomes(root: str, cell: Cell, headline_metric: str,
+             run: tuple[list[AgentOutput], dict[str, Instance]] | None = None) -> list[Outcome]:
+    """Every agent output of the cell with its instance, its judgments and its headline score; `run`: the
+    run's records (run_records) when the caller has read them already for another judge of the run."""
+    outputs, instances = run if run is not None else run_records(root, cell)
+    if not outputs:
         return []
-    instances = {i.instance_id: i for i in StageStore(root, "data", cell.run.data.key).read_records(Instance)}
     judged: dict[tuple[str, int], list[Judgment]] = defaultdict(list)
     for j in _records(root, "judge", cell.judged.key, Judgment):
         judged[(j.instance_id, j.repeat)].append(j)
@@ -421,7 +430,8 @@ def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str
 def _write_run(root: str, group: list[tuple[Cell, str, str]], experiment_id: str, selection: str | int) -> RunTraces:
     first = group[0][0]
     have = written_traces(experiment_id, first.run.key)
-    per_cell = [{(o.instance.instance_id, o.output.repeat): o for o in outcomes(root, cell, metric)}
+    shared = run_records(root, first)  # read once: every judge cell of the run answers the same outputs
+    per_cell = [{(o.instance.instance_id, o.output.repeat): o for o in outcomes(root, cell, metric, shared)}
                 for cell, _, metric in group]
     # the selection by what went wrong under any judge: an output is kept when one of its outcomes is
     keys = sorted(per_cell[0])

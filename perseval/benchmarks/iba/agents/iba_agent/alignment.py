@@ -7,12 +7,12 @@ from typing import Any
 
 from perseval.benchmarks.iba.agents.iba_agent import prompts
 from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import current_evidence
-from perseval.benchmarks.iba.agents.iba_agent.state import Final, Scored, State, usage
+from perseval.benchmarks.iba.agents.iba_agent.state import Final, Scored, State
 from perseval.benchmarks.iba.answers import extract, open_slots
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
 from perseval.core.parsing import extract_json
 from perseval.core.records import instant
-from perseval.llm.usage import prompt_record
+from perseval.llm.usage import prompt_record, trace_fields
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")
 
@@ -83,7 +83,7 @@ async def compact_evidence(state: State) -> str:
         if cited:
             held = [lines[i][0] for i, _ in cited]
             text = _numbered([f"{t}{dates[i]}" for i, t in cited])
-        extra = {"fallback": not cited, "raw": result.text[:1000], **usage(result)}
+        extra = {"fallback": not cited, "raw": result.text[:1000], **trace_fields(result)}
     state.evidence, state.evidence_held = text, held
     state.log("compact_evidence", mode=state.settings.compact, n_passages=len(current_evidence(state)),
               n_lines=len(held), evidence=text, passages=[_ref(k) for k in held], **extra)
@@ -156,7 +156,7 @@ async def extract_preferences(state: State) -> list[str]:
     # an unreadable answer leaves no preferences: synthesis then reads the evidence itself (_messages)
     state.preferences = parsed or []
     state.log("extract_preferences", preferences=state.preferences, fallback=parsed is None,
-              raw=result.text[:1000], **usage(result))
+              raw=result.text[:1000], **trace_fields(result))
     return state.preferences
 
 
@@ -170,7 +170,7 @@ async def plan_alignment(state: State) -> str:
     messages = prompts.plan_messages(state.instance.query, state.preferences or [], state.action_type, slots)
     result = await state.ask("plan_alignment", messages, max_tokens=state.settings.plan_max_tokens)
     state.plan = result.text.strip()
-    state.log("plan_alignment", plan=state.plan, fallback=not state.plan, **usage(result))
+    state.log("plan_alignment", plan=state.plan, fallback=not state.plan, **trace_fields(result))
     return state.plan
 
 
@@ -224,5 +224,5 @@ async def synthesize(state: State) -> Final:
     state.final = Final(result.text, answer.parsed, answer.problem)
     state.log("synthesize", mode=s.synthesis, action_type=state.action_type, n_passages=len(kept),
               used_preferences=bool(state.preferences), used_plan=bool(state.plan), used_evidence=bool(used),
-              **usage(result), **prompt_record(messages))  # the final prompt, as the trace shows it
+              **trace_fields(result), **prompt_record(messages))  # the final prompt, as the trace shows it
     return state.final

@@ -10,7 +10,8 @@ from typing import Any
 
 from perseval.benchmarks.iba.agents.iba_agent import prompts
 from perseval.benchmarks.iba.agents.iba_agent.salience import Rating, parse_rating
-from perseval.benchmarks.iba.agents.iba_agent.state import Scored, StageFailed, State, usage
+from perseval.benchmarks.iba.agents.iba_agent.state import Scored, StageFailed, State
+from perseval.llm.usage import trace_fields
 from perseval.agents.rag import passage_trace
 from perseval.core.parsing import extract_json
 from perseval.core.records import Passage
@@ -83,7 +84,8 @@ async def expand_queries(state: State) -> list[str]:
     queries = parse_expansion(result.text, limit)
     fallback = queries is None
     state.queries = queries if queries is not None else fallback_queries(state.instance.query, limit)
-    state.log("expand_queries", queries=state.queries, fallback=fallback, raw=result.text[:1000], **usage(result))
+    state.log("expand_queries", queries=state.queries, fallback=fallback, raw=result.text[:1000],
+              **trace_fields(result))
     return state.queries
 
 

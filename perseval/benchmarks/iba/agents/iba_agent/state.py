@@ -13,7 +13,6 @@ from typing import Any
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.llm.usage import trace_fields
 from perseval.core.records import AgentOutput, Instance, Passage
 
 
@@ -105,4 +104,3 @@ class State:
         return out
 
 
-usage = trace_fields  # the per-request fields every LLM stage writes into its trace entry
