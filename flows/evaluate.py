@@ -92,7 +92,11 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
     rt = Runtime(root, uuid.uuid4().hex, cache, e.shard_size, exp.plugins)
     clock = StageClock(show_progress)
     timings = clock.timings
-    RequestCache(rt.cache_path)  # a damaged cache is set aside here, once, before any worker opens it
+    # A damaged cache is set aside here, once, before any worker opens it; and this connection stays open for
+    # the whole flow: SQLite deletes the WAL when the last connection closes, and a worker opening the file
+    # at that moment reads it short (SQLITE_IOERR_SHORT_READ, 'disk I/O error'), which set a healthy cache
+    # aside in cold quickstarts. With one connection held, the WAL is never deleted during the run.
+    held_cache = RequestCache(rt.cache_path)
     with ServerPool(exp.models, exp.deployments, Path(root) / "logs", exp.files) as servers:
         building = [u for u in plan.data if not data_done(root, u)]
         crt = replace(rt, endpoints=servers.ensure({m.name for u in building for m in u.construction.values()}))
@@ -121,7 +125,7 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
           clock)
     analyses = _manifests(root, "analysis", [u.key for u in plan.analyses])
 
-    requests = RequestCache(rt.cache_path).request_counts(rt.run_id)
+    requests = held_cache.request_counts(rt.run_id)
     n_requests = sum(n for by_status in requests.values() for n in by_status.values())
     t0 = time.monotonic()
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},

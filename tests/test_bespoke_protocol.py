@@ -300,6 +300,14 @@ def test_table4_avg_is_the_mean_of_five_columns_and_figure4_pairs() -> None:
     assert pairs.set_index("Setting").loc["Personalized + Gold Information", "Need Align."] == 80
 
 
+def test_table4_of_scores_that_are_all_unscored_is_empty_not_an_error() -> None:
+    """Every judgment of a run failed or unscored (values None): the analysis has no mean to show; it once
+    stopped the quickstart with KeyError 'Judge'."""
+    params = {"user_context": "none"}
+    frame = pd.DataFrame(_score_rows("none", params, {"tone": None, "recall": None}))
+    assert table4(frame, {"none": ResponderParams.model_validate(params)}).empty
+
+
 def test_shannon_equitability_by_hand() -> None:
     assert shannon_equitability([5, 5, 5, 5]) == pytest.approx(1.0)
     p = [0.5, 0.25, 0.25]

@@ -160,6 +160,32 @@ def test_a_cache_that_fails_to_open_once_is_kept_with_its_answers(tmp_path, monk
     assert not list(tmp_path.glob("*.damaged-*")) and not caplog.records
 
 
+OPENER = """
+import sys
+from perseval.llm.cache import RequestCache
+for r in range(5):  # a worker's units: each opens the cache, writes, and drops its connection
+    cache = RequestCache(sys.argv[1])
+    for k in range(20):
+        cache.put(f"{sys.argv[2]}-{r}-{k}", "d", {"text": k})
+    del cache
+"""
+
+
+def test_worker_processes_opening_and_closing_the_cache_at_once_lose_nothing(tmp_path, caplog):
+    """The flow's pattern, in real processes: the parent holds the cache open for the run while workers open
+    and close it. (Without a held connection SQLite deletes the WAL when the last one closes, and an open at
+    that moment read the file short, SQLITE_IOERR_SHORT_READ, which set the healthy cache aside.)"""
+    path = tmp_path / "request-cache.sqlite"
+    held = RequestCache(path)
+    with caplog.at_level(logging.WARNING, logger="perseval.cache"):
+        procs = [subprocess.Popen([sys.executable, "-c", OPENER, str(path), str(i)], stderr=subprocess.PIPE,
+                                  text=True) for i in range(4)]
+        errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    assert not any("damaged" in e for e in errors) and not list(tmp_path.glob("*.damaged-*"))
+    assert len(held) == 400 and held.get("3-4-19") == {"text": 19}
+
+
 def _tree(root: Path) -> dict[str, bytes | None]:
     """Every path under `root` (and root itself), with a file's bytes: what must survive unchanged."""
     return {str(p.relative_to(root.parent)): (p.read_bytes() if p.is_file() else None)

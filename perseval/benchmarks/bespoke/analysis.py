@@ -56,6 +56,8 @@ def table4(scores: pd.DataFrame, agents: Mapping[str, Params]) -> pd.DataFrame:
                      "Avg.": sum(parts.values()) / len(parts) if complete else None,
                      "Recall unscored claims": int(unscored.get(key, 0)), "Queries": int(n.get(key, 0)),
                      "Retriever": key[2], "Judge": key[3]})
+    if not rows:  # every value unscored or failed: no mean to show (the headline counts them)
+        return pd.DataFrame()
     return pd.DataFrame(rows).sort_values(["Judge", "Model", "Retriever"], kind="stable").reset_index(drop=True)
 
 
