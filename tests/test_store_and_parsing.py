@@ -17,6 +17,24 @@ def test_stage_store_round_trip_and_completion(tmp_path):
     assert store.is_complete() and store.manifest() == {"n": 1}
 
 
+def test_a_judgment_keeps_its_prompt_and_judgments_written_before_prompts_still_read(tmp_path):
+    from perseval.core.schema import JUDGMENTS, to_table
+    store = StageStore(tmp_path, "judge", "abc")
+    prompt = {"messages": [{"role": "system", "content": "Judge one checkpoint."}, {"role": "user", "content": "x"}]}
+    rows = [Judgment("i1", "a", 0, "j", 0, "c1", "checkpoint", 1.0, prompt=prompt)]
+    store.write_records(0, rows, Judgment)
+    assert store.read_records(Judgment)[0].prompt == prompt
+    # a part from before the prompt column: read with no prompt, every other field as written
+    old = to_table(rows, Judgment).drop_columns(["prompt"])
+    assert "prompt" not in old.column_names and len(JUDGMENTS) == old.num_columns + 1
+    store.write_part(0, old)
+    back = store.read_records(Judgment)
+    assert back[0].prompt is None and back[0].score == 1.0 and back[0].item_id == "c1"
+    with pytest.raises(KeyError):  # a column with no default missing is still an error
+        store.write_part(0, old.drop_columns(["item_id"]))
+        store.read_records(Judgment)
+
+
 def test_a_truncated_or_deleted_file_makes_an_output_incomplete(tmp_path):
     store = StageStore(tmp_path, "index", "k")
     (store.dir / "owners").mkdir(parents=True)

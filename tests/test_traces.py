@@ -165,6 +165,10 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
         for sp in judged:
             j = next(j for j in mine if sp.name == f"judge: {j.kind}/{j.item_id}")
             assert sp.span_type == SpanType.LLM and sp.inputs["response"] == out.text and sp.inputs["statement"]
+            # the judge's literal request: the messages it was sent, the statement and the response quoted in them
+            assert j.prompt and sp.inputs["messages"] == j.prompt["messages"]
+            asked = " ".join(m["content"] for m in sp.inputs["messages"])
+            assert sp.inputs["statement"] in asked and out.text[:200] in asked
             assert (sp.outputs["raw"], sp.outputs["rationale"], sp.outputs["status"]) == (j.raw, j.feedback, j.status)
     assert marked > 0  # some retrieved passage is gold evidence, so the mark is not always False
 
@@ -350,6 +354,9 @@ def test_each_cell_run_carries_its_samples_page_with_every_instance_score_and_tr
         row = page[page.index(f"<tr><td>{s.instance_id}</td>"):].split("</tr>")[0]
         assert ("" if s.value is None else f"<td>{s.value:.1f}</td>") in row
         assert f'href="/#/experiments/{run.info.experiment_id}/traces?selectedEvaluationId={ids[s.instance_id]}"' in row
+    # built at track time from the records it holds, the page is what `perseval samples` reads back from MLflow
+    from perseval.report.samples import cell_name, read_samples, samples_html
+    assert page == samples_html(cell_name(run), read_samples(MlflowClient(), run), "", run.info.experiment_id)
 
 
 def test_samples_refuses_an_ambiguous_cell_or_a_bad_filter_before_any_output(tracked):

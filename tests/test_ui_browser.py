@@ -3,7 +3,7 @@ runs of a small quickstart, `perseval ui` shows the experiment, the parent runs,
 (model, retriever, judge) and metrics, an analysis figure, and the compare view of the two runs, whose
 screenshot is saved under the test's tmp dir. And a quickstart-like run's instances as traces (the real
 stage records of tests/trace_runs.py, tracked twice): filtered by agent, one instance opened with its
-retrieval span, LLM span with its prompt, a judge span with what it was asked and its raw answer, and the
+retrieval span, LLM span with its prompt, a judge span with its prompt, what it was asked and its raw answer, and the
 judge's assessments with their rationale, and the compare view of the two
 runs showing every cell's headline score; screenshots under the test's tmp dir (paths printed)."""
 from __future__ import annotations
@@ -241,6 +241,8 @@ def test_the_traces_of_a_run_filter_by_agent_and_show_spans_and_assessments(trac
         judged = next(s for s in full.data.spans if s.name.startswith("judge: ") and s.inputs["statement"])
         page.get_by_text(judged.name, exact=True).first.click()
         page.get_by_text(_words(judged.inputs["statement"])).first.wait_for(timeout=30_000)  # what it was asked
+        page.get_by_text(_words(judged.inputs["messages"][0]["content"])).first.wait_for(
+            timeout=30_000)  # the judge's prompt: words of the first message it was sent
         page.get_by_text(_words(judged.outputs["raw"])).first.wait_for(timeout=30_000)  # and its raw answer
         shot("trace-judge-span")
         page.get_by_text(full.data.spans[0].name, exact=True).first.click()  # the root: the trace's assessments

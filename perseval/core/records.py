@@ -100,6 +100,9 @@ class Judgment:
     status: JudgmentStatus = "scored"
     raw: str = ""
     feedback: str = ""
+    # an LLM judge's request as the trace shows it (llm.usage.prompt_record: messages, each clipped), so the
+    # judge span shows what the judge was really asked; None for rules and for no request sent
+    prompt: dict[str, Any] | None = None
 
 
 @dataclass

@@ -6,7 +6,7 @@ share one schema per stage and Parquet files stay readable by any tool.
 from __future__ import annotations
 
 import json
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -34,7 +34,7 @@ JUDGMENTS = pa.schema([
     ("instance_id", pa.string()), ("agent", pa.string()), ("repeat", pa.int32()),
     ("judge", pa.string()), ("judge_repeat", pa.int32()), ("item_id", pa.string()),
     ("kind", pa.string()), ("score", pa.float64()), ("status", pa.string()),
-    ("raw", pa.string()), ("feedback", pa.string()),
+    ("raw", pa.string()), ("feedback", pa.string()), ("prompt", pa.string()),
 ])
 SCORES = pa.schema([
     ("instance_id", pa.string()), ("agent", pa.string()), ("repeat", pa.int32()),
@@ -46,7 +46,7 @@ SCORES = pa.schema([
 SCHEMAS: dict[type, pa.Schema] = {
     Instance: INSTANCES, Document: DOCUMENTS, AgentOutput: OUTPUTS, Judgment: JUDGMENTS, InstanceScore: SCORES,
 }
-JSON_FIELDS = {"payload", "gold", "meta", "parsed", "trace"}
+JSON_FIELDS = {"payload", "gold", "meta", "parsed", "trace", "prompt"}
 
 R = TypeVar("R")
 
@@ -72,7 +72,9 @@ def to_table(records: list[Any], cls: type) -> pa.Table:
 
 
 def from_table(table: pa.Table, cls: type[R]) -> list[R]:
-    """An Arrow table -> records of `cls` (JSON columns decoded)."""
-    names = [f.name for f in fields(cls)]
+    """An Arrow table -> records of `cls` (JSON columns decoded). A column a field with a default was added
+    after the table was written (a judgment's prompt) is left to that default, so earlier outputs still read."""
+    names = [f.name for f in fields(cls) if f.name in table.column_names
+             or (f.default is MISSING and f.default_factory is MISSING)]
     rows = table.select(names).to_pylist()
     return [cls(**{n: _decode(n, row[n]) for n in names}) for row in rows]

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from perseval.llm.base import ChatModel
 from perseval.setup.params import Configurable
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment, JudgmentStatus
+
+if TYPE_CHECKING:  # binary.py imports this module
+    from perseval.judges.binary import Verdict
 
 
 @dataclass
@@ -53,9 +56,16 @@ class Judge(Configurable, ABC):
     # --- row helpers: every judgment and score of a judge carries the same identity ------------------
 
     def judgment(self, instance: Instance, output: AgentOutput, binding: JudgeBinding, item_id: str,
-                 score: float | None, status: JudgmentStatus = "scored", raw: str = "", feedback: str = "") -> Judgment:
+                 score: float | None, status: JudgmentStatus = "scored", raw: str = "", feedback: str = "",
+                 prompt: dict[str, Any] | None = None) -> Judgment:
         return Judgment(instance.instance_id, output.agent, output.repeat, binding.name, binding.repeat, item_id,
-                        self.item, score, status, raw, feedback)
+                        self.item, score, status, raw, feedback, prompt)
+
+    def from_verdict(self, instance: Instance, output: AgentOutput, binding: JudgeBinding, item_id: str,
+                     v: Verdict) -> Judgment:
+        """The judgment of one binary verdict, with the request it answered."""
+        return self.judgment(instance, output, binding, item_id, v.score, v.status, v.raw,  # type: ignore[arg-type]
+                             v.feedback, v.prompt)
 
     @staticmethod
     def instance_score(instance: Instance, output: AgentOutput, judgments: list[Judgment], metric: str,

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 
 from perseval.judges.base import answer_budget
 from perseval.llm.base import ChatModel
+from perseval.llm.usage import prompt_record
 from perseval.core.parsing import parse_binary, reason_problem
 
 REASON_CHARS = 200  # one sentence: bounds the answer, so max_tokens can be sized from the schema
@@ -30,6 +31,7 @@ class Verdict:
     status: str  # scored | unscored | failed
     raw: str
     feedback: str
+    prompt: dict[str, Any] | None = None  # the request as a trace keeps it (llm.usage.prompt_record)
 
 
 async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, quoted: Sequence[str] = (),
@@ -39,12 +41,13 @@ async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, qu
     `max_tokens` None: sized from the schema."""
     result = await model.chat(messages, json_schema=schema, max_tokens=max_tokens or answer_budget(schema),
                               repeat=repeat)
+    prompt = prompt_record(messages)
     if result.status != "ok":
-        return Verdict(None, "failed", result.text, result.error)
+        return Verdict(None, "failed", result.text, result.error, prompt)
     score, reason = parse_binary(result.text, key=key, structured=True, quoted=quoted)
     if score is None:
-        return Verdict(None, "unscored", result.text, "judge answer could not be parsed")
+        return Verdict(None, "unscored", result.text, "judge answer could not be parsed", prompt)
     problem = reason_problem(result.text, structured=True, quoted=quoted)
     if problem is not None:
-        return Verdict(None, "unscored", result.text, problem)
-    return Verdict(score, "scored", result.text, reason)
+        return Verdict(None, "unscored", result.text, problem, prompt)
+    return Verdict(score, "scored", result.text, reason, prompt)

@@ -184,6 +184,6 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
             traced.append((cell, log_cell(exp, cell, table, s.metrics, extra, dirs, complete=s.complete),
                            s.headline_metric))
-        log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
-        log_samples_pages(MlflowClient(), [run_id for _, run_id, _ in traced])  # a score -> its instances
+        runs = log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
+        log_samples_pages(MlflowClient(), runs, experiment.experiment_id)  # a score -> its instances
         return parent.info.run_id

@@ -28,7 +28,7 @@ from perseval.core.records import AgentOutput, InstanceScore, Judgment
 from perseval.core.schema import from_table
 from perseval.report.comparisons import pick_baseline
 from perseval.report.tracking import mlflow_key
-from perseval.report.traces import cell_filter
+from perseval.report.traces import Outcome, RunTraces, cell_filter
 
 TAG = "perseval."
 PARTS = ("benchmark", "agent", "backbone", "retriever", "judge")
@@ -140,6 +140,10 @@ class Verdict:
     rationale: str
     raw: str
 
+    @classmethod
+    def of(cls, j: Judgment) -> "Verdict":
+        return cls(j.kind, j.item_id, j.judge, j.judge_repeat, j.score, j.status, j.feedback, j.raw)
+
     def mark(self) -> str:
         if self.status != "scored" or self.score is None:
             return "?" if self.status == "unscored" else "!"
@@ -240,18 +244,30 @@ def read_samples(client: MlflowClient, run: Any) -> list[Sample]:
             values.setdefault((s.instance_id, s.repeat), []).append(s.value)
     verdicts: dict[tuple[str, int], list[Verdict]] = {}
     for j in judgments:
-        verdicts.setdefault((j.instance_id, j.repeat), []).append(Verdict(
-            j.kind, j.item_id, j.judge, j.judge_repeat, j.score, j.status, j.feedback, j.raw))
+        verdicts.setdefault((j.instance_id, j.repeat), []).append(Verdict.of(j))
     traces = trace_index(client, run.info.experiment_id, tags.get(TAG + "judge", ""), tags.get(TAG + "score_key", ""))
     out = []
     for o in outputs:
         key = (o.instance_id, o.repeat)
         vs = values.get(key)
         score = sum(vs) / len(vs) if vs else None
-        mine = sorted(verdicts.get(key, []), key=lambda v: (v.kind, v.item_id, v.judge_repeat))
         trace_id, user, group = traces.get(key, (None, "", ""))
         user, group = who.get(o.instance_id, (user, group))  # the score's user: the cluster its interval resamples
-        out.append(Sample(o.instance_id, o.repeat, user, group, score, _status(o, score, mine), o.text, mine, trace_id))
+        out.append(_sample(o, user, group, score, verdicts.get(key, []), trace_id))
+    return sorted(out, key=lambda s: (s.instance_id, s.repeat))
+
+
+def _sample(o: AgentOutput, user: str, group: str, score: float | None, verdicts: list[Verdict],
+            trace_id: str | None) -> Sample:
+    mine = sorted(verdicts, key=lambda v: (v.kind, v.item_id, v.judge_repeat))
+    return Sample(o.instance_id, o.repeat, user, group, score, _status(o, score, mine), o.text, mine, trace_id)
+
+
+def local_samples(outcomes: dict[tuple[str, int], Outcome], ids: dict[tuple[str, int], str]) -> list[Sample]:
+    """The samples of a cell from the records the track stage holds (traces.outcomes) and the trace ids it
+    wrote or found: what read_samples reads back from MLflow, without the artifact downloads."""
+    out = [_sample(o.output, o.cluster or o.instance.user_id, o.instance.group, o.score,
+                   [Verdict.of(j) for j in o.judgments], ids.get(key)) for key, o in outcomes.items()]
     return sorted(out, key=lambda s: (s.instance_id, s.repeat))
 
 
@@ -370,11 +386,12 @@ def samples_html(title: str, samples: list[Sample], ui: str, experiment_id: str)
 PAGE = "samples.html"  # each child run's artifact: its instances as `perseval samples --html` writes them
 
 
-def log_samples_pages(client: MlflowClient, run_ids: Iterable[str]) -> None:
+def log_samples_pages(client: MlflowClient, runs: Iterable[RunTraces], experiment_id: str) -> None:
     """Each cell's samples page as an artifact of its child run, written once its traces are (the page links
-    them). The links are root-relative, so they open in the UI that shows the artifact, wherever it runs."""
-    for run_id in run_ids:
-        run = client.get_run(run_id)
-        page = samples_html(cell_name(run), read_samples(client, run), "", run.info.experiment_id)
-        client.log_text(run_id, page, PAGE)
+    them), from the records the track stage holds. The links are root-relative, so they open in the UI that
+    shows the artifact, wherever it runs."""
+    for traced in runs:
+        for (cell, run_id, _), outcomes in zip(traced.cells, traced.outcomes):
+            page = samples_html(cell.name, local_samples(outcomes, traced.ids), "", experiment_id)
+            client.log_text(run_id, page, PAGE)
 

@@ -57,6 +57,7 @@ class Outcome:
     output: AgentOutput
     judgments: list[Judgment] = field(default_factory=list)
     score: float | None = None  # the cell's headline metric (mean over judge repeats), None when unscored
+    cluster: str = ""  # the score's user: the cluster its interval resamples (IBA: the persona); "" unscored
 
     @property
     def status(self) -> str:
@@ -127,14 +128,16 @@ def outcomes(root: str, cell: Cell, headline_metric: str,
     for j in _records(root, "judge", cell.judged.key, Judgment):
         judged[(j.instance_id, j.repeat)].append(j)
     values: dict[tuple[str, int], list[float]] = defaultdict(list)
+    cluster: dict[str, str] = {}
     for s in _records(root, "score", cell.key, InstanceScore):
+        cluster[s.instance_id] = s.user_id
         if s.metric == headline_metric and s.value is not None:
             values[(s.instance_id, s.repeat)].append(s.value)
     out = []
     for o in outputs:
         key = (o.instance_id, o.repeat)
         score = sum(values[key]) / len(values[key]) if values.get(key) else None
-        out.append(Outcome(instances[o.instance_id], o, judged.get(key, []), score))
+        out.append(Outcome(instances[o.instance_id], o, judged.get(key, []), score, cluster.get(o.instance_id, "")))
     return sorted(out, key=lambda x: (x.instance.instance_id, x.output.repeat))
 
 
@@ -261,8 +264,9 @@ def _statements(inst: Instance) -> dict[str, str]:
 
 
 def _judge_spans(root: Any, cell: Cell, outcome: Outcome, clock: Clock) -> None:
-    """One span per judgment: what was judged (the item's statement and the response, clipped) and the judge's
-    raw answer, verdict and rationale; an LLM span for an LLM judge, an evaluator span for a rule."""
+    """One span per judgment: what was judged (the item's statement and the response, clipped; an LLM judge's
+    messages as sent) and the judge's raw answer, verdict and rationale; an LLM span for an LLM judge, an
+    evaluator span for a rule."""
     statements = _statements(outcome.instance) if outcome.judgments else {}
     response = _clip(outcome.output.text)
     for j in outcome.judgments:
@@ -271,7 +275,8 @@ def _judge_spans(root: Any, cell: Cell, outcome: Outcome, clock: Clock) -> None:
         span = mlflow.start_span_no_context(
             f"judge: {j.kind}/{j.item_id}", SpanType.LLM if llm else SpanType.EVALUATOR, parent_span=root,
             inputs={"judge": j.judge if llm else f"rule:{j.kind}", "item": j.item_id,
-                    "statement": statements.get(j.item_id, ""), "response": response, "judge_repeat": j.judge_repeat},
+                    "statement": statements.get(j.item_id, ""), "response": response, "judge_repeat": j.judge_repeat,
+                    **(j.prompt or {})},  # the messages the judge was sent, as they were
             attributes={"role": "judge", "model": cell.judge_model or "-"}, start_time_ns=start)
         span.end(outputs={"raw": _clip(j.raw), "verdict": j.score, "status": j.status, "rationale": j.feedback},
                  status="ERROR" if j.status == "failed" else "OK", end_time_ns=end)
@@ -384,11 +389,14 @@ def written_traces(experiment_id: str, run_key: str) -> dict[tuple[str, int], st
 @dataclass
 class RunTraces:
     """The cells that judge one agent run (its child runs and headline metrics), and the traces of its outputs:
-    written now, with each judge's outcome, or written by an earlier track."""
+    written now, with each judge's outcome, or written by an earlier track; `outcomes`: every output of each
+    cell (selected for a trace or not), `ids`: (instance_id, repeat) -> trace id of those that have one."""
 
     cells: list[tuple[Cell, str, str]]
     new: list[tuple[str, list[tuple[Cell, Outcome]]]] = field(default_factory=list)
     old: list[str] = field(default_factory=list)
+    outcomes: list[dict[tuple[str, int], Outcome]] = field(default_factory=list)
+    ids: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
 def by_agent_run(cells: list[tuple[Cell, str, str]]) -> list[list[tuple[Cell, str, str]]]:
@@ -400,12 +408,12 @@ def by_agent_run(cells: list[tuple[Cell, str, str]]) -> list[list[tuple[Cell, st
 
 
 def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str,
-               selection: str | int) -> dict[str, dict[str, int]]:
+               selection: str | int) -> list[RunTraces]:
     """For each agent run of the (cell, child run id, headline metric) triples: write one trace per selected
     output that has none yet, with every judge's spans and verdicts, and link each trace to the child run of
     every judge cell; tag each child run with the counts. The spans of all cells are stored before the first
     assessment (one flush of MLflow's asynchronous trace export for the whole run).
-    Returns {score key: {"written", "linked", "assessments"}}."""
+    Returns each agent run's traces and outcomes (what the cells' samples pages show)."""
     client = MlflowClient()
     parts = [_write_run(root, group, experiment_id, selection) for group in by_agent_run(cells)]
     if any(p.new for p in parts):
@@ -424,7 +432,7 @@ def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str
                 client.link_traces_to_run(ids[i:i + LINK_BATCH], run_id)
             counts[cell.key] = {"written": len(p.new), "linked": len(p.old), "assessments": n_assessments[cell.key]}
             client.set_tag(run_id, TAG + "traces", json.dumps({**counts[cell.key], "selection": selection}))
-    return counts
+    return parts
 
 
 def _write_run(root: str, group: list[tuple[Cell, str, str]], experiment_id: str, selection: str | int) -> RunTraces:
@@ -441,11 +449,12 @@ def _write_run(root: str, group: list[tuple[Cell, str, str]], experiment_id: str
     todo = [k for k in keys if k not in have]
     gold = gold_evidence(root, first.run.data.key) if todo else {}
     run_id = group[0][1]
-    new = []
+    new, ids = [], {k: have[k] for k in keys if k in have}
     for k in todo:
         judged = [(cell, d[k]) for (cell, _, _), d in zip(group, per_cell)]
-        new.append((write_trace(judged, run_id, gold), judged))
-    return RunTraces(group, new, [have[k] for k in keys if k in have])
+        ids[k] = write_trace(judged, run_id, gold)
+        new.append((ids[k], judged))
+    return RunTraces(group, new, [have[k] for k in keys if k in have], per_cell, ids)
 
 
 # ---- two cells side by side ------------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from perseval.judges.base import answer_budget
 from perseval.judges.binary import REASON_CHARS
 from perseval.judges.quoting import data_rule, quote
 from perseval.llm.base import ChatModel
+from perseval.llm.usage import prompt_record
 from perseval.setup.params import Params
 
 CHARS_PER_TOKEN = 4  # a budget in tokens is applied as characters at this rate (no tokenizer of the judge here)
@@ -112,6 +113,7 @@ class Evaluation:
     error: str = ""
     rubric: str = ""
     clip: Clip = field(default_factory=Clip)
+    prompt: dict[str, Any] | None = None  # the request as a trace keeps it (llm.usage.prompt_record)
 
 
 # --- rubric derivation (Table 16) --------------------------------------------------------------------
@@ -280,9 +282,10 @@ async def evaluate(model: ChatModel, p: EvaluatorParams, gold: dict[str, Any], q
     schema = criteria_schema(p.feedback_chars) if p.answer_format == "json" else None
     budget = p.max_tokens or (answer_budget(schema) if schema and p.feedback_chars else FIELDS_MAX_TOKENS)
     res = await model.chat(messages, json_schema=schema, max_tokens=budget, repeat=repeat)
+    prompt = prompt_record(messages)
     if res.status != "ok":
         return Evaluation({n: None for n in CRITERIA}, {n: "" for n in CRITERIA}, res.text, "failed", res.error,
-                          rubric, clip)
+                          rubric, clip, prompt)
     parsed = parse_criteria(res.text, quoted=[response]) if p.answer_format == "json" else parse_fields(res.text)
     return Evaluation({n: parsed[n][0] for n in CRITERIA}, {n: parsed[n][1] for n in CRITERIA}, res.text, "ok",
-                      rubric=rubric, clip=clip)
+                      rubric=rubric, clip=clip, prompt=prompt)

@@ -23,6 +23,7 @@ from pydantic import Field
 from perseval.benchmarks.apeb.prompts import candidate_line
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.quoting import data_rule, quote
+from perseval.llm.usage import prompt_record
 from perseval.setup.params import Params
 from perseval.core.parsing import judge_object
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
@@ -158,15 +159,17 @@ class RubricJudge(Judge):
             return []
         assert binding.model is not None
         limit = self.params.trajectory_chars
-        res = await binding.model.chat(rubric_messages(instance, output, limit),
-                                       json_schema=RUBRIC_SCHEMA, max_tokens=self.params.max_tokens,
+        messages = rubric_messages(instance, output, limit)
+        res = await binding.model.chat(messages, json_schema=RUBRIC_SCHEMA, max_tokens=self.params.max_tokens,
                                        repeat=binding.repeat)
+        prompt = prompt_record(messages)
         if res.status != "ok":
-            return [self.judgment(instance, output, binding, c, None, "failed", res.text, res.error) for c in CRITERIA]
+            return [self.judgment(instance, output, binding, c, None, "failed", res.text, res.error, prompt)
+                    for c in CRITERIA]
         ratings, feedback = parse_rubric(res.text, quoted=list(rubric_quotes(instance, output, limit).values()))
         return [self.judgment(instance, output, binding, c, None if ratings[c] is None else float(ratings[c]),
                               "scored" if ratings[c] is not None else "unscored", res.text,
-                              feedback if ratings[c] is not None else "no 1-5 rating for this criterion")
+                              feedback if ratings[c] is not None else "no 1-5 rating for this criterion", prompt)
                 for c in CRITERIA]
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:

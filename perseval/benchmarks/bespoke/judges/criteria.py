@@ -38,14 +38,14 @@ class CriteriaJudge(Judge):
         ev = await evaluate(binding.model, self.params, instance.gold, instance.query, output.text,
                             repeat=binding.repeat)
         if ev.status != "ok":
-            return [self.judgment(instance, output, binding, name, None, "failed", ev.raw, ev.error)
+            return [self.judgment(instance, output, binding, name, None, "failed", ev.raw, ev.error, ev.prompt)
                     for name in CRITERIA]
         out = []
         for name in CRITERIA:
             score = ev.scores[name]
             status = "scored" if score is not None else "unscored"  # unparseable: kept as raw text, never 0
             out.append(self.judgment(instance, output, binding, name, None if score is None else float(score),
-                                     status, ev.raw, ev.feedback[name]))
+                                     status, ev.raw, ev.feedback[name], ev.prompt))
         return out + clip_judgment(self, instance, output, binding, ev.clip.total, ev.clip.describe())
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:

@@ -60,8 +60,7 @@ class FeedbackMatchJudge(Judge):
         v = await binary_verdict(binding.model, feedback_messages(criterion, instance.query, g["need"], g["response"],
                                                                   rubric, g["human"][criterion]["feedback"], generated),
                                  repeat=binding.repeat, max_tokens=self.params.max_tokens)
-        return self.judgment(instance, output, binding, criterion, v.score, v.status, v.raw,  # type: ignore[arg-type]
-                             v.feedback)
+        return self.from_verdict(instance, output, binding, criterion, v)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
         values = scored_values(judgments)

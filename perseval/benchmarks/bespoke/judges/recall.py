@@ -81,8 +81,7 @@ class RecallJudge(Judge):
         assert binding.model is not None
         v = await binary_verdict(binding.model, claim_messages(claim, response), quoted=[output.text],
                                  repeat=binding.repeat, max_tokens=self.params.max_tokens)
-        return self.judgment(instance, output, binding, f"claim-{k}", v.score, v.status, v.raw,  # type: ignore[arg-type]
-                             v.feedback)
+        return self.from_verdict(instance, output, binding, f"claim-{k}", v)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
         claims = [j for j in judgments if j.item_id != CLIPPED]

@@ -66,8 +66,7 @@ class CheckpointJudge(Judge):
         v = await binary_verdict(binding.model, judge_messages(instance.query, output.text, checkpoint["statement"],
                                                               self.params.response_chars),
                                  quoted=[output.text], repeat=binding.repeat, max_tokens=self.params.max_tokens)
-        return self.judgment(instance, output, binding, checkpoint["id"], v.score, v.status, v.raw,  # type: ignore[arg-type]
-                             v.feedback)
+        return self.from_verdict(instance, output, binding, checkpoint["id"], v)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
         return mean_score(self, instance, output, judgments, instance_metric(instance))

@@ -77,8 +77,7 @@ class SlotLlmJudge(Judge):
                                        preference_text(instance, slot, expected))
         v = await binary_verdict(binding.model, messages, quoted=[value], repeat=binding.repeat,
                                  max_tokens=self.params.max_tokens)
-        return self.judgment(instance, output, binding, slot, v.score,
-                             v.status, v.raw, v.feedback)  # type: ignore[arg-type]
+        return self.from_verdict(instance, output, binding, slot, v)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
         return mean_score(self, instance, output, judgments, "score")

@@ -47,7 +47,7 @@ class GenerationJudge(Judge):
                                   self.params.response_chars)
         v = await binary_verdict(binding.model, messages, quoted=[output.text], repeat=binding.repeat,
                                  max_tokens=self.params.max_tokens)
-        return self.judgment(instance, output, binding, check, v.score, v.status, v.raw, v.feedback)  # type: ignore[arg-type]
+        return self.from_verdict(instance, output, binding, check, v)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
         if output.status != "ok":  # invalid: unhelpful by construction, no judge call spent
