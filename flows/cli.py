@@ -117,6 +117,7 @@ def run(config: Path = CONFIG,
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
     exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
+    own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
     from perseval.report.headline import SMALL_MODEL_WARNING
@@ -132,6 +133,12 @@ def run(config: Path = CONFIG,
     console.print(f"LLM requests sent this run: {summary['llm_requests']} {summary['requests']}")
     console.print(f"MLflow run id: [bold]{summary['mlflow_run_id']}[/bold] (experiment "
                   f"'{summary['experiment']}'); open the UI with: perseval ui")
+    if own_prefect:
+        from flows.prefect_server import IDLE_ENV, idle_seconds
+
+        if idle_seconds() > 0:
+            console.print(f"the local Prefect server stays up {idle_seconds():.0f} s for the next run to reuse "
+                          f"({IDLE_ENV}=0: stop it with the run)", highlight=False)
     if summary_json:
         summary_json.write_text(json.dumps(summary, indent=2, default=str))
     incomplete = [r for r in rows if r.status == "incomplete"]

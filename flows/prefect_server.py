@@ -2,16 +2,30 @@
 
 Without an API every Prefect process (and each Dask worker) starts its own
 temporary server, about 15 s each; one shared server on 127.0.0.1 avoids that.
+
+The server is kept after the run for PERSEVAL_PREFECT_IDLE_S seconds (default
+600) with no perseval process using it, and the next run in the same output
+root reuses it: starting one takes 6.6 s on a quiet 2-core machine, most of a
+cached re-run. Each run holds a lease (a file named by its pid) while it uses
+the server; the server's guard stops it once no lease has been held for that
+long. PERSEVAL_PREFECT_IDLE_S=0 stops it with the run, as before.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+import httpx
+from filelock import FileLock
+
 from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
+
+IDLE_ENV, DEFAULT_IDLE_S = "PERSEVAL_PREFECT_IDLE_S", 600.0
+RECORD, LEASES = "prefect-server.json", "prefect-leases"  # in the run's log folder
 
 
 def prefect_server_command(port: int) -> list[str]:
@@ -57,16 +71,97 @@ def wait_ready() -> None:
         _PENDING.pop(0)
 
 
+def idle_seconds() -> float:
+    """How long a kept server waits for the next run (PERSEVAL_PREFECT_IDLE_S; 0: stop with the run)."""
+    raw = os.environ.get(IDLE_ENV, "")
+    try:
+        return max(0.0, float(raw)) if raw else DEFAULT_IDLE_S
+    except ValueError:
+        raise SystemExit(f"{IDLE_ENV}={raw!r}: write the seconds a kept Prefect server waits for the next run "
+                         "(0 stops it with the run)") from None
+
+
+def _home() -> str:
+    return os.environ.get("PREFECT_HOME") or str(Path.home() / ".prefect")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kept_server(record: Path) -> dict | None:
+    """The kept server a record names, when it can serve this process: its guard alive, the same Prefect
+    database (PREFECT_HOME), and answering (or still starting: a run started it moments ago)."""
+    try:
+        info = json.loads(record.read_text())
+    except (OSError, ValueError):
+        return None
+    if info.get("home") != _home() or not _alive(int(info.get("pid", 0))):
+        return None
+    try:
+        httpx.get(info["api"] + "/health", timeout=1.0)
+    except httpx.HTTPError:
+        if not Path(info.get("log", "")).is_file():
+            return None
+    return info
+
+
+@contextmanager
+def kept_prefect_server(log_dir: str | Path, idle_s: float, timeout_s: float = 180.0) -> Iterator[str]:
+    """The output root's kept local Prefect server, started (without waiting, as local_prefect_server) when
+    there is none; this process holds a lease on it until the block ends."""
+    log_dir = Path(log_dir)
+    leases = log_dir / LEASES
+    leases.mkdir(parents=True, exist_ok=True)
+    lease = leases / str(os.getpid())
+    lease.touch()  # before the record is read: a guard that sees it keeps the server up
+    record = log_dir / RECORD
+    proc, waits = None, []
+    try:
+        with FileLock(f"{record}.lock", timeout=timeout_s):
+            info = kept_server(record)
+            if info is None:
+                port = free_port()
+                log_path = log_dir / f"prefect-server-{port}.log"
+                env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
+                env.pop("PREFECT_API_URL", None)
+                proc = start_server(prefect_server_command(port), env, log_path, leases=leases, idle_s=idle_s)
+                info = {"pid": proc.pid, "api": f"http://{HOST}:{port}/api", "home": _home(), "log": str(log_path)}
+                record.write_text(json.dumps(info))
+        api, log_path = info["api"], Path(info["log"])
+
+        def ready() -> None:
+            wait_healthy(api, proc, timeout_s, log_path, health_path="/health", name="the local Prefect server")
+
+        waits.append(ready)
+        _PENDING.append(ready)
+        yield api
+    finally:
+        for pending in waits:
+            if pending in _PENDING:
+                _PENDING.remove(pending)
+        lease.unlink(missing_ok=True)  # the guard stops the server after idle_s with no lease held
+
+
 @contextmanager
 def prefect_api(log_dir: str | Path = "runs/logs") -> Iterator[str]:
-    """The configured PREFECT_API_URL, or a local server started for the duration. A started one is not
+    """The configured PREFECT_API_URL, or the output root's kept local server (started if there is none; with
+    PERSEVAL_PREFECT_IDLE_S=0 a local server for the duration instead). A started one is not
     waited for here: its start-up (seconds: a Python process importing Prefect's server and opening its
     database) runs on the other core while this process imports the flow's modules (Prefect, Dask,
     MLflow: seconds too); flows.runtime.run_experiment waits for it (wait_ready) before its first request."""
     if os.environ.get("PREFECT_API_URL"):
         yield os.environ["PREFECT_API_URL"]
         return
-    with local_prefect_server(log_dir, wait=False) as api:
+    idle_s = idle_seconds()
+    server = kept_prefect_server(log_dir, idle_s) if idle_s > 0 else local_prefect_server(log_dir, wait=False)
+    with server as api:
         os.environ["PREFECT_API_URL"] = api
         try:
             yield api

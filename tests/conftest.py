@@ -26,6 +26,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # threads would be descheduled and decoding collapse, so its servers wait passively (perseval's default is
 # OpenMP's own, for a run that has the machine to itself)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# a `perseval run` a test starts without PREFECT_API_URL stops its local Prefect server with the run (tests stop
+# what they start); tests/test_kept_prefect.py asks for a kept one itself
+os.environ.setdefault("PERSEVAL_PREFECT_IDLE_S", "0")
 
 
 def cpu_overrides() -> dict:
@@ -35,6 +38,18 @@ def cpu_overrides() -> dict:
     for name in ("iba_cpu", "apeb_cpu"):
         agents.update(yaml.safe_load((CONFIGS / "experiments" / f"{name}.yaml").read_text())["overrides"]["agents"])
     return {"agents": agents}
+
+
+def shipped_configs(root: Path) -> Path:
+    """A copy of the shipped models, deployments, agents, retrievers and judges under `root`/configs, with an
+    empty experiments/ for the test's own file."""
+    cfg = root / "configs"
+    for kind in ("models", "deployments", "agents", "retrievers", "judges"):
+        (cfg / kind).mkdir(parents=True)
+        for f in (CONFIGS / kind).glob("*.yaml"):
+            (cfg / kind / f.name).write_text(f.read_text())
+    (cfg / "experiments").mkdir()
+    return cfg
 
 
 def config_tree(root: Path, model: str, max_tokens: int) -> Path:

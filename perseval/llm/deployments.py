@@ -140,13 +140,16 @@ def log_tail(path: Path | None, lines: int = 25) -> str:
 GUARD = Path(__file__).with_name("guard.py")
 
 
-def start_server(cmd: list[str], env: dict[str, str], log_path: Path) -> subprocess.Popen:
+def start_server(cmd: list[str], env: dict[str, str], log_path: Path, leases: Path | None = None,
+                 idle_s: float = 0.0) -> subprocess.Popen:
     """A server in its own process group, stdout and stderr to `log_path` (read back on failure).
 
     It runs under a guard (perseval/llm/guard.py) that stops the group when this process is gone, so
-    a kill -9 of perseval leaves no server listening and no core busy on an abandoned request."""
+    a kill -9 of perseval leaves no server listening and no core busy on an abandoned request; with
+    `leases`, instead once no live process has held a lease there for `idle_s` seconds (a kept server)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    guarded = [sys.executable, str(GUARD), str(os.getpid()), "--", *cmd]
+    watch = ["--leases", str(leases), "--idle-s", str(idle_s)] if leases is not None else [str(os.getpid())]
+    guarded = [sys.executable, str(GUARD), *watch, "--", *cmd]
     with open(log_path, "wb") as log:
         return subprocess.Popen(guarded, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 

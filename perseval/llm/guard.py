@@ -8,6 +8,11 @@ after a grace period. A server that ends on its own ends the guard with the same
 the SIGTERM perseval sends the group to stop a server reaches the server directly, and the
 guard waits for it. Run by path with the standard library only, so it needs no import of
 perseval in whatever environment a server is launched with.
+
+`python guard.py --leases DIR --idle-s N -- CMD...` keeps a server that outlives the process that
+started it (the local Prefect server re-runs reuse): each perseval process using it holds a lease,
+a file DIR/<its pid>; the guard drops the leases of processes that are gone and stops the group
+once no lease has been held for N seconds.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 POLL_S = 0.5
 GRACE_S = 10.0
@@ -34,17 +40,52 @@ def _stop_group(child: subprocess.Popen) -> int:
     return rc
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def held(leases: str) -> bool:
+    """Whether a live process holds a lease in `leases`; the leases of gone processes are removed."""
+    live = False
+    for name in os.listdir(leases) if os.path.isdir(leases) else []:
+        if name.isdigit() and _alive(int(name)):
+            live = True
+        else:
+            try:
+                os.unlink(os.path.join(leases, name))
+            except OSError:
+                pass
+    return live
+
+
 def main(argv: list[str]) -> int:
-    parent, cmd = int(argv[1]), argv[argv.index("--") + 1:]
+    cmd = argv[argv.index("--") + 1:]
+    leases, idle_s, parent = None, 0.0, 0
+    if argv[1] == "--leases":
+        leases, idle_s = argv[2], float(argv[argv.index("--idle-s") + 1])
+    else:
+        parent = int(argv[1])
     for sig in (signal.SIGTERM, signal.SIGINT):  # meant for the server (it got them too): wait for it to end
         signal.signal(sig, lambda *_: None)
     child = subprocess.Popen(cmd)
+    idle_since = time.monotonic()
     while True:
         try:
             return _exit_code(child.wait(timeout=POLL_S))
         except subprocess.TimeoutExpired:
             pass
-        if os.getppid() != parent:
+        if leases is None:
+            if os.getppid() != parent:
+                return _exit_code(_stop_group(child))
+        elif held(leases):
+            idle_since = time.monotonic()
+        elif time.monotonic() - idle_since >= idle_s:
             return _exit_code(_stop_group(child))
 
 
