@@ -11,18 +11,13 @@ import sys
 import pytest
 import yaml
 
-from .conftest import CONFIGS
+from .conftest import shipped_configs
 
 pytestmark = pytest.mark.integration
 
 
 def test_overlapping_runs_share_the_store_without_duplicate_requests(prefect_api, tmp_path):
-    cfg = tmp_path / "configs"
-    for kind in ("models", "deployments", "agents", "retrievers", "judges"):
-        (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
-            (cfg / kind / f.name).write_text(f.read_text())
-    (cfg / "experiments").mkdir()
+    cfg = shipped_configs(tmp_path)
     base = {"seed": 11, "shard_size": 2, "output_root": str(tmp_path / "runs"), "backbones": ["smollm2-135m"],
             "retrievers": ["minilm"], "dask": {"n_workers": 1, "threads_per_worker": 1},
             "mlflow": {"experiment": "overlap", "tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}",

@@ -15,7 +15,7 @@ from distributed import Client
 
 from perseval.llm.deployments import free_port
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, shipped_configs
 
 pytestmark = pytest.mark.integration
 
@@ -42,16 +42,11 @@ def cluster(tmp_path):
 
 
 def test_the_quickstart_iba_slice_runs_on_an_existing_scheduler(prefect_api, cluster, tmp_path):
-    cfg = tmp_path / "configs"
-    for kind in ("models", "deployments", "agents", "retrievers", "judges"):
-        (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
-            (cfg / kind / f.name).write_text(f.read_text())
+    cfg = shipped_configs(tmp_path)
     quick = yaml.safe_load((CONFIGS / "experiments" / "quickstart.yaml").read_text())
     quick["benchmarks"] = [{**quick["benchmarks"][0], "sample": 2, "agents": ["iba-no-history", "iba-oracle"]}]
     quick["shard_size"] = 1
     quick["dask"] = {"address": cluster}
-    (cfg / "experiments").mkdir()
     (cfg / "experiments" / "iba.yaml").write_text(yaml.safe_dump(quick))
     summary = tmp_path / "summary.json"
     proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/iba.yaml", "--quiet",
