@@ -182,7 +182,7 @@ def rater(data, labels_of, user: str) -> ScriptedChat:
         prompt = messages[-1]["content"]
         if "past messages as evidence" not in messages[0]["content"]:
             return '{"preferences": []}' if "infer" in messages[0]["content"] else "nothing usable"
-        passage = re.search(r"Past message:\n(.*?)\n\n", prompt, re.S).group(1)
+        passage = re.search(r"Past message:\n(.*)\Z", prompt, re.S).group(1)  # the passage comes last
         return json.dumps(labels_of(by_text[passage]))
 
     return ScriptedChat(answer)

@@ -175,3 +175,29 @@ def test_judges_name_what_really_produced_the_number(base):
     assert iba.judged.judge.kinds == ("iba.checkpoint",)
     bespoke = next(c for c in base.cells if c.benchmark == "bespoke")
     assert bespoke.judged.judge.kinds == ("bespoke.recall", "bespoke.criteria")
+
+
+
+def test_an_agents_prompt_version_moves_its_run_keys_from_the_first_change_on():
+    """IBA-Agent's salience and rating prompts changed (prompt version 2): its run outputs are keyed on it, so a
+    re-run recomputes them; an agent still at version 1 keeps the keys it always had."""
+    from dataclasses import replace
+
+    from perseval.pipeline.plan import run_key
+    from perseval.setup.config import AgentConfig, ModelConfig, load_config
+    from perseval.setup.experiment import agent_spec
+
+    spec = {name: agent_spec(load_config(AgentConfig, CONFIGS / "agents" / f"{name}.yaml"), name)
+            for name in ("iba-agent", "iba-rag")}
+    assert (spec["iba-agent"].prompt_version, spec["iba-rag"].prompt_version) == (2, 1)
+    model = load_config(ModelConfig, CONFIGS / "models" / "smollm2-135m.yaml")
+    rag = spec["iba-rag"]
+    keys = {v: run_key("d", "i", replace(rag, prompt_version=v), model, 1, 42) for v in (1, 2, 3)}
+    assert len(set(keys.values())) == 3  # each version its own outputs
+    # version 1 adds nothing to the key: the key of the same spec made before the field existed
+    from perseval.core.hashing import content_key
+    from perseval.pipeline import stages
+    from perseval.pipeline.plan import model_fingerprint
+    before = content_key(*stages.RUN.key_head, "d", "i", rag.name, rag.kind, rag.params.model_dump(mode="json"),
+                         model_fingerprint(model, model.sampling), 1, 42)
+    assert keys[1] == before

@@ -44,6 +44,9 @@ class Agent(Configurable, ABC):
     benchmarks: ClassVar[tuple[str, ...] | None] = None  # None: any benchmark that has a task format
     needs: ClassVar[frozenset[str]] = frozenset({Capability.LLM})
     reads_gold: ClassVar[bool] = False  # oracle agents only: they are given the instance's gold
+    # bump when the agent's prompts change what it sends: its run outputs are keyed on it (from 2 on), so a
+    # re-run recomputes them instead of reading outputs its old prompts made
+    prompt_version: ClassVar[int] = 1
 
     def requires(self) -> frozenset[str]:
         """The capabilities this configured agent uses (may depend on params: no retrieval at top_k 0)."""

@@ -59,9 +59,11 @@ def run_key(dkey: str, ikey: str | None, agent: AgentSpec, model: ModelConfig | 
             seed: int, roles: dict[str, ModelConfig] | None = None) -> str:
     # role models enter only when there are some, so the keys of agents without any stay as they were
     role_part = [{r: model_fingerprint(m, m.sampling) for r, m in sorted(roles.items())}] if roles else []
+    # likewise the agent's prompt version, from its first change on (Agent.prompt_version)
+    prompt_part = [{"prompt_version": agent.prompt_version}] if agent.prompt_version > 1 else []
     return content_key(*stages.RUN.key_head, dkey, ikey, agent.name, agent.kind,
                        agent.params.model_dump(mode="json"), model_fingerprint(model, model.sampling) if model else None,
-                       repeats, seed, *role_part)
+                       repeats, seed, *role_part, *prompt_part)
 
 
 def judge_key(rkey: str, spec: JudgeSpec) -> str:

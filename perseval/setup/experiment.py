@@ -196,7 +196,8 @@ def agent_spec(cfg: AgentConfig, where: str) -> AgentSpec:
         needs = capabilities(agent.requires(), f"{where}: agent kind {cfg.kind!r}")
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return AgentSpec(cfg.name, cfg.kind, agent.params, needs, agent.search_spec(), dict(agent.role_models()))
+    return AgentSpec(cfg.name, cfg.kind, agent.params, needs, agent.search_spec(), dict(agent.role_models()),
+                     agent.prompt_version)
 
 
 def _check_fit(exp: ResolvedExperiment, spec: AgentSpec, entry: BenchmarkEntry) -> None:

@@ -21,6 +21,7 @@ class AgentSpec:
     needs: frozenset[Capability]
     search: str | dict[str, Any] | None = None
     roles: dict[str, str] = field(default_factory=dict)  # role -> model name besides the backbone (a profiler)
+    prompt_version: int = 1  # Agent.prompt_version of its kind
 
 
 @dataclass(frozen=True)

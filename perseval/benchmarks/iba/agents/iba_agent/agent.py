@@ -55,6 +55,7 @@ class IbaAgent(Agent):
     params: Settings
     benchmarks = ("iba",)
     needs = frozenset({Capability.LLM, Capability.RETRIEVE, Capability.DOCUMENTS})
+    prompt_version = 2  # salience and rating prompts: the shared instructions before the passage (prompts.py)
 
     @property
     def settings(self) -> Settings:

@@ -76,23 +76,28 @@ def expansion_messages(task: str, payload: dict[str, Any]) -> list[dict[str, str
     return [system("You write search queries over a user's past conversations."), user(prompt)]
 
 
+# Salience and rating prompts put what every passage of a task shares first (instructions, task) and the
+# passage last, so llama-server's prompt cache serves the shared part of consecutive requests (prompt version
+# 2; version 1 put the passage before the instructions: 18.3% of IBA-Agent's prompt tokens came from the cache).
 def salience_messages(task: str, passage: str) -> list[dict[str, str]]:
     signals = "\n".join(f"- {k}: {h}" for k, h in SIGNAL_HINTS.items())
-    prompt = (f"Task: {task}\n\nPast message:\n{passage}\n\n"
+    prompt = (f"Task: {task}\n\nLabel the past message below.\n"
               "relevant: true if the message shows how the user wants something this task must decide "
               "(what to choose, how it should look), false otherwise.\n"
               f"signals: every kind of preference evidence the message carries, none if it carries none:\n{signals}\n"
-              'Reply with JSON {"relevant": true or false, "signals": [...]}.')
+              'Reply with JSON {"relevant": true or false, "signals": [...]}.\n\n'
+              f"Past message:\n{passage}")
     return [system("You label past messages as evidence of user preferences."), user(prompt)]
 
 
 def rating_messages(task: str, passage: str) -> list[dict[str, str]]:
     criteria = "\n".join(f"- {what}: +{points}" for what, points in RATING_CRITERIA)
-    prompt = (f"Task: {task}\n\nPast message:\n{passage}\n\n"
-              "Rate from 0 to 10 how strongly this message shows a preference of the user that matters for "
-              f"the task. Add up what it carries:\n{criteria}\n"
+    prompt = (f"Task: {task}\n\n"
+              "Rate from 0 to 10 how strongly the past message below shows a preference of the user that matters "
+              f"for the task. Add up what it carries:\n{criteria}\n"
               "0 if it says nothing about what the user wants for this task. Messages scoring 5 or more are kept.\n"
-              'Reply with JSON {"score": n}.')
+              'Reply with JSON {"score": n}.\n\n'
+              f"Past message:\n{passage}")
     return [system("You rate past messages as evidence of user preferences."), user(prompt)]
 
 
