@@ -59,6 +59,11 @@ def test_the_trace_names_the_passages_of_every_step_and_membership_is_computed_a
     assert {p["doc_id"] for p in context} == shown
     # nothing of the gold tags reaches the model
     assert not any("supports" in json.dumps(c["messages"]) for c in llm.calls)
+    # every LLM step's trace entry holds the prompt it sent (salience: the first of its per-passage requests)
+    for step in ("expand_queries", "salience", "extract_preferences", "plan_alignment", "synthesize"):
+        recorded = entry(out, step)["messages"]
+        assert recorded in [c["messages"] for c in llm.calls], step
+    assert entry(out, "salience")["prompt_of"].startswith("the first of")
 
 
 def test_the_papers_selection_loses_the_evidence_to_a_weak_rater_the_robust_one_keeps_it():

@@ -45,7 +45,7 @@ TAG = "perseval."
 USAGE = ("prompt_tokens", "completion_tokens", "cached", "status", "latency_s")
 # trace steps that are one LLM request even where the agent records no token counts for them
 LLM_STEPS = frozenset({"generate", "answer", "think", "refine", "expand", "expand_queries", "extract_preferences",
-                       "plan_alignment", "synthesize", "controller", "evaluate"})
+                       "salience", "plan_alignment", "synthesize", "controller", "evaluate"})
 TOOL_STEPS = frozenset({"tool", "act"})
 
 

@@ -83,7 +83,7 @@ async def compact_evidence(state: State) -> str:
         if cited:
             held = [lines[i][0] for i, _ in cited]
             text = _numbered([f"{t}{dates[i]}" for i, t in cited])
-        extra = {"fallback": not cited, "raw": result.text[:1000], **trace_fields(result)}
+        extra = {"fallback": not cited, "raw": result.text[:1000], **trace_fields(result), **prompt_record(messages)}
     state.evidence, state.evidence_held = text, held
     state.log("compact_evidence", mode=state.settings.compact, n_passages=len(current_evidence(state)),
               n_lines=len(held), evidence=text, passages=[_ref(k) for k in held], **extra)
@@ -156,7 +156,7 @@ async def extract_preferences(state: State) -> list[str]:
     # an unreadable answer leaves no preferences: synthesis then reads the evidence itself (_messages)
     state.preferences = parsed or []
     state.log("extract_preferences", preferences=state.preferences, fallback=parsed is None,
-              raw=result.text[:1000], **trace_fields(result))
+              raw=result.text[:1000], **trace_fields(result), **prompt_record(messages))
     return state.preferences
 
 
@@ -170,7 +170,8 @@ async def plan_alignment(state: State) -> str:
     messages = prompts.plan_messages(state.instance.query, state.preferences or [], state.action_type, slots)
     result = await state.ask("plan_alignment", messages, max_tokens=state.settings.plan_max_tokens)
     state.plan = result.text.strip()
-    state.log("plan_alignment", plan=state.plan, fallback=not state.plan, **trace_fields(result))
+    state.log("plan_alignment", plan=state.plan, fallback=not state.plan, **trace_fields(result),
+              **prompt_record(messages))
     return state.plan
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from perseval.benchmarks.iba.agents.iba_agent import prompts
 from perseval.benchmarks.iba.agents.iba_agent.salience import Rating, parse_rating
 from perseval.benchmarks.iba.agents.iba_agent.state import Scored, StageFailed, State
-from perseval.llm.usage import trace_fields
+from perseval.llm.usage import prompt_record, trace_fields
 from perseval.agents.rag import passage_trace
 from perseval.core.parsing import extract_json
 from perseval.core.records import Passage
@@ -85,7 +85,7 @@ async def expand_queries(state: State) -> list[str]:
     fallback = queries is None
     state.queries = queries if queries is not None else fallback_queries(state.instance.query, limit)
     state.log("expand_queries", queries=state.queries, fallback=fallback, raw=result.text[:1000],
-              **trace_fields(result))
+              **trace_fields(result), **prompt_record(messages))
     return state.queries
 
 
@@ -158,10 +158,13 @@ async def score_salience(state: State, passages: list[Passage]) -> list[int | No
     for a in answers:
         if isinstance(a, BaseException):
             raise a
+    # one request per passage, alike but for the passage: the trace shows the first one's prompt
+    shown = prompt_record(ask_for(state.instance.query, passages[0].text[:s.salience_chars])) if passages else {}
     state.log("salience", threshold=s.salience_threshold, mode=s.salience, scores=[
         {"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": r.score if r else None, "parsed": r is not None,
          **(r.trace() if r else {"raw": raw[:200]})}
-        for p, (r, raw) in zip(passages, answers)])
+        for p, (r, raw) in zip(passages, answers)], **shown, **({"prompt_of": f"the first of {len(passages)} "
+                                                                 "requests, one per passage"} if shown else {}))
     return [r.score if r else None for r, _ in answers]
 
 

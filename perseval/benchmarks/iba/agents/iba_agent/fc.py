@@ -9,7 +9,7 @@ from perseval.benchmarks.iba.agents.iba_agent import alignment, prompts
 from perseval.benchmarks.iba.agents.iba_agent import deep_retrieval as dr
 from perseval.agents.tool_calls import assistant_turn, normalise_calls, parse_arguments
 from perseval.benchmarks.iba.agents.iba_agent.state import State
-from perseval.llm.usage import trace_fields
+from perseval.llm.usage import prompt_record, trace_fields
 
 FINAL = "final_answer"
 
@@ -107,7 +107,8 @@ async def run_fc(state: State) -> None:
                                  max_tokens=state.settings.controller_max_tokens)
         calls = normalise_calls(result.tool_calls, turn)
         state.log("controller", turn=turn, text=result.text[:500],
-                  tool_calls=[{"name": c["name"], "arguments": c["arguments"]} for c in calls], **trace_fields(result))
+                  tool_calls=[{"name": c["name"], "arguments": c["arguments"]} for c in calls], **trace_fields(result),
+                  **prompt_record(messages))
         if not calls:  # a plain reply: the model is done gathering, so produce the output
             reason = "no_tool_call"
             break
