@@ -10,8 +10,12 @@
    as a run sends them to llama-server); prefix-slot (the same, each group pinned to one slot).
 3. Answers: how many replayed answers equal the pipeline's (its request cache, by each request's cache key)
    and the first configuration's, per configuration; each differing request is listed in the JSON.
-4. P1 against the server's limit: each LLM stage's seconds in the pipeline vs the fastest replay of the same
-   requests by the pipeline's server (target: replay / pipeline >= 0.9).
+4. P1 against the server's limit, per LLM stage: the raw server's prefill and decode tok/s (llama-server's
+   own timings, per sequence) and the prefill share it took from its caches in the fastest replay of the
+   stage's requests by the pipeline's server; the pipeline's effective tok/s (the captured requests' tokens
+   over the stage's seconds; judge includes the judge probes, whose requests the capture counts as judge);
+   their ratio, replay seconds / pipeline seconds (target >= 0.9); and the per-process CPU table of the
+   cold run (scripts/proc_cpu.py).
 
     python scripts/bench_servers.py --config configs/experiments/quickstart.yaml --json servers.json
     python scripts/bench_servers.py --capture requests.jsonl --cache request-cache.sqlite \\
@@ -50,6 +54,7 @@ from perseval.llm.embedded import slots  # noqa: E402
 from perseval.llm.replay import ORDERS, Replay, by_stage, read_capture, replay, schema_of  # noqa: E402
 
 from bench_pipeline import perseval_run  # noqa: E402  (scripts/, this script's folder)
+from proc_cpu import format_table  # noqa: E402
 
 
 # ---- 1. the pipeline ---------------------------------------------------------------------------------
@@ -76,7 +81,7 @@ def pipeline(config: Path, work: Path, fields: dict[str, Any]) -> tuple[dict[str
     rerun = perseval_run(config, work, "rerun")
     out = {"cold_wall_s": cold["wall_s"], "cold_requests": cold["llm_requests"], "cold_timings": cold["timings"],
            "rerun_wall_s": rerun["wall_s"], "rerun_requests": rerun["llm_requests"],
-           "rerun_timings": rerun["timings"], "headline": cold["headline"]}
+           "rerun_timings": rerun["timings"], "headline": cold["headline"], "cold_cpu": cold["cpu"]}
     return out, capture
 
 
@@ -268,29 +273,56 @@ def main() -> None:
                            "same_as_first": sum(texts.get(i) == t for i, t in first.items()),
                            "compared": len(pipeline_texts) or len(first),
                            "differing": differences(texts, pipeline_texts or first, requests),
-                           "answers": texts}
+                           "answers": texts,
+                           "stages": {st: figures({st: r}) for st, r in result["replays"].items()}}
                     report["configurations"].append(row)
                     print_row(row)
         if "pipeline" in report:
-            report["p1"] = p1(report["pipeline"], report["configurations"], fields.get("server", dep.server))
-            for stage, f in report["p1"].items():
-                print(f"P1 {stage}: pipeline {f['pipeline_s']} s, best replay {f['replay_s']} s "
-                      f"(concurrency {f['concurrency']}, {f['order']}): throughput {f['ratio']}x the server's")
+            report["p1"] = p1(report["pipeline"], report["configurations"], fields.get("server", dep.server),
+                              by_stage(requests))
+            print_p1(report["p1"])
+            print("\n".join(format_table(report["pipeline"]["cold_cpu"])))
     if args.json:
         args.json.write_text(json.dumps(report, indent=2, default=lambda o: asdict(o)))
 
 
-def p1(pipe: dict[str, Any], rows: list[dict[str, Any]], server: str) -> dict[str, Any]:
+# the pipeline stages whose seconds hold a captured stage's requests: judge probes are judge requests
+PIPELINE_STAGES = {"run": ("run",), "judge": ("judge", "probe"), "construct": ("construct",)}
+
+
+def p1(pipe: dict[str, Any], rows: list[dict[str, Any]], server: str,
+       captured: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     out = {}
-    for stage in ("run", "judge", "construct"):
+    for stage, parts in PIPELINE_STAGES.items():
         mine = [r for r in rows if r["server"] == server and r["order"] == "captured" and stage in r["stage_wall_s"]]
-        if not mine or stage not in pipe["cold_timings"]:
+        pipeline_s = sum(pipe["cold_timings"].get(p, 0.0) for p in parts)
+        if not mine or not pipeline_s:
             continue
         best = min(mine, key=lambda r: r["stage_wall_s"][stage])
-        out[stage] = {"pipeline_s": pipe["cold_timings"][stage], "replay_s": best["stage_wall_s"][stage],
+        raw = best["stages"][stage]
+        prompt = sum(r.get("prompt_tokens", 0) for r in captured.get(stage, []))
+        completion = sum(r.get("completion_tokens", 0) for r in captured.get(stage, []))
+        out[stage] = {"pipeline_s": round(pipeline_s, 1), "replay_s": best["stage_wall_s"][stage],
                       "concurrency": best["concurrency"], "order": best["order"],
-                      "ratio": round(best["stage_wall_s"][stage] / pipe["cold_timings"][stage], 2)}
+                      "ratio": round(best["stage_wall_s"][stage] / pipeline_s, 2),
+                      "pipeline_prompt_tok_per_s": round(prompt / pipeline_s, 1),
+                      "pipeline_gen_tok_per_s": round(completion / pipeline_s, 1),
+                      "replay_prompt_tok_per_s": raw["prompt_tok_per_s"], "replay_gen_tok_per_s": raw["gen_tok_per_s"],
+                      "server_prefill_tok_per_s": raw.get("server_prefill_tok_per_s"),
+                      "server_decode_tok_per_s": raw.get("server_gen_tok_per_s"),
+                      "prefill_saved": raw.get("prefill_saved")}
     return out
+
+
+def print_p1(rows: dict[str, dict[str, Any]]) -> None:
+    for stage, f in rows.items():
+        saved = f"{f['prefill_saved']:.1%}" if f.get("prefill_saved") is not None else "-"
+        print(f"P1 {stage}: server alone prefill {f['server_prefill_tok_per_s']} tok/s, decode "
+              f"{f['server_decode_tok_per_s']} tok/s (per sequence), prefill from its caches {saved}; replay "
+              f"{f['replay_s']} s ({f['replay_prompt_tok_per_s']} prompt + {f['replay_gen_tok_per_s']} generated "
+              f"tok/s); pipeline {f['pipeline_s']} s ({f['pipeline_prompt_tok_per_s']} + "
+              f"{f['pipeline_gen_tok_per_s']} tok/s); ratio {f['ratio']} (target >= 0.9; concurrency "
+              f"{f['concurrency']}, {f['order']})")
 
 
 def print_pipeline(p: dict[str, Any]) -> None:
