@@ -15,14 +15,22 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from perseval.llm.base import ChatModel
 from perseval.setup.params import Configurable
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment, JudgmentStatus
 
-if TYPE_CHECKING:  # binary.py imports this module
-    from perseval.judges.binary import Verdict
+
+@dataclass
+class Verdict:
+    """One binary verdict as perseval.judges.binary reads it from a judge model's answer."""
+
+    score: float | None
+    status: str  # scored | unscored | failed
+    raw: str
+    feedback: str
+    prompt: dict[str, Any] | None = None  # the request as a trace keeps it (llm.usage.prompt_record)
 
 
 @dataclass

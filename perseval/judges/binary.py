@@ -8,10 +8,9 @@ copied ("<one sentence>": 8 of 395 quickstart assessments passed that way), neve
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Sequence
 
-from perseval.judges.base import answer_budget
+from perseval.judges.base import Verdict, answer_budget
 from perseval.llm.base import ChatModel
 from perseval.llm.usage import prompt_record
 from perseval.core.parsing import parse_binary, reason_problem
@@ -23,15 +22,6 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "properties": {"verdict": {"type": "boolean"}, "reason": REASON},  # verdict first: it survives a cut
     "required": ["verdict", "reason"],
 }
-
-
-@dataclass
-class Verdict:
-    score: float | None
-    status: str  # scored | unscored | failed
-    raw: str
-    feedback: str
-    prompt: dict[str, Any] | None = None  # the request as a trace keeps it (llm.usage.prompt_record)
 
 
 async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, quoted: Sequence[str] = (),
