@@ -136,8 +136,8 @@ def run(config: Path = CONFIG,
     if own_prefect:
         from flows.prefect_server import IDLE_ENV, idle_seconds
 
-        if idle_seconds() > 0:
-            console.print(f"the local Prefect server stays up {idle_seconds():.0f} s for the next run to reuse "
+        if (idle := idle_seconds()) > 0:
+            console.print(f"the local Prefect server stays up {idle:.0f} s for the next run to reuse "
                           f"({IDLE_ENV}=0: stop it with the run)", highlight=False)
     if summary_json:
         summary_json.write_text(json.dumps(summary, indent=2, default=str))

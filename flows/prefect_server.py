@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import httpx
 from filelock import FileLock
 
 from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
+from perseval.llm.guard import alive
 
 IDLE_ENV, DEFAULT_IDLE_S = "PERSEVAL_PREFECT_IDLE_S", 600.0
 RECORD, LEASES = "prefect-server.json", "prefect-leases"  # in the run's log folder
@@ -37,21 +40,28 @@ def prefect_server_command(port: int) -> list[str]:
 _PENDING: list[Callable[[], None]] = []
 
 
+def _start(log_dir: Path, **guard: Any) -> tuple[subprocess.Popen, str, Path]:
+    """`prefect server start` on a free loopback port, no telemetry, no UI: (process, API URL, log file);
+    `guard`: start_server's lease arguments for a kept server."""
+    port = free_port()
+    log_path = log_dir / f"prefect-server-{port}.log"
+    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
+    env.pop("PREFECT_API_URL", None)
+    return start_server(prefect_server_command(port), env, log_path, **guard), f"http://{HOST}:{port}/api", log_path
+
+
+def _waiter(api: str, proc: subprocess.Popen | None, timeout_s: float, log_path: Path) -> Callable[[], None]:
+    return partial(wait_healthy, api, proc, timeout_s, log_path, health_path="/health",
+                   name="the local Prefect server")
+
+
 @contextmanager
 def local_prefect_server(log_dir: str | Path = "runs/logs", timeout_s: float = 180.0,
                          wait: bool = True) -> Iterator[str]:
     """Start `prefect server start` on a free loopback port; yield its API URL; stop it after. `wait=False`
     yields as soon as the process is started: the caller calls wait_ready() before its first API request."""
-    port = free_port()
-    log_path = Path(log_dir) / f"prefect-server-{port}.log"
-    env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
-    env.pop("PREFECT_API_URL", None)
-    proc = start_server(prefect_server_command(port), env, log_path)
-    api = f"http://{HOST}:{port}/api"
-
-    def ready() -> None:
-        wait_healthy(api, proc, timeout_s, log_path, health_path="/health", name="the local Prefect server")
-
+    proc, api, log_path = _start(Path(log_dir))
+    ready = _waiter(api, proc, timeout_s, log_path)
     try:
         if wait:
             ready()
@@ -85,16 +95,6 @@ def _home() -> str:
     return os.environ.get("PREFECT_HOME") or str(Path.home() / ".prefect")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, ValueError):
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def kept_server(record: Path) -> dict | None:
     """The kept server a record names, when it can serve this process: its guard alive, the same Prefect
     database (PREFECT_HOME), and answering (or still starting: a run started it moments ago)."""
@@ -102,7 +102,7 @@ def kept_server(record: Path) -> dict | None:
         info = json.loads(record.read_text())
     except (OSError, ValueError):
         return None
-    if info.get("home") != _home() or not _alive(int(info.get("pid", 0))):
+    if info.get("home") != _home() or not alive(int(info.get("pid", 0))):
         return None
     try:
         httpx.get(info["api"] + "/health", timeout=1.0)
@@ -122,30 +122,20 @@ def kept_prefect_server(log_dir: str | Path, idle_s: float, timeout_s: float = 1
     lease = leases / str(os.getpid())
     lease.touch()  # before the record is read: a guard that sees it keeps the server up
     record = log_dir / RECORD
-    proc, waits = None, []
+    proc, ready = None, None
     try:
         with FileLock(f"{record}.lock", timeout=timeout_s):
             info = kept_server(record)
             if info is None:
-                port = free_port()
-                log_path = log_dir / f"prefect-server-{port}.log"
-                env = dict(os.environ, PREFECT_SERVER_ANALYTICS_ENABLED="false", PREFECT_UI_ENABLED="false")
-                env.pop("PREFECT_API_URL", None)
-                proc = start_server(prefect_server_command(port), env, log_path, leases=leases, idle_s=idle_s)
-                info = {"pid": proc.pid, "api": f"http://{HOST}:{port}/api", "home": _home(), "log": str(log_path)}
+                proc, api, log_path = _start(log_dir, leases=leases, idle_s=idle_s)
+                info = {"pid": proc.pid, "api": api, "home": _home(), "log": str(log_path)}
                 record.write_text(json.dumps(info))
-        api, log_path = info["api"], Path(info["log"])
-
-        def ready() -> None:
-            wait_healthy(api, proc, timeout_s, log_path, health_path="/health", name="the local Prefect server")
-
-        waits.append(ready)
+        ready = _waiter(info["api"], proc, timeout_s, Path(info["log"]))
         _PENDING.append(ready)
-        yield api
+        yield info["api"]
     finally:
-        for pending in waits:
-            if pending in _PENDING:
-                _PENDING.remove(pending)
+        if ready in _PENDING:
+            _PENDING.remove(ready)
         lease.unlink(missing_ok=True)  # the guard stops the server after idle_s with no lease held
 
 

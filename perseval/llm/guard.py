@@ -40,7 +40,9 @@ def _stop_group(child: subprocess.Popen) -> int:
     return rc
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    if pid <= 0:  # no pid recorded (os.kill(0, ...) would ask about this process group)
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -54,7 +56,7 @@ def held(leases: str) -> bool:
     """Whether a live process holds a lease in `leases`; the leases of gone processes are removed."""
     live = False
     for name in os.listdir(leases) if os.path.isdir(leases) else []:
-        if name.isdigit() and _alive(int(name)):
+        if name.isdigit() and alive(int(name)):
             live = True
         else:
             try:

@@ -390,11 +390,10 @@ def written_traces(experiment_id: str, run_key: str) -> dict[tuple[str, int], st
 class RunTraces:
     """The cells that judge one agent run (its child runs and headline metrics), and the traces of its outputs:
     written now, with each judge's outcome, or written by an earlier track; `outcomes`: every output of each
-    cell (selected for a trace or not), `ids`: (instance_id, repeat) -> trace id of those that have one."""
+    cell (selected for a trace or not), `ids`: (instance_id, repeat) -> trace id of every selected output."""
 
     cells: list[tuple[Cell, str, str]]
     new: list[tuple[str, list[tuple[Cell, Outcome]]]] = field(default_factory=list)
-    old: list[str] = field(default_factory=list)
     outcomes: list[dict[tuple[str, int], Outcome]] = field(default_factory=list)
     ids: dict[tuple[str, int], str] = field(default_factory=dict)
 
@@ -426,11 +425,11 @@ def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str
             for (c, o), (_, _, metric) in zip(judged, p.cells):
                 prefix = f"{c.judge}: " if len(by_judge) > 1 else ""  # verdicts of two judges on one trace
                 n_assessments[c.key] += assess(tid, c, o, metric, prefix)
-        ids = [tid for tid, _ in p.new] + p.old
+        ids = list(p.ids.values())
         for cell, run_id, _ in p.cells:
             for i in range(0, len(ids), LINK_BATCH):
                 client.link_traces_to_run(ids[i:i + LINK_BATCH], run_id)
-            counts[cell.key] = {"written": len(p.new), "linked": len(p.old), "assessments": n_assessments[cell.key]}
+            counts[cell.key] = {"written": len(p.new), "linked": len(ids) - len(p.new), "assessments": n_assessments[cell.key]}
             client.set_tag(run_id, TAG + "traces", json.dumps({**counts[cell.key], "selection": selection}))
     return parts
 
@@ -454,7 +453,7 @@ def _write_run(root: str, group: list[tuple[Cell, str, str]], experiment_id: str
         judged = [(cell, d[k]) for (cell, _, _), d in zip(group, per_cell)]
         ids[k] = write_trace(judged, run_id, gold)
         new.append((ids[k], judged))
-    return RunTraces(group, new, [have[k] for k in keys if k in have], per_cell, ids)
+    return RunTraces(group, new, per_cell, ids)
 
 
 # ---- two cells side by side ------------------------------------------------------------------------------------

@@ -148,18 +148,18 @@ async def score_salience(state: State, passages: list[Passage]) -> list[int | No
     ask_for = prompts.rating_messages if rating else prompts.salience_messages
     schema = prompts.RATING_SCHEMA if rating else prompts.SALIENCE_SCHEMA
 
-    async def one(p: Passage) -> tuple[Rating | None, str]:
-        messages = ask_for(state.instance.query, p.text[:s.salience_chars])
+    async def one(messages: list[dict[str, str]]) -> tuple[Rating | None, str]:
         result = await state.ask("salience", messages, json_schema=schema, max_tokens=s.salience_max_tokens)
         return parse_rating(result.text), result.text
 
+    asked = [ask_for(state.instance.query, p.text[:s.salience_chars]) for p in passages]
     # let every request finish before failing, so no stray request outlives the run
-    answers = await asyncio.gather(*(one(p) for p in passages), return_exceptions=True)
+    answers = await asyncio.gather(*(one(m) for m in asked), return_exceptions=True)
     for a in answers:
         if isinstance(a, BaseException):
             raise a
     # one request per passage, alike but for the passage: the trace shows the first one's prompt
-    shown = prompt_record(ask_for(state.instance.query, passages[0].text[:s.salience_chars])) if passages else {}
+    shown = prompt_record(asked[0]) if asked else {}
     state.log("salience", threshold=s.salience_threshold, mode=s.salience, scores=[
         {"doc_id": p.doc_id, "chunk_id": p.chunk_id, "score": r.score if r else None, "parsed": r is not None,
          **(r.trace() if r else {"raw": raw[:200]})}
