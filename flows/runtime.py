@@ -31,6 +31,13 @@ from flows.prefect_server import wait_ready
 
 log = logging.getLogger("perseval.runtime")
 UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
+# The Dask config of the LocalCluster's worker processes (issue 33). A worker's statistical profiler samples
+# every thread's stack every 10 ms and its system monitor polls every 0.5 s, for a dashboard this cluster does
+# not open; while every task waits on the model server that polling was most of the workers' CPU (measured:
+# 8.7% of a core for the idle workers, 4.2% without it), taken from the server on a small machine. The
+# nanny's memory limit keeps its own, faster monitor. Dotted keys: the nanny merges them shallowly over this
+# process's whole config and the worker sets them in order, so a nested {"distributed": ...} would replace it.
+QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.system-monitor.interval": "5s"}
 
 
 def task_runner(settings: DaskSettings, address: str | None = None) -> TaskRunner:
@@ -40,7 +47,7 @@ def task_runner(settings: DaskSettings, address: str | None = None) -> TaskRunne
 
     The LocalCluster listens on the loopback interface only and has no dashboard. A Dask scheduler always
     opens an HTTP port (health and metrics), by default 8787 whatever the dashboard setting; it gets a free
-    loopback port instead."""
+    loopback port instead. Its workers run with QUIET_WORKERS: no profiler, a slow system monitor."""
     addr = address or settings.address
     if addr:
         return DaskTaskRunner(address=addr)
@@ -49,7 +56,7 @@ def task_runner(settings: DaskSettings, address: str | None = None) -> TaskRunne
     return DaskTaskRunner(cluster_kwargs={"n_workers": settings.n_workers, "host": HOST,
                                           "threads_per_worker": settings.threads_per_worker,
                                           "processes": True, "dashboard_address": f"{HOST}:0",
-                                          "scheduler_kwargs": {"dashboard": False}})
+                                          "scheduler_kwargs": {"dashboard": False}, "config": QUIET_WORKERS})
 
 
 def mark_stale_runs() -> list[str]:
