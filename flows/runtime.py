@@ -34,7 +34,7 @@ UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
 # The Dask config of the LocalCluster's worker processes (issue 33). A worker's statistical profiler samples
 # every thread's stack every 10 ms and its system monitor polls every 0.5 s, for a dashboard this cluster does
 # not open; while every task waits on the model server that polling was most of the workers' CPU (measured:
-# 8.7% of a core for the idle workers, 4.2% without it), taken from the server on a small machine. The
+# 9.2% of a core for two idle workers, 4.1% without it), taken from the server on a small machine. The
 # nanny's memory limit keeps its own, faster monitor. Dotted keys: the nanny merges them shallowly over this
 # process's whole config and the worker sets them in order, so a nested {"distributed": ...} would replace it.
 QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.system-monitor.interval": "5s"}
