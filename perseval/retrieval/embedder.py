@@ -53,8 +53,10 @@ class Embedder:
                                 cfg.device, cfg.batch_size, cfg.max_length)
 
     @property
-    def tokenizer(self) -> Any:
-        return self._model.tokenizer
+    def tokenizer(self) -> "LockedTokenizer":
+        """The model's tokenizer, for counting chunk sizes: through the encode lock, as a fast tokenizer's
+        truncation settings are state that an encode on another thread changes ("Already borrowed")."""
+        return LockedTokenizer(self._model.tokenizer)
 
     def _encode(self, texts: list[str], queries: bool) -> np.ndarray:
         if not texts:
@@ -84,6 +86,21 @@ class Embedder:
 
 
 _ENCODING = threading.Lock()
+
+
+class LockedTokenizer:
+    """encode/decode of a tokenizer, one thread at a time with every encode of this process."""
+
+    def __init__(self, tokenizer: Any):
+        self._tokenizer = tokenizer
+
+    def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
+        with _ENCODING:
+            return self._tokenizer.encode(text, add_special_tokens=add_special_tokens)
+
+    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
+        with _ENCODING:
+            return self._tokenizer.decode(ids, skip_special_tokens=skip_special_tokens)
 
 
 @lru_cache(maxsize=4)
