@@ -28,7 +28,7 @@ from perseval.pipeline.freshness import pending
 from perseval.judges.base import JudgeBinding
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
-from perseval.setup.params import EVERY_FIELD
+from perseval.kernel.params import EVERY_FIELD
 from perseval.pipeline.plan import make_plan, run_key, shards
 from perseval.core.records import AgentOutput, Document
 from perseval.retrieval.search import make_search

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup.registry import agent_class
+from perseval.kernel.registry import agent_class
 from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
 from perseval.pipeline.controls import uses_history
 from perseval.setup.experiment import judge_specs, load_experiment

@@ -16,7 +16,7 @@ from perseval.pipeline.controls import SWAPPED_HISTORY, derangement, history_own
 from perseval.report.gains import instance_values
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import AgentOutput, Document, Instance, Passage
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.pipeline.stages import Runtime, load_instances
 from perseval.core.store import StageStore
 

@@ -1,8 +1,11 @@
 """The layers and the wings, checked on every module (imports inside functions included).
 
 Layers: perseval/ never imports Prefect, tasks/ or flows/; tasks/ never imports flows/.
-Wings of perseval/: core/ imports nothing else of perseval; the components (agents, judges, retrieval, llm,
-metrics, benchmarks) never import pipeline/ or report/; pipeline/ never imports report/.
+Wings of perseval/ stack in LAYERS, and a wing imports only wings of the layers below its own:
+core/ (records, store, errors) < kernel/ (Params, registries, capabilities: the shared vocabulary) <
+the base components (llm, metrics, retrieval) < agents and judges < benchmarks < setup/ (loading an
+experiment) < pipeline/ < report/. So no component imports setup/, the agent contract never reaches into a
+benchmark, and nothing runs back up.
 """
 from __future__ import annotations
 
@@ -13,11 +16,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = {"perseval": ("prefect", "prefect_dask", "tasks", "flows"), "tasks": ("flows",)}
-COMPONENTS = ("agents", "judges", "retrieval", "llm", "metrics", "benchmarks")
-WINGS = ("core", "setup", "pipeline", "report", *COMPONENTS)
-# wing -> the perseval wings it may not import
-WING_RULES = {"core": tuple(w for w in WINGS if w != "core"), "pipeline": ("report",),
-              **{c: ("pipeline", "report") for c in COMPONENTS}}
+LAYERS = (("core",), ("kernel",), ("llm", "metrics", "retrieval"), ("agents", "judges"), ("benchmarks",),
+          ("setup",), ("pipeline",), ("report",))
+WINGS = tuple(w for layer in LAYERS for w in layer)
+LAYER_OF = {w: i for i, layer in enumerate(LAYERS) for w in layer}
+# wing -> the perseval wings it may not import: its own layer's other wings and every layer above
+WING_RULES = {w: tuple(v for v in WINGS if v != w and LAYER_OF[v] >= LAYER_OF[w]) for w in WINGS}
 
 
 def imported(path: Path, root: Path = ROOT) -> set[str]:
@@ -70,6 +74,15 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path):
     found = imported(f, tmp_path)
     assert {"prefect", "flows.cli", "perseval.pipeline", "perseval.pipeline.plan"} <= found
     assert wing_of("perseval.pipeline.plan") in WING_RULES["metrics"]
+
+
+def test_the_rules_forbid_the_arrows_the_layers_exist_for():
+    """Spelled out, so a reordering of LAYERS that allowed one of them fails here."""
+    components = ("agents", "judges", "retrieval", "llm", "metrics", "benchmarks")
+    assert all("setup" in WING_RULES[c] for c in components)  # components never import the config phase
+    assert "benchmarks" in WING_RULES["agents"]  # the agent contract depends on no benchmark
+    assert set(WINGS) - set(WING_RULES["kernel"]) == {"core", "kernel"}  # the kernel imports no component
+    assert all("report" in WING_RULES[w] for w in WINGS if w != "report")  # nothing runs back up from views
 
 
 def imported_test_modules(name: str, root: Path = ROOT) -> set[str]:

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from perseval.setup import registry
+from perseval.kernel import registry
 
 from .conftest import REPO
 

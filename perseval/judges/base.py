@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from perseval.llm.base import ChatModel
-from perseval.setup.params import Configurable
+from perseval.kernel.params import Configurable
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment, JudgmentStatus
 
 

@@ -18,8 +18,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perseval.setup.config import ChunkingConfig
-from perseval.setup.params import Configurable, Params
+from perseval.retrieval.settings import ChunkingConfig
+from perseval.kernel.params import Configurable, Params
 from perseval.core.records import Document, Passage
 from perseval.retrieval.chunking import Tokenizer, chunk_text
 from perseval.core.schema import CHUNKS

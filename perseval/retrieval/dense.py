@@ -10,8 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from perseval.setup.params import Params
-from perseval.setup.registry import register_retriever
+from perseval.kernel.params import Params
+from perseval.kernel.registry import register_retriever
 from perseval.retrieval.base import Retriever
 from perseval.retrieval.chunking import Tokenizer
 from perseval.retrieval.embedder import Embedder, EmbedderConfig

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import Any
 
 from perseval.setup import checks
-from perseval.setup.capabilities import capabilities
+from perseval.kernel.capabilities import capabilities
 from perseval.setup.components import lookup
 from perseval.setup.config import (DEPLOYMENT_FORMATS, AgentConfig, BenchmarkEntry, DeploymentConfig, ExperimentConfig,
                              JudgeConfig, ModelConfig, ResolvedExperiment, RetrieverConfig, Strict, load_config)
 from perseval.core.errors import ConfigError
 from perseval.setup.overrides import apply_overrides
-from perseval.setup.params import Params, validate_params
-from perseval.setup.registry import (agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
+from perseval.kernel.params import Params, validate_params
+from perseval.kernel.registry import (agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
                                retriever_class)
 from perseval.setup.specs import AgentSpec, JudgeSpec
 

@@ -23,7 +23,7 @@ from perseval.benchmarks.bespoke.context import Memo, select_sessions
 from perseval.core.errors import ConfigError
 from perseval.llm.base import ChatModel
 from perseval.core.records import CORPUS_OWNER, Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 
 
 class HistoryParams(BespokeParams):

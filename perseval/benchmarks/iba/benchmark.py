@@ -39,7 +39,7 @@ from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
 from perseval.core.records import Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 
 QA_METRIC = "qa_score"

@@ -14,7 +14,7 @@ from perseval.benchmarks.apeb.answers import TOP_K, check_ranking, strict_proble
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.metrics.ranking import hit_at_k, rank_of, reciprocal_rank
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 METRICS = ("hit@1", "hit@5", "mrr", "valid")
 

@@ -13,10 +13,10 @@ from pydantic import Field
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.context import top_sessions
 from perseval.benchmarks.bespoke.history_retrieval import cot_messages, pseudo_history_messages
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.llm.usage import trace_fields
 
 

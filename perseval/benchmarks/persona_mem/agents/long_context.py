@@ -12,10 +12,10 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.persona_mem.agents.ask import ask_choice
 from perseval.benchmarks.persona_mem.agents.context import as_messages, clip, system_first, visible
 from perseval.benchmarks.persona_mem.answers import question_message
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 class LongContextParams(Params):

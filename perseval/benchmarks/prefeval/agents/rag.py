@@ -13,10 +13,10 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.agents.rag import context_trace, passage_trace
 from perseval.benchmarks.prefeval.agents.conversation import answer
 from perseval.benchmarks.prefeval.answers import question_text
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import CORPUS_OWNER, AgentOutput, Instance, Passage
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 

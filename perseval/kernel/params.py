@@ -154,3 +154,9 @@ class Configurable:
     def __init__(self, params: Params | Mapping[str, Any] | None = None):
         self.params = params if isinstance(params, self.Params) else \
             validate_params(self.Params, params, type(self).__qualname__)
+
+
+class Strict(NoBooleanNumbers):
+    """Unknown keys are errors; a YAML boolean where a number is expected too (`seed: yes`)."""
+
+    model_config = ConfigDict(extra="forbid")
