@@ -39,6 +39,7 @@ from tests.scripted import ScriptedChat
 from tests.bespoke_scripted import answer, context
 
 from .conftest import CONFIGS
+from perseval.setup.experiment import experiment_file
 
 
 @pytest.fixture(scope="module")
@@ -277,7 +278,7 @@ def test_the_paper_config_profiles_with_the_profiler_and_judges_as_the_official_
                                                                                           monkeypatch) -> None:
     shutil.copytree(Path(__file__).parent / "data" / "bespoke_sample", tmp_path / "data" / "bespoke")
     monkeypatch.chdir(tmp_path)
-    exp = load_experiment(CONFIGS / "experiments" / "bespoke_paper.yaml")
+    exp = load_experiment(experiment_file("bespoke_paper"))
     plan = make_plan(exp)
     responders = [r for r in plan.runs() if r.agent.kind == BespokeResponder.kind]
     assert responders

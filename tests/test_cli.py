@@ -6,6 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from perseval.setup.experiment import experiment_file
 
 runner = CliRunner()
 
@@ -62,10 +63,10 @@ def test_validate_checks_everything_without_starting_a_server(tmp_path):
 def test_label_sample_refuses_what_it_cannot_sample_before_building_anything(tmp_path):
     from .conftest import CONFIGS
 
-    no_iba = runner.invoke(app, ["label-sample", str(CONFIGS / "experiments" / "apeb_cpu.yaml"),
+    no_iba = runner.invoke(app, ["label-sample", str(experiment_file("apeb_cpu")),
                                  "--out-dir", str(tmp_path / "l")])
     assert no_iba.exit_code == 2 and "no iba benchmark entry" in no_iba.output
-    unknown = runner.invoke(app, ["label-sample", str(CONFIGS / "experiments" / "iba_cpu.yaml"), "--model", "gpt-x",
+    unknown = runner.invoke(app, ["label-sample", str(experiment_file("iba_cpu")), "--model", "gpt-x",
                                   "--out-dir", str(tmp_path / "l")])
     assert unknown.exit_code == 2 and "'gpt-x' is not a model" in unknown.output and "smollm2-135m" in unknown.output
     assert not (tmp_path / "l").exists()

@@ -59,7 +59,7 @@ class RankingJudge(Judge):
 
 @register_judge("apeb.ranking_strict")
 class StrictRankingJudge(RankingJudge):
-    """The strict reading, beside the repaired one: bound by a judge YAML (configs/judges/apeb-strict.yaml)."""
+    """The strict reading, beside the repaired one: bound by a judge YAML (perseval/benchmarks/apeb/configs/judges/apeb-strict.yaml)."""
 
     metrics = tuple(f"{m}_strict" for m in METRICS)
     suffix = "_strict"
