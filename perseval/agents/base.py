@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable, ClassVar
 from perseval.agents.contract import TaskFormat
 from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatModel
-from perseval.kernel.params import Configurable
+from perseval.kernel.params import Configurable, P
 from perseval.core.records import AgentOutput, Document, Instance, Passage
 
 Retrieve = Callable[[str, str, int], Awaitable[list[Passage]]]  # (owner, query, k) -> passages
@@ -37,7 +37,7 @@ class AgentContext:
     roles: dict[str, ChatModel] = field(default_factory=dict)  # role models by role (see Agent.role_models)
 
 
-class Agent(Configurable, ABC):
+class Agent(Configurable[P], ABC):
     """`params` is the validated `params:` mapping of the agent's YAML."""
 
     kind: ClassVar[str]  # set by @register_agent

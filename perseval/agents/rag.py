@@ -67,9 +67,7 @@ def answered_output(instance: Instance, name: str, repeat: int, result: ChatResu
 
 
 @register_agent("rag")
-class RagAgent(Agent):
-    Params = RagParams
-    params: RagParams
+class RagAgent(Agent[RagParams]):
     needs = frozenset({Capability.LLM, Capability.TASK, Capability.RETRIEVE})
 
     def requires(self) -> frozenset[str]:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from perseval.core.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
-from perseval.kernel.params import Configurable, Params
+from perseval.kernel.params import Configurable, P, Params
 from perseval.core.records import Document, Instance, InstanceScore, Passage
 from perseval.benchmarks.views import GoldView, PayloadView, check_instance
 from perseval.agents.contract import TaskFormat
@@ -57,7 +57,7 @@ class AnalysisInputs:
     agents: Mapping[str, Params] = field(default_factory=dict)
 
 
-class Benchmark(Configurable, ABC):
+class Benchmark(Configurable[P], ABC):
     """One benchmark: `params` is the validated `params:` mapping of its entry in the experiment file."""
 
     name: ClassVar[str]  # set by @register_benchmark

@@ -37,9 +37,7 @@ class BM25Params(Params):
 
 
 @register_retriever("bm25")
-class BM25Retriever(Retriever):
-    Params = BM25Params
-    params: BM25Params
+class BM25Retriever(Retriever[BM25Params]):
 
     def tokenizer(self) -> WordTokenizer:
         return WordTokenizer()

@@ -57,9 +57,7 @@ def to_device(index: Any, cfg: IndexConfig) -> Any:
 
 
 @register_retriever("dense")
-class DenseRetriever(Retriever):
-    Params = DenseParams
-    params: DenseParams
+class DenseRetriever(Retriever[DenseParams]):
 
     def __init__(self, *args: Any, embedder: Embedder | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)

@@ -67,10 +67,8 @@ class ApebParams(Params):
 
 
 @register_benchmark("apeb")
-class APeB(Benchmark):
+class APeB(Benchmark[ApebParams]):
     Payload, Gold = ApebPayload, ApebGold
-    Params = ApebParams
-    params: ApebParams
     headline_metric = "hit@1"
     group_label = "category"
     rule_judges = ("apeb.ranking",)

@@ -57,10 +57,8 @@ class BespokeTask(TaskFormat):
 
 
 @register_benchmark("bespoke")
-class BespokeBenchmark(Benchmark):
+class BespokeBenchmark(Benchmark[BespokeParams]):
     Payload, Gold = BespokePayload, BespokeGold
-    Params = BespokeParams
-    params: BespokeParams
     headline_metric = "avg"
     group_label = "user"
     llm_judges = ("bespoke.recall", "bespoke.criteria")

@@ -59,10 +59,8 @@ def chunks(pairs: Iterable[Pair], size: int) -> Iterator[list[Pair]]:
 
 
 @register_benchmark("iba")
-class IbaBenchmark(Benchmark):
+class IbaBenchmark(Benchmark[IbaParams]):
     Payload, Gold = IbaPayload, IbaGold
-    Params = IbaParams
-    params: IbaParams
     headline_metric = "score"
     group_label = "domain"
     llm_judges = ("iba.checkpoint",)

@@ -46,10 +46,8 @@ class PersonaMemParams(Params):
 
 
 @register_benchmark("persona_mem")
-class PersonaMem(Benchmark):
+class PersonaMem(Benchmark[PersonaMemParams]):
     Payload, Gold = PersonaMemPayload, PersonaMemGold
-    Params = PersonaMemParams
-    params: PersonaMemParams
     headline_metric = "accuracy"
     group_label = "query type"
     rule_judges = ("persona_mem.choice",)

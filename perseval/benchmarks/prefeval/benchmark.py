@@ -62,10 +62,8 @@ class PrefEvalParams(Params):
 
 
 @register_benchmark("prefeval")
-class PrefEval(Benchmark):
+class PrefEval(Benchmark[PrefEvalParams]):
     Payload, Gold = PrefEvalPayload, PrefEvalGold
-    Params = PrefEvalParams
-    params: PrefEvalParams
     headline_metric = "accuracy"  # preference following (generation); a classification cell's is mcq_accuracy
     group_label = "topic"
     llm_judges = ("prefeval.generation",)

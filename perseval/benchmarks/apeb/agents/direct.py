@@ -17,9 +17,7 @@ from perseval.benchmarks.views import RankingPayload
 
 
 @register_agent("apeb.direct")
-class APeBDirect(Agent):
-    Params = HistoryParams
-    params: HistoryParams
+class APeBDirect(Agent[HistoryParams]):
     benchmarks = ("apeb",)
 
     def requires(self) -> frozenset[str]:

@@ -59,9 +59,7 @@ def relevance(query: str, texts: list[str], stopwords: str | None) -> np.ndarray
 
 
 @register_agent("apeb.pps")
-class APeBPersonalizedSearch(Agent):
-    Params = PpsParams
-    params: PpsParams
+class APeBPersonalizedSearch(Agent[PpsParams]):
     benchmarks = ("apeb",)
     needs = frozenset({Capability.RETRIEVE})
 

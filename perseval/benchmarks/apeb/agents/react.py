@@ -69,9 +69,7 @@ def react_messages(instance: Instance, k: int, refined: str | None) -> list[dict
 
 
 @register_agent("apeb.react")
-class APeBReact(Agent):
-    Params = ReactParams
-    params: ReactParams
+class APeBReact(Agent[ReactParams]):
     benchmarks = ("apeb",)
 
     def requires(self) -> frozenset[str]:

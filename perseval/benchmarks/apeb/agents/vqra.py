@@ -32,9 +32,7 @@ class VqraParams(HistoryParams):
 
 
 @register_agent("apeb.vqra")
-class APeBVqra(Agent):
-    Params = VqraParams
-    params: VqraParams
+class APeBVqra(Agent[VqraParams]):
     benchmarks = ("apeb",)
 
     def requires(self) -> frozenset[str]:

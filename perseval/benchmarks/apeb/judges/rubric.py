@@ -147,9 +147,7 @@ def used_a_model(output: AgentOutput) -> bool:
 
 
 @register_judge("apeb.rubric")
-class RubricJudge(Judge):
-    Params = RubricParams
-    params: RubricParams
+class RubricJudge(Judge[RubricParams]):
     benchmark = "apeb"
     item = "rubric"
     metrics = CRITERIA

@@ -14,9 +14,7 @@ from perseval.kernel.registry import register_agent
 
 
 @register_agent("bespoke.evaluator")
-class BespokeEvaluator(Agent):
-    Params = EvaluatorParams
-    params: EvaluatorParams
+class BespokeEvaluator(Agent[EvaluatorParams]):
     benchmarks = ("bespoke-meta",)
     reads_gold = True  # it needs the rubric, the R-J examples, the gold need and the response to rate
 

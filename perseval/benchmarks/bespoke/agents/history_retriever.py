@@ -27,9 +27,7 @@ class HistoryRetrieverParams(Params):
 
 
 @register_agent("bespoke.history_retriever")
-class HistoryRetriever(Agent):
-    Params = HistoryRetrieverParams
-    params: HistoryRetrieverParams
+class HistoryRetriever(Agent[HistoryRetrieverParams]):
     benchmarks = ("bespoke-history",)
 
     def requires(self) -> frozenset[str]:

@@ -97,9 +97,7 @@ class _Counted:
 
 
 @register_agent("bespoke.responder")
-class BespokeResponder(Agent):
-    Params = ResponderParams
-    params: ResponderParams
+class BespokeResponder(Agent[ResponderParams]):
     benchmarks = ("bespoke",)
 
     def __init__(self, params: Any = None):

@@ -24,9 +24,7 @@ from perseval.kernel.registry import register_judge
 
 
 @register_judge("bespoke.criteria")
-class CriteriaJudge(Judge):
-    Params = EvaluatorParams
-    params: EvaluatorParams
+class CriteriaJudge(Judge[EvaluatorParams]):
     benchmark = "bespoke"
     item = "criterion"
     metrics = ("personalization", *CRITERIA)

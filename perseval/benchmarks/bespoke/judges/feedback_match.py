@@ -40,9 +40,7 @@ def feedback_messages(criterion: str, query: str, need: str, response: str, rubr
 
 
 @register_judge("bespoke.feedback_match")
-class FeedbackMatchJudge(Judge):
-    Params = FeedbackMatchParams
-    params: FeedbackMatchParams
+class FeedbackMatchJudge(Judge[FeedbackMatchParams]):
     benchmark = "bespoke-meta"
     item = "feedback"
     metrics = ("feedback_accuracy", *(f"feedback.{c}" for c in CRITERIA))

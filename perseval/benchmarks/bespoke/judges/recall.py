@@ -51,9 +51,7 @@ class RecallParams(Params):
 
 
 @register_judge("bespoke.recall")
-class RecallJudge(Judge):
-    Params = RecallParams
-    params: RecallParams
+class RecallJudge(Judge[RecallParams]):
     benchmark = "bespoke"
     item = "claim"
     metrics = ("recall",)

@@ -42,9 +42,7 @@ def mean_score(judge: Judge, instance: Instance, output: AgentOutput, judgments:
 
 
 @register_judge("iba.checkpoint")
-class CheckpointJudge(Judge):
-    Params = CheckpointParams
-    params: CheckpointParams
+class CheckpointJudge(Judge[CheckpointParams]):
     benchmark = "iba"
     item = "checkpoint"
     metrics = ("score", QA_METRIC)

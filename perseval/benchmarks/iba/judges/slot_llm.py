@@ -47,9 +47,7 @@ def _allowed(instance: Instance, slot: str) -> list[str]:
 
 
 @register_judge("iba.slot_llm")
-class SlotLlmJudge(Judge):
-    Params = SlotLlmParams
-    params: SlotLlmParams
+class SlotLlmJudge(Judge[SlotLlmParams]):
     benchmark = "iba"
     item = "slot"
     metrics = ("score",)

@@ -24,9 +24,7 @@ class LongContextParams(Params):
 
 
 @register_agent("persona_mem.long_context")
-class LongContextAgent(Agent):
-    Params = LongContextParams
-    params: LongContextParams
+class LongContextAgent(Agent[LongContextParams]):
     benchmarks = ("persona_mem",)
     needs = frozenset({Capability.LLM, Capability.DOCUMENTS})
 

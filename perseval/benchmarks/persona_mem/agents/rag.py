@@ -28,9 +28,7 @@ class SessionRagParams(Params):
 
 
 @register_agent("persona_mem.rag")
-class SessionRagAgent(Agent):
-    Params = SessionRagParams
-    params: SessionRagParams
+class SessionRagAgent(Agent[SessionRagParams]):
     benchmarks = ("persona_mem",)
     needs = frozenset({Capability.LLM, Capability.RETRIEVE})
 

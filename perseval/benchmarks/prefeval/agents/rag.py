@@ -36,9 +36,7 @@ def in_conversation(instance: Instance, p: Passage) -> bool:
 
 
 @register_agent("prefeval.rag")
-class PrefRagAgent(Agent):
-    Params = PrefRagParams
-    params: PrefRagParams
+class PrefRagAgent(Agent[PrefRagParams]):
     benchmarks = ("prefeval",)
     needs = frozenset({Capability.LLM, Capability.RETRIEVE})
 

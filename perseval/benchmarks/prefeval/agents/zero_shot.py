@@ -25,9 +25,7 @@ class ZeroShotParams(Params):
 
 
 @register_agent("prefeval.zero_shot")
-class ZeroShotAgent(Agent):
-    Params = ZeroShotParams
-    params: ZeroShotParams
+class ZeroShotAgent(Agent[ZeroShotParams]):
     benchmarks = ("prefeval",)
     needs = frozenset({Capability.LLM, Capability.DOCUMENTS})
 

@@ -31,9 +31,7 @@ class GenerationParams(Params):
 
 
 @register_judge("prefeval.generation")
-class GenerationJudge(Judge):
-    Params = GenerationParams
-    params: GenerationParams
+class GenerationJudge(Judge[GenerationParams]):
     benchmark = "prefeval"
     item = "check"
     metrics = METRICS

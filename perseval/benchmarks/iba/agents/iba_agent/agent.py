@@ -50,9 +50,7 @@ from perseval.kernel.registry import register_agent
 
 
 @register_agent("iba.agent")
-class IbaAgent(Agent):
-    Params = Settings
-    params: Settings
+class IbaAgent(Agent[Settings]):
     benchmarks = ("iba",)
     needs = frozenset({Capability.LLM, Capability.RETRIEVE, Capability.DOCUMENTS})
     prompt_version = 2  # salience and rating prompts: the shared instructions before the passage (prompts.py)
