@@ -4,7 +4,8 @@ Layers: perseval/ never imports Prefect, tasks/ or flows/; tasks/ never imports 
 Wings of perseval/ stack in LAYERS, and a wing imports only wings of the layers below its own:
 core/ (records, store, errors) < kernel/ (Params, registries, capabilities: the shared vocabulary) <
 the base components (llm, metrics, retrieval) < agents and judges < benchmarks < setup/ (loading an
-experiment) < pipeline/ < report/. So no component imports setup/, the agent contract never reaches into a
+experiment) < pipeline/ < report/ < a benchmark's own command modules (named in its components.yaml), which
+nothing in perseval imports. So no component imports setup/, the agent contract never reaches into a
 benchmark, and nothing runs back up.
 """
 from __future__ import annotations
@@ -52,9 +53,17 @@ def test_no_layer_imports_a_layer_above_it(layer):
     assert {f: n for f, n in bad.items() if n} == {}
 
 
+def command_files() -> set[Path]:
+    """A benchmark's own command modules (components.yaml `commands:`): the top of the house, beside the
+    `perseval` command that mounts them, so they sit above every wing."""
+    from perseval.kernel.registry import command_modules
+
+    return {ROOT.joinpath(*m.split(".")).with_suffix(".py") for m in command_modules().values()}
+
+
 @pytest.mark.parametrize("wing", sorted(WING_RULES))
 def test_no_wing_imports_a_wing_it_may_not(wing):
-    files = sorted((ROOT / "perseval" / wing).rglob("*.py"))
+    files = sorted(set((ROOT / "perseval" / wing).rglob("*.py")) - command_files())
     assert files
     bad = {str(f.relative_to(ROOT)): sorted(n for n in imported(f) if wing_of(n) in WING_RULES[wing])
            for f in files}
@@ -115,3 +124,10 @@ def test_the_test_module_check_sees_relative_absolute_and_package_imports(tmp_pa
                  "from .conftest import y\nfrom tests.helpers import z\n")
     found = set().union(*(imported_test_modules(n, tmp_path) for n in imported(f, tmp_path)))
     assert found == {"tests/test_b.py", "tests/test_c.py", "tests/test_d.py"}
+
+
+def test_a_benchmark_s_commands_are_imported_by_nothing_in_perseval():
+    commands = {".".join(f.relative_to(ROOT).with_suffix("").parts) for f in command_files()}
+    assert "perseval.benchmarks.iba.cli" in commands
+    users = {str(f.relative_to(ROOT)) for f in (ROOT / "perseval").rglob("*.py") if imported(f) & commands}
+    assert users == set()

@@ -88,14 +88,24 @@ MANIFEST = "components.yaml"  # in each component folder: what it registers, by 
 _KIND_LABELS = {"benchmark": "BENCHMARKS", "agent": "AGENTS", "judge": "JUDGES", "retriever": "RETRIEVERS"}
 
 
+COMMANDS = "commands"  # a manifest's key for a benchmark's own commands (perseval.kernel.commands)
+
+
 def read_manifest(path: Path, package: str) -> dict[tuple[str, str], str]:
-    """(registry, name) -> absolute module, from one folder's components.yaml; `package` is that folder's."""
+    """(registry, name) -> absolute module, from one folder's components.yaml; `package` is that folder's.
+    A benchmark's command module is listed under the key ("commands", name)."""
     data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    unknown = sorted(set(data) - set(_KIND_LABELS))
+    allowed = {**_KIND_LABELS, COMMANDS: COMMANDS}
+    unknown = sorted(set(data) - set(allowed))
     if not isinstance(data, dict) or unknown:
-        raise ConfigError(f"{path}: unknown kind(s) {unknown}; allowed: {sorted(_KIND_LABELS)}")
-    return {(_KIND_LABELS[kind], str(name)): f"{package}.{module}"
+        raise ConfigError(f"{path}: unknown kind(s) {unknown}; allowed: {sorted(allowed)}")
+    return {(allowed[kind], str(name)): f"{package}.{module}"
             for kind, names in data.items() for name, module in (names or {}).items()}
+
+
+def command_modules() -> dict[str, str]:
+    """Benchmark name -> the built-in module holding its own commands (`perseval <name> ...`)."""
+    return {name: module for (label, name), module in manifest_index().items() if label == COMMANDS}
 
 
 @cache

@@ -123,6 +123,8 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
     exp: ExperimentConfig = load_config(ExperimentConfig, path)
     plugins = resolve_plugins(exp.plugins, path.resolve().parent, str(path))
     load_plugins(plugins, str(path))
+    for i, bench in enumerate(exp.benchmarks):  # loaded first: a benchmark plugin's folder holds its configs
+        lookup(benchmark_class, bench.name, str(path), f"benchmarks.{i}.name")
     res = _Resolver(config_roots(path, config_root))
     models: dict[str, ModelConfig] = {}
 
