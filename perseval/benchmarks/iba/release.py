@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -99,7 +99,7 @@ def load_instances(path: Path, histories: dict[str, list[Document]], hist_path: 
         if not docs:
             raise InputError(path, f"user {inst.user_id!r} has no turns in {hist_path.name}", row=n, field="user_id")
         if "n_evidence" not in inst.payload:  # derive from the history's evidence tags when given
-            inst.payload["n_evidence"] = sum(1 for d in docs if d.meta.get("supports"))
+            inst = replace(inst, payload={**inst.payload, "n_evidence": sum(1 for d in docs if d.meta.get("supports"))})
         instances.append(inst)
     if not instances:
         raise InputError(path, "no instance rows")
