@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from perseval.benchmarks.iba.qa import task_instances
 from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.records import Instance
@@ -106,7 +107,7 @@ def agreement_report(a: LabelSet, b: LabelSet, dimensions: Sequence[str] = DIMEN
 
 def sample_for_validation(instances: Sequence[Instance], n: int = 200, seed: int = 42) -> list[Instance]:
     """A seeded random sample of n task instances (the paper samples 200), in id order."""
-    pool = [i for i in instances if i.payload.get("action_type") != "qa"]
+    pool = task_instances(instances)
     picked = random.Random(f"iba-validation:{seed}").sample(pool, min(n, len(pool)))
     return sorted(picked, key=lambda i: i.instance_id)
 
