@@ -94,7 +94,7 @@ def _attributes(path: Path, value: Any, row: int) -> tuple[str, ...]:
         try:
             items = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise InputError(path, f"not a JSON list: {exc.msg}", row=row, field="attributes") from None
+            raise InputError(path, f"not a JSON list: {files.json_problem(exc)}", row=row, field="attributes") from None
     else:
         items = value.split(";")
     if not isinstance(items, list) or not all(isinstance(x, str) for x in items):

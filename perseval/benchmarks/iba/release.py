@@ -48,7 +48,7 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(path, f"not valid JSON: {exc.msg} at column {exc.colno}", row=n) from None
+            raise InputError(path, f"not valid JSON: {files.json_problem(exc)}", row=n) from None
         if not isinstance(row, dict):
             raise InputError(path, f"expected a JSON object per line, got {type(row).__name__}", row=n)
         yield n, row
