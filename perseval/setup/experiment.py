@@ -18,6 +18,7 @@ from perseval.setup.capabilities import capabilities
 from perseval.setup.components import lookup
 from perseval.setup.config import (DEPLOYMENT_FORMATS, AgentConfig, BenchmarkEntry, DeploymentConfig, ExperimentConfig,
                              JudgeConfig, ModelConfig, ResolvedExperiment, RetrieverConfig, Strict, load_config)
+from perseval.core import files
 from perseval.core.errors import ConfigError
 from perseval.setup.overrides import apply_overrides
 from perseval.setup.params import Params, validate_params
@@ -115,9 +116,10 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
     agents: dict[str, AgentConfig] = {}
     bench_params = []
     for i, bench in enumerate(exp.benchmarks):
-        if bench.source and not Path(bench.source).exists():
-            raise ConfigError(f"{path}: key 'benchmarks.{i}.source': {bench.source!r} does not exist (a relative "
-                              "path is read from the folder perseval runs in)")
+        if bench.source and (problem := files.path_problem(bench.source, "any")):
+            raise ConfigError(f"{path}: key 'benchmarks.{i}.source': {bench.source!r} "
+                              f"{'does not exist' if problem == 'missing' else problem} (a relative path is read from "
+                              "the folder perseval runs in)")
         for name in bench.agents:
             agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
         params = benchmark_params(bench, str(path), i)
