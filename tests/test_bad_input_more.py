@@ -53,6 +53,17 @@ Issue 35 (a careless user's inputs; the first was destructive: `run` renamed the
 | 39 | a backbone named `sub/smollm2-135m`                | validate      | experiment, `backbones`, plain name             |
 | 40 | an openai `base_url` nothing answers at (exit 3)    | start (probe) | deployment YAML, `base_url`, the URL; exit 4    |
 
+Issue 45 (misleading or silent before):
+
+| #  | bad input                                          | caught at     | the line names                                  |
+|----|----------------------------------------------------|---------------|-------------------------------------------------|
+| 41 | a `source:` that is a symlink loop ("does not exist") | validate   | experiment, `benchmarks.0.source`, symlink loop |
+| 42 | `output_root: /proc/...` (the run failed late)     | validate      | experiment, `output_root`, cannot be written    |
+| 43 | an `output_root` under a file                      | validate      | experiment, `output_root`, the file             |
+| 44 | a validator's refusal ("Value error, ...")         | validate      | the key and the validator's words alone         |
+| 45 | a plugin that raises on import                     | validate      | experiment, `plugins`, the plugin file and line |
+| 46 | a plugin that registers a built-in name again      | validate      | experiment, `plugins`, the plugin, the name     |
+
 Row 26 also leaves the folder and every file in it as they were, after `validate` and after `run` (and
 after a run whose `--output-root` puts the default cache on a folder, which only the flow's start sees).
 
