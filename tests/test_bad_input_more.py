@@ -63,6 +63,8 @@ Issue 45 (misleading or silent before):
 | 44 | a validator's refusal ("Value error, ...")         | validate      | the key and the validator's words alone         |
 | 45 | a plugin that raises on import                     | validate      | experiment, `plugins`, the plugin file and line |
 | 46 | a plugin that registers a built-in name again      | validate      | experiment, `plugins`, the plugin, the name     |
+| 47 | a model YAML that is a folder (IsADirectoryError)  | validate      | the YAML, "is a folder, expected a file"        |
+| 48 | a model YAML that is a link loop ("there is no")    | validate      | the YAML, "is a symlink loop"                   |
 
 Row 26 also leaves the folder and every file in it as they were, after `validate` and after `run` (and
 after a run whose `--output-root` puts the default cache on a folder, which only the flow's start sees).
@@ -248,6 +250,15 @@ def _prefeval(change: Callable[[dict], object]) -> Break:
     return go
 
 
+def _config_replaced(rel: str, make: Callable[[Path], object]) -> Break:
+    """A named config whose YAML file is replaced by what `make` puts at its path."""
+    def go(configs: Path, path: Path, tmp: Path) -> Path:
+        (configs / rel).unlink()
+        make(configs / rel)
+        return path
+    return go
+
+
 def _plugin(source: str) -> Break:
     def go(configs: Path, path: Path, tmp: Path) -> Path:
         (path.parent / "broken.py").write_text(source)
@@ -341,6 +352,10 @@ CASES = [
     Case("prefeval_inter_turns_negative", _prefeval(lambda b: b["params"].update(inter_turns=[-1])),
          ("bad.yaml", "key 'benchmarks.0.params.inter_turns': an inter-turn setting is 0 or more turns"),
          ("Value error",)),
+    Case("model_yaml_folder", _config_replaced("models/smollm2-135m.yaml", lambda p: p.mkdir()),
+         ("smollm2-135m.yaml: is a folder, expected a file",)),
+    Case("model_yaml_link_loop", _config_replaced("models/smollm2-135m.yaml", lambda p: p.symlink_to(p)),
+         ("smollm2-135m.yaml: is a symlink loop",), ("there is no",)),
     Case("plugin_raises", _plugin("x = 1\nraise RuntimeError('no config file')\n"),
          ("bad.yaml", "key 'plugins'", "broken.py' failed to import at ", "broken.py, line 2",
           "RuntimeError: no config file")),

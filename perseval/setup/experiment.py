@@ -73,7 +73,7 @@ class _Resolver:
                               f"configs/{kind}/<name>.yaml, without a folder, '..' or a path separator (known: "
                               f"{self.known(kind)})")
         tried = [root / kind / f"{name}.yaml" for root in self.roots]
-        path = next((p for p in tried if p.exists()), None)
+        path = next((p for p in tried if p.is_symlink() or p.exists()), None)  # a link loop is named by the read
         if path is None:
             known = self.known(kind)
             missing = " or ".join(str(p) for p in tried)
