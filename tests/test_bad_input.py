@@ -376,12 +376,15 @@ def test_bad_input(case, tmp_path, configs, monkeypatch):
     assert all(part in text for part in case.expect), text
 
 
-def test_an_unreadable_release_file_is_named_unreadable(tmp_path, configs, monkeypatch):
-    """A release file the user running perseval may not read: "unreadable", not "missing" or a traceback. As
-    root (this machine's tests) permission bits do not stop a read, so the open itself is refused there."""
+@pytest.mark.parametrize("loader,rel", [("prefeval", PE_INTER), ("persona_mem", PM_QUESTIONS), ("iba", "histories.jsonl"),
+                                        ("bespoke", "chat_history/chat_history.parquet"), ("apeb", "events.csv")])
+def test_an_unreadable_release_file_is_named_unreadable(loader, rel, tmp_path, configs, monkeypatch):
+    """A release file the user running perseval may not read: "unreadable", not "missing", "cannot read as
+    Parquet" or a traceback. As root (this machine's tests) permission bits do not stop a read, so the open
+    itself is refused there."""
     monkeypatch.chdir(tmp_path)
-    source = _valid_source("prefeval", tmp_path / "source")
-    target = source / PE_INTER
+    source = _valid_source(loader, tmp_path / "source")
+    target = source / rel
     if os.geteuid() != 0:
         target.chmod(0)
     else:
@@ -392,7 +395,7 @@ def test_an_unreadable_release_file_is_named_unreadable(tmp_path, configs, monke
                 raise PermissionError(13, "Permission denied", str(path))
             return real(path, *args, **kwargs)
         monkeypatch.setattr(files, "open", refusing, raising=False)  # the module's name lookup finds it first
-    result = runner.invoke(app, ["validate", str(_experiment(configs, tmp_path / "out", "prefeval", source))])
+    result = runner.invoke(app, ["validate", str(_experiment(configs, tmp_path / "out", loader, source))])
     assert result.exit_code == 2 and "Traceback" not in result.output, result.output
     assert result.output.strip() == f"error: {target}: unreadable (permission denied); give the user running " \
                                     "perseval read access", result.output

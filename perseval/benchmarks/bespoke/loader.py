@@ -58,10 +58,11 @@ def read_rows(root: Path, spec: L.TableSpec) -> list[Row]:
     if problem is not None:
         raise InputError(path, "file missing" if problem == "missing" else
                          f"{problem} (the release layout needs {spec.relpath})")
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several types for a corrupt or non-Parquet file
-        raise InputError(path, f"cannot be read as Parquet: {exc}") from None
+    with files.open_bytes(path) as fh:  # a file perseval may not read is named so
+        try:
+            table = pq.read_table(fh)
+        except Exception as exc:  # pyarrow raises several types for a corrupt or non-Parquet file
+            raise InputError(path, f"cannot be read as Parquet: {exc}") from None
     for col in spec.columns:
         if col not in table.column_names:
             raise InputError(path, f"missing column (found {table.column_names})", field=col)
