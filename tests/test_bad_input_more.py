@@ -101,7 +101,7 @@ from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment, free_port
 from perseval.llm.endpoint import Endpoint
 
-from .conftest import CONFIGS, REPO
+from .conftest import CONFIGS, REPO, shipped_yaml
 from .http_stub import JsonHandler, completion, serve
 from .bad_input_cases import _experiment, _valid_source
 
@@ -360,7 +360,7 @@ CASES = [
          ("bad.yaml", "key 'plugins'", "broken.py' failed to import at ", "broken.py, line 2",
           "RuntimeError: no config file")),
     Case("plugin_registers_a_builtin_name", _plugin("from perseval.agents.rag import RagAgent\n"
-                                                    "from perseval.setup.registry import register_agent\n\n\n"
+                                                    "from perseval.kernel.registry import register_agent\n\n\n"
                                                     "@register_agent('rag')\nclass Again(RagAgent):\n    pass\n"),
          ("bad.yaml", "key 'plugins'", "broken.py'", "agent kind 'rag' is registered twice")),
 ]
@@ -676,7 +676,7 @@ def test_the_shipped_experiments_still_validate(tmp_path, monkeypatch):
     """None of the new checks refuses a shipped experiment (the one naming a release folder not shipped
     is left out)."""
     monkeypatch.chdir(REPO)
-    for path in sorted((CONFIGS / "experiments").glob("*.yaml")):
+    for path in sorted(shipped_yaml("experiments")):
         if yaml.safe_load(path.read_text())["benchmarks"][0].get("source", "").startswith("data/"):
             continue
         result = runner.invoke(app, ["validate", str(path)])
