@@ -75,7 +75,7 @@ def coverage(simulations: int = 1000, n_users: int = 50, true_mean: float = 0.3,
     widths = []
     for k in range(simulations):
         (values, *other), users = simulate(rng, n_users, true_mean, icc, kind, 2 if paired else 1)
-        e = cluster_mean(values, users, level=level, resamples=resamples, seed=seed + k)
+        e = cluster_mean(values, users, level=level)
         hits_c += _covers(e, truth)
         low += e.ci_low is not None and truth < e.ci_low
         high += e.ci_high is not None and truth > e.ci_high
