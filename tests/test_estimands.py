@@ -213,3 +213,21 @@ def test_infinite_and_string_scores_are_refused_naming_the_cell_and_instance(bad
         group_table(scores, ["score"], statistics=StatisticsSettings(), label="iba/iba-rag/m/-/j")
     # None and NaN stay unscored: dropped, never refused
     assert cluster_mean([50.0, None, float("nan"), 70.0], ["u1", "u2", "u3", "u4"]).n == 2
+
+
+def test_the_wide_headline_shows_effective_users_only_where_they_differ_from_users_by_over_20_percent():
+    from rich.console import Console
+
+    from perseval.report.tables import wide_table
+
+    def render(effective):
+        row = {"benchmark": "b", "agent": "a", "backbone": "-", "retriever": "-", "judge": "j", "metric": "score",
+               "score": 50.0, "ci_low": 40.0, "ci_high": 60.0, "n_users": 50, "n": 545, "effective_users": effective,
+               "unscored_items": 0, "invalid_outputs": 0, "failed_outputs": 0, "failed_judgments": 0,
+               "status": "complete"}
+        console = Console(width=250, record=True)
+        console.print(wide_table([row]))
+        return console.export_text()
+
+    assert "eff. users" in render(3.25) and "3.2" in render(3.25)  # one user holding 300 of 545 instances
+    assert "eff. users" not in render(43.0)  # 2-8 instances each: within 20% of the users

@@ -21,7 +21,7 @@ CLUSTER = "cluster"  # Instance.gold key: the user an instance's interval cluste
 
 
 def cluster_of(instance: Instance) -> str:
-    """The unit of independence of `instance` (DESIGN.md section 6): `gold["cluster"]` where the benchmark
+    """The unit of independence of `instance`: `gold["cluster"]` where the benchmark
     names one, else its user. IBA's constructed instances each own their history (so its gold rests on
     its own evidence) but share one of 400 seed personas: the persona is the user that repeats, and the
     cluster (docs/protocols/iba.md). Gold, not payload: no agent sees it, so no prompt changes."""
