@@ -3,6 +3,7 @@
     PYTHONPATH=. python scripts/coverage_check.py [--simulations 2000] [--users 4 6 8 12 20 50]
         [--means 0.3 0.5 0.95] [--iccs 0.1 0.3 0.5] [--kinds binary continuous]
         [--designs uniform quality dominant] [--weightings instance user] [--no-paired]
+    PYTHONPATH=. python scripts/coverage_check.py --power 5 10 [--simulations 1000] [--users 6 12 50]
 
 Per cell (score kind x design x weighting x users x true mean x intra-user correlation), `--simulations`
 experiments from perseval.metrics.coverage: the mean effective users, the share of estimates whose
@@ -13,6 +14,8 @@ type-I error with no true difference and the share of results whose interval exc
 p < 0.05. Designs: uniform (2-8 instances per user), quality (better users get more instances),
 dominant (one user holds a third of the instances). Then: the lowest coverage over the cells with >= 6
 effective users (target >= 94%) and over the others. docs/numbers.md holds the tables this prints.
+With `--power D...`: instead, the paired test's power (share of p < 0.05) when every user's mean is D
+points higher in one cell, per kind, users, mean and ICC (uniform design).
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import argparse
 import itertools
 import time
 
-from perseval.metrics.coverage import DESIGNS, coverage
+from perseval.metrics.coverage import DESIGNS, coverage, power
 from perseval.metrics.uncertainty import WEIGHTINGS
 
 TARGET, FROM_USERS = 0.94, 6
@@ -32,6 +35,16 @@ def _pct(x: float | None) -> str:
 
 def _num(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
+
+
+def _power_table(args: argparse.Namespace) -> None:
+    print(f"{args.simulations} experiments per cell, paired sign-flip test at 0.05, uniform design (percent)")
+    print("| kind | users | mean | ICC | " + " | ".join(f"power at {d:g} points" for d in args.power) + " |")
+    print("|---|---|---|---|" + "---|" * len(args.power))
+    for kind, g, m, icc in itertools.product(args.kinds, args.users, args.means, args.iccs):
+        shares = [power(args.simulations, g, m, icc, d / 100, resamples=args.resamples, seed=args.seed, kind=kind)
+                  for d in args.power]
+        print(f"| {kind} | {g} | {100 * m:.0f} | {icc} | " + " | ".join(_pct(p) for p in shares) + " |", flush=True)
 
 
 def main() -> None:
@@ -46,8 +59,13 @@ def main() -> None:
     ap.add_argument("--no-paired", action="store_true", help="skip the paired test's type-I error")
     ap.add_argument("--resamples", type=int, default=2000, help="sign-flip patterns above 12 users")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--power", type=float, nargs="+", help="the paired test's power at these differences (points)")
     args = ap.parse_args()
     t0 = time.monotonic()
+    if args.power:
+        _power_table(args)
+        print(f"({time.monotonic() - t0:.0f} s)")
+        return
     print(f"{args.simulations} experiments per cell, level 0.95 (percent)")
     print("| kind | design | weighting | users | eff. users | mean | ICC | covers | miss below | miss above | "
           "withheld | zero-width | half-width | naive | paired type-I | interval = test |")

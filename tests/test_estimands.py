@@ -231,3 +231,11 @@ def test_the_wide_headline_shows_effective_users_only_where_they_differ_from_use
 
     assert "eff. users" in render(3.25) and "3.2" in render(3.25)  # one user holding 300 of 545 instances
     assert "eff. users" not in render(43.0)  # 2-8 instances each: within 20% of the users
+
+
+def test_the_paired_tests_power_grows_with_the_difference_and_is_its_type_i_error_at_none():
+    from perseval.metrics.coverage import power
+
+    assert power(60, 20, 0.5, 0.3, 0.3, kind="continuous", seed=1) > 0.9
+    assert power(60, 20, 0.5, 0.3, 0.0, kind="continuous", seed=1) < 0.15
+    assert power(60, 6, 0.5, 0.3, 0.05, kind="binary", seed=1) < power(60, 50, 0.5, 0.3, 0.05, kind="binary", seed=1)

@@ -133,3 +133,19 @@ def coverage(simulations: int = 1000, n_users: int = 50, true_mean: float = 0.3,
     return Coverage(s, hits_c / given, hits_n / s, level, low / given, high / given, zero / given,
                     rejects / s if paired else None, agree / s if paired else None,
                     float(np.mean(widths)) if widths else None, none / s, float(np.mean(effective)))
+
+
+def power(simulations: int = 1000, n_users: int = 12, true_mean: float = 0.5, icc: float = 0.3,
+          delta: float = 0.05, level: float = 0.95, resamples: int = 2000, seed: int = 0,
+          kind: Kind = "binary") -> float:
+    """Share of paired tests rejecting at 1 - level when cell a's users are each `delta` (0-1) above cell
+    b's on the same instances (user means shifted, kept inside 0-1): the paired test's power."""
+    rng = np.random.default_rng(seed)
+    rejected = 0
+    for k in range(simulations):
+        mu = _user_means(rng, n_users, true_mean, icc, kind)
+        users = np.repeat(np.arange(n_users), _sizes(rng, mu, "uniform"))
+        b, a = _scores(rng, mu[users], kind), _scores(rng, np.clip(mu + delta, 0, 1)[users], kind)
+        d = paired_difference(a, b, users, level=level, resamples=resamples, seed=seed + k)
+        rejected += d.p_value is not None and d.p_value < 1 - level
+    return rejected / simulations
