@@ -69,6 +69,7 @@ class BenchmarkEntry(Strict):
             raise ValueError(f"{value!r} is not one of this entry's agents (allowed: {', '.join(agents)})")
         return value
     controls: list[Literal["swapped-history"]] | None = None  # None: the experiment's `controls` (perseval.pipeline.controls)
+    statistics: StatisticsSettings | None = None  # the fields it sets override the experiment's `statistics`
 
 
 class DaskSettings(Strict):
