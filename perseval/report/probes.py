@@ -186,7 +186,7 @@ def probe_reports(plan: Plan, root: str) -> dict[tuple[str, str], dict[str, Any]
     for unit in probe_units(plan):
         store = StageStore(root, "probe", unit.key)
         if store.is_complete():
-            out[(unit.data.entry.name, unit.judge.name)] = store.manifest()["report"]
+            out[(unit.data.name, unit.judge.name)] = store.manifest()["report"]
     return out
 
 

@@ -18,11 +18,11 @@ Tests and the protocol sheets (docs/protocols/) address values by a path of thes
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict
 from typing import Any
 
 from perseval.setup.config import ModelConfig, ResolvedExperiment
+from perseval.setup.entries import entry_ids
 from perseval.setup.experiment import bound, judge_specs
 from perseval.llm.embedded import serving
 from perseval.setup.params import EVERY_FIELD
@@ -40,9 +40,8 @@ def _model(cfg: ModelConfig, exp: ResolvedExperiment) -> dict[str, Any]:
 
 
 def entry_names(exp: ResolvedExperiment) -> list[str]:
-    """The key of each benchmark entry under `benchmarks` (its name, or name#i when listed twice)."""
-    counts = Counter(e.name for e in exp.experiment.benchmarks)
-    return [e.name if counts[e.name] == 1 else f"{e.name}#{i}" for i, e in enumerate(exp.experiment.benchmarks)]
+    """The key of each benchmark entry under `benchmarks`: the name its cells carry (perseval.setup.entries)."""
+    return entry_ids(exp.experiment.benchmarks)
 
 
 def _agents(exp: ResolvedExperiment, plan: Plan, index: int) -> dict[str, Any]:

@@ -78,6 +78,8 @@ def p_text(value: Any) -> str:
 def status_text(row: Row) -> str:
     """complete / incomplete / no items, with what was left out: failed outputs and judgments, unscored items."""
     parts = [str(row.get("status") or "")]
+    if parts[0] == "partly scored" and row.get("scored_share") is not None:  # the share of instances scored
+        parts[0] += f" ({row['scored_share']:.0f}% scored)"
     failed_out, failed_judg = row.get("failed_outputs") or 0, row.get("failed_judgments") or 0
     if failed_out:
         parts.append(f"{failed_out} failed out")

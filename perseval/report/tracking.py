@@ -152,7 +152,7 @@ def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables
 
 def cell_tags(exp: ResolvedExperiment, cell: Cell, metrics: list[str]) -> dict[str, str]:
     """The same tags on every benchmark's cells: what the cell is, and the keys that locate its outputs."""
-    return {"perseval.cell": cell.name, "perseval.benchmark": cell.benchmark, "perseval.agent": cell.agent,
+    return {"perseval.cell": cell.name, "perseval.benchmark": cell.entry, "perseval.agent": cell.agent,
             "perseval.agent_kind": cell.run.agent.kind, "perseval.backbone": cell.backbone or "-",
             "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
             "perseval.judge_model": cell.judge_model or "-", "perseval.repeats": str(cell.run.repeats),
@@ -162,11 +162,11 @@ def cell_tags(exp: ResolvedExperiment, cell: Cell, metrics: list[str]) -> dict[s
 
 
 def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: list[str],
-             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path], complete: bool = True) -> str:
-    """`complete` False: some output or judgment failed, so the scores cover only the rest (tag
-    perseval.status = incomplete; a re-run redoes the failed parts)."""
+             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path], status: str = "complete") -> str:
+    """`status`: the cell's (perseval.report.rows.ScoreManifest.status), tag perseval.status: "incomplete" when
+    some output or judgment failed (a re-run redoes those), "unscored" when nothing got a score."""
     with mlflow.start_run(run_name=cell.name, nested=True) as run:
-        mlflow.set_tags({**cell_tags(exp, cell, metrics), "perseval.status": "complete" if complete else "incomplete"})
+        mlflow.set_tags({**cell_tags(exp, cell, metrics), "perseval.status": status})
         mlflow.log_params(cell_params(exp, cell))
         values = table_metrics(table, metrics)
         # every benchmark's headline also under one name, so runs of different benchmarks sort and chart together
