@@ -118,7 +118,7 @@ def run(config: Path = CONFIG,
                                                         "summary JSON and headline.md always hold them)")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
-    exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
+    exp, plan = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
     own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
@@ -129,6 +129,10 @@ def run(config: Path = CONFIG,
     rows = [HeadlineRow.of(r) for r in summary["headline"]]
     summary["headline"] = [r.as_dict() for r in rows]  # the summary JSON: the keys it always had
     _print_headline(rows, wide)
+    from perseval.report.probes import unprobed
+
+    for line in unprobed(plan):  # judge_probes set, but nothing of this entry can be probed: said once
+        console.print(f"[yellow]{line}[/yellow]", soft_wrap=True, highlight=False)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
     console.print(f"stage seconds: {summary['timings']}")

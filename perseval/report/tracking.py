@@ -143,10 +143,23 @@ def table_metrics(table: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
     return out
 
 
+# Columns that hold fractions or probabilities, not 0-100 scores: to 0.1 they would lose their meaning (a 0.95
+# level shown as 0.9, a p of 0.03 as 0.0); they keep three significant digits in a table's Markdown.
+FRACTION_COLUMNS = ("level", "delta_p", "p_value", "p_holm", "p (Holm)", "judge_auc", "auc", "kappa", "alpha")
+
+
+def table_markdown(table: pd.DataFrame) -> str:
+    """A table as Markdown: scores to 0.1, the FRACTION_COLUMNS to three significant digits (as in its CSV)."""
+    if table.empty:
+        return "(empty)\n"
+    index = [".1f"] * (table.index.nlevels)
+    return table.to_markdown(floatfmt=index + [".3g" if str(c) in FRACTION_COLUMNS else ".1f" for c in table.columns])
+
+
 def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         table.to_csv(Path(tmp) / f"{name}.csv")
-        (Path(tmp) / f"{name}.md").write_text(table.to_markdown(floatfmt=".1f") if not table.empty else "(empty)\n")
+        (Path(tmp) / f"{name}.md").write_text(table_markdown(table))
         mlflow.log_artifacts(tmp, artifact_dir)
 
 
