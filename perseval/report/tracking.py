@@ -171,6 +171,7 @@ def cell_tags(exp: ResolvedExperiment, cell: Cell, metrics: list[str]) -> dict[s
             "perseval.judge_model": cell.judge_model or "-", "perseval.repeats": str(cell.run.repeats),
             "perseval.judge_repeats": str(cell.judged.judge.repeats if cell.judged.judge.uses_llm else 1),
             "perseval.data_key": cell.run.data.key, "perseval.score_key": cell.key,
+            "perseval.control": cell.run.control.name if cell.run.control else "-",
             "perseval.headline_metric": mlflow_key(metrics[0]) if metrics else ""}
 
 
