@@ -81,8 +81,8 @@ def test_validate_refuses_cells_that_would_share_a_name_and_says_to_set_a_label(
 # --- status ----------------------------------------------------------------------------------------------------
 
 def _manifest(n: int, unscored: int, failed: int = 0) -> ScoreManifest:
-    table = [{"group": "t", "n": n, "unscored_instances": unscored},
-             {"group": "Overall", "n": n, "unscored_instances": unscored}]
+    table = [{"group": "t", "n": n + unscored, "unscored_instances": unscored},  # n: instances judged
+             {"group": "Overall", "n": n + unscored, "unscored_instances": unscored}]
     return ScoreManifest.of({"table": table, "outputs": {"ok": n + unscored},
                              "judgments": {"scored": n, "unscored": unscored, "failed": failed}})
 

@@ -170,11 +170,12 @@ class ScoreManifest:
 
     @property
     def scored_share(self) -> float | None:
-        """The share (0-1) of the cell's instances with a score: from the overall row of its table (scored n
-        and unscored items), else from its judgments; None when there is nothing to count."""
+        """The share (0-1) of the cell's instances with a score: from the overall row of its table (n instances
+        judged, of which unscored_instances have no score), else from its judgments; None when nothing counts."""
         overall = next((r for r in self.table if r.get("group") == OVERALL), None)
         if overall is not None and overall.get("n") is not None:
-            scored, unscored = float(overall.get("n") or 0), float(overall.get("unscored_instances") or 0)
+            unscored = float(overall.get("unscored_instances") or 0)
+            scored = float(overall.get("n") or 0) - unscored
         else:
             scored, unscored = self.judgments.get("scored", 0), self.judgments.get("unscored", 0)
         return scored / (scored + unscored) if scored + unscored else None

@@ -13,7 +13,8 @@ in, a role's sampling is the one the request cache keys on. Nothing is started. 
                         retrievers), judges/<name> (kinds, params per kind, model, sampling, repeats)
   cells                 one row per cell: its name, parts and run / judge / score keys
 
-`<entry>` is the benchmark's name, or `name#i` (i its position) when the experiment lists that benchmark twice.
+`<entry>` is the name the entry's cells carry (perseval.setup.entries): the benchmark's name, `name:<label>`, or
+`name:<digest>` for an unlabelled entry of a benchmark listed twice.
 Tests and the protocol sheets (docs/protocols/) address values by a path of these keys joined with '/'.
 """
 from __future__ import annotations

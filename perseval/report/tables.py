@@ -13,6 +13,7 @@ from itertools import combinations
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 IDENTITY = ("benchmark", "agent", "backbone", "retriever", "judge")
@@ -276,7 +277,9 @@ def compare_tables(cells: Sequence[Mapping[str, Any]], parents: Sequence[Any], c
     ids = [p.info.run_id for p in parents]
     by_bench: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
     for c, name in zip(cells, names):
-        label = name + (" [" + str(c["cell"]).split(" [", 1)[1] if " [" in str(c["cell"]) else "")
+        # a control's run under its cell, labelled; escaped, or rich takes "[swapped-history]" for markup and
+        # drops it, leaving a second row of the cell's own name
+        label = escape(name + (" [" + str(c["cell"]).split(" [", 1)[1] if " [" in str(c["cell"]) else ""))
         by_bench.setdefault(str(c["benchmark"]), []).append((c, label))
     tables = []
     for bench, members in by_bench.items():
