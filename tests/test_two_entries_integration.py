@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -83,14 +84,14 @@ def test_an_entry_with_no_score_is_unscored_named_last_and_exits_5(ran):
     assert out.count("judge_probes: prefeval:") == 2 and "no AUC" in out  # said once per entry
 
 
-def test_every_view_names_the_two_entries_cells_apart(ran, workdir):
+def test_every_view_names_the_two_entries_cells_apart(ran, workdir, monkeypatch):
     proc, result = ran
     names = [f"{r['benchmark']}/{r['agent']}/{r['backbone']}/{r['retriever']}/{r['judge']}" for r in result["headline"]]
     assert len(names) == len(set(names)) and {n.split("/")[0] for n in names} == {"prefeval:gen", "prefeval:cls"}
-    costs = result["costs"]["cells"]
+    costs = result["cost"]["cells"]
     assert GEN in costs and CLS in costs and f"{GEN} [swapped-history]" in costs
     assert len(costs) == len(set(costs)) >= len(names)  # every cell, a control too, has its own costs
-    assert set(result["costs"]["construct"]) == {"prefeval:gen", "prefeval:cls"}
+    assert set(result["cost"]["construct"]) == {"prefeval:gen", "prefeval:cls"}
     # the controls: each plain cell's swapped score on its own row, under its own name
     zs = {n: r for n, r in zip(names, result["headline"]) if "/prefeval-zero-shot/" in n}
     assert {n.split("/")[0] for n in zs} == {"prefeval:gen", "prefeval:cls"}
@@ -103,11 +104,11 @@ def test_every_view_names_the_two_entries_cells_apart(ran, workdir):
     assert len(run_names) == len(set(run_names)) and GEN in run_names and CLS in run_names
     assert {c.data.tags["perseval.benchmark"] for c in children} == {"prefeval:gen", "prefeval:cls"}
     assert next(c for c in children if c.info.run_name == GEN).data.tags["perseval.status"] == "unscored"
-    traces = client.search_traces(experiment_ids=[children[0].info.experiment_id], max_results=200)
+    traces = client.search_traces(locations=[children[0].info.experiment_id], max_results=200)
     assert {t.info.tags.get("perseval.benchmark") for t in traces} >= {"prefeval:gen", "prefeval:cls"}
 
     runner = CliRunner()
-    os.chdir(workdir)
+    monkeypatch.chdir(workdir)
     got = runner.invoke(app, ["samples", result["mlflow_run_id"], "prefeval:cls/prefeval-zero-shot/prefeval.classification",
                               "--brief"])
     assert got.exit_code == 0, got.output
@@ -117,6 +118,10 @@ def test_every_view_names_the_two_entries_cells_apart(ran, workdir):
     assert compared.exit_code == 0, compared.output
     assert "prefeval:gen" in compared.output and "prefeval:cls" in compared.output
     # a control's run is under its cell, labelled, never a second row of the cell's own name
-    lines = [line.split()[0] for line in compared.output.splitlines() if line.strip().startswith("prefeval-zero-shot")]
-    assert len(lines) == len(set(lines)), compared.output
-    assert "[swapped-history]" in compared.output
+    tables = re.split(r"\n(?=prefeval:\w+: )", compared.output)
+    for table in (t for t in tables if t.startswith("prefeval:")):
+        labels = [re.split(r"\s{2,}", line.strip())[0] for line in table.splitlines()
+                  if line.strip().startswith("prefeval-")]
+        assert len(labels) == len(set(labels)), table  # one row per cell, its control's labelled
+        plain = [i for i, label in enumerate(labels) if f"{label} [swapped-history]" in labels]
+        assert plain and all(labels[i + 1] == f"{labels[i]} [swapped-history]" for i in plain), table
