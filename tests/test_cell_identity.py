@@ -138,3 +138,11 @@ def test_a_tables_markdown_keeps_the_level_and_p_its_csv_has(tmp_path):
     header = [c.strip() for c in md.splitlines()[0].strip("|").split("|")]
     assert [float(r[header.index("level")]) for r in md_rows] == list(csv["level"])
     assert float(md_rows[0][header.index("delta_p")]) == 0.031 and md_rows[0][header.index("score")] == "55.2"
+
+
+def test_the_headline_says_which_share_of_a_partly_scored_cell_is_scored():
+    from perseval.report.tables import status_text
+
+    row = {"status": "partly scored", "scored_share": 10.0, "unscored_items": 27, "unscored_share": 90.0}
+    assert status_text(row).startswith("partly scored (10% scored), 27 unscored (90%)")
+    assert status_text({"status": "unscored", "unscored_items": 27, "unscored_share": 100.0}).startswith("unscored")
