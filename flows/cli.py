@@ -17,7 +17,8 @@ from flows.env import apply_offline_env
 EXIT_CODES = ("Exit codes: 0 done; 2 bad input (a file, row or key is named; nothing was started); 3 incomplete "
               "(some outputs or judgments failed and are left out of the scores; the same command redoes only "
               "those); 4 late failure (the run stopped after start-up; finished outputs are kept and the same "
-              "command resumes).")
+              "command resumes); 5 no score (some benchmark produced no score in any cell: every verdict unscored, "
+              "or nothing to judge; the last line names it).")
 app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES,
                   help="Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB).")
 CONFIG = typer.Argument(..., exists=True, dir_okay=False, metavar="CONFIG", help="experiment YAML")
@@ -63,6 +64,7 @@ def _error(message: object) -> None:
 
 
 INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: their cells are incomplete
+NO_SCORE_EXIT = 5  # the run finished, but some benchmark entry has no score in any cell
 
 
 def _print_headline(rows: list[Any], wide: bool = False) -> None:
@@ -116,7 +118,7 @@ def run(config: Path = CONFIG,
                                                         "summary JSON and headline.md always hold them)")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
-    exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
+    exp, plan = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
     own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
@@ -127,6 +129,10 @@ def run(config: Path = CONFIG,
     rows = [HeadlineRow.of(r) for r in summary["headline"]]
     summary["headline"] = [r.as_dict() for r in rows]  # the summary JSON: the keys it always had
     _print_headline(rows, wide)
+    from perseval.report.probes import unprobed
+
+    for line in unprobed(plan):  # judge_probes set, but nothing of this entry can be probed: said once
+        console.print(f"[yellow]{line}[/yellow]", soft_wrap=True, highlight=False)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
     console.print(f"stage seconds: {summary['timings']}")
@@ -148,7 +154,20 @@ def run(config: Path = CONFIG,
         console.print(f"[red]incomplete:[/red] {len(incomplete)} cell(s) hold {failed_out} failed output(s) and "
                       f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}",
                       soft_wrap=True)
-        raise typer.Exit(INCOMPLETE_EXIT)
+    _exit_without_score(rows, INCOMPLETE_EXIT if incomplete else None)
+
+
+def _exit_without_score(rows: list[Any], code: Optional[int]) -> None:
+    """The run's last line when some benchmark entry produced no score (exit 5, or `code` when a failure
+    explains it: exit 3 redoes the failures); `code` alone otherwise."""
+    from perseval.report.rows import without_score
+
+    empty = without_score(rows)
+    if empty:
+        named = "; ".join(f"{entry} (cells {', '.join(statuses)})" for entry, statuses in empty.items())
+        console.print(f"[red]no score:[/red] {named}: no cell of it has a score", soft_wrap=True, highlight=False)
+    if code is not None or empty:
+        raise typer.Exit(code if code is not None else NO_SCORE_EXIT)
 
 
 def _redo_hint(exp: Any, summary: dict) -> str:
@@ -283,11 +302,11 @@ def stats(config: Path = CONFIG,
         bench = make_benchmark(unit.entry.name, unit.params)
         tables = bench.stats(load_instances(root, unit.key), load_documents(root, unit.key))
         for name, table in tables.items():
-            console.print(f"\n[bold]{unit.entry.name}: {name}[/bold]")
+            console.print(f"\n[bold]{unit.name}: {name}[/bold]")
             console.print(table.to_markdown(floatfmt=".2f"))
             if out_dir:
-                (out_dir / unit.entry.name).mkdir(parents=True, exist_ok=True)
-                write_artifact(out_dir / unit.entry.name, name, table)
+                (out_dir / unit.name).mkdir(parents=True, exist_ok=True)
+                write_artifact(out_dir / unit.name, name, table)
 
 
 @app.command("judge-check")

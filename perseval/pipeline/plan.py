@@ -18,6 +18,7 @@ from perseval.pipeline import stages
 from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, Sampling, StatisticsSettings
 from perseval.pipeline.controls import control_runs
+from perseval.setup.entries import entry_ids
 from perseval.setup.experiment import bound
 from perseval.core.hashing import content_key
 from perseval.llm.identity import model_identity
@@ -47,8 +48,10 @@ def model_fingerprint(model: ModelConfig, sampling: Sampling) -> dict[str, Any]:
 
 def data_key(entry: BenchmarkEntry, params: Params, seed: int, construction: dict[str, ModelConfig]) -> str:
     models = {role: model_fingerprint(m, m.sampling) for role, m in sorted(construction.items())}
+    # a label enters only when set: unlabelled entries keep their keys, two labelled ones never share theirs
+    label = [{"label": entry.label}] if entry.label is not None else []
     return content_key(*stages.DATA.key_head, entry.name, entry.sample, seed, params.model_dump(mode="json"),
-                       entry.source, source_fingerprint(entry.source), models)
+                       entry.source, source_fingerprint(entry.source), models, *label)
 
 
 def index_key(dkey: str, retriever: RetrieverConfig) -> str:
@@ -100,12 +103,13 @@ def entry_seed(exp: ResolvedExperiment, entry: BenchmarkEntry) -> int:
 def make_plan(exp: ResolvedExperiment) -> Plan:
     e, b = exp.experiment, bound(exp)
     plan = Plan(exp)
+    names = entry_ids(e.benchmarks)
     for bi, entry in enumerate(e.benchmarks):
         params = b.benchmarks[bi]
         roles = benchmark_class(entry.name).construction_models(params, e.backbones)
         construction = {role: exp.models[name] for role, name in roles.items()}
         seed = entry_seed(exp, entry)
-        data = DataUnit(data_key(entry, params, seed, construction), entry, seed, params, construction)
+        data = DataUnit(data_key(entry, params, seed, construction), entry, seed, params, construction, names[bi])
         plan.data.append(data)
         indexes = [IndexUnit(index_key(data.key, exp.retrievers[r]), data, exp.retrievers[r], b.retrievers[r])
                    for r in e.retrievers]

@@ -13,6 +13,7 @@ from itertools import combinations
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 IDENTITY = ("benchmark", "agent", "backbone", "retriever", "judge")
@@ -78,6 +79,8 @@ def p_text(value: Any) -> str:
 def status_text(row: Row) -> str:
     """complete / incomplete / no items, with what was left out: failed outputs and judgments, unscored items."""
     parts = [str(row.get("status") or "")]
+    if parts[0] == "partly scored" and row.get("scored_share") is not None:  # the share of instances scored
+        parts[0] += f" ({row['scored_share']:.0f}% scored)"
     failed_out, failed_judg = row.get("failed_outputs") or 0, row.get("failed_judgments") or 0
     if failed_out:
         parts.append(f"{failed_out} failed out")
@@ -289,7 +292,9 @@ def compare_tables(cells: Sequence[Mapping[str, Any]], parents: Sequence[Any], c
     ids = [p.info.run_id for p in parents]
     by_bench: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
     for c, name in zip(cells, names):
-        label = name + (" [" + str(c["cell"]).split(" [", 1)[1] if " [" in str(c["cell"]) else "")
+        # a control's run under its cell, labelled; escaped, or rich takes "[swapped-history]" for markup and
+        # drops it, leaving a second row of the cell's own name
+        label = escape(name + (" [" + str(c["cell"]).split(" [", 1)[1] if " [" in str(c["cell"]) else ""))
         by_bench.setdefault(str(c["benchmark"]), []).append((c, label))
     tables = []
     for bench, members in by_bench.items():

@@ -53,6 +53,8 @@ class AgentConfig(Strict):
 
 class BenchmarkEntry(Strict):
     name: str  # registry name: iba, bespoke, apeb
+    # tells two entries of one benchmark apart in every cell name, table and key (perseval.setup.entries)
+    label: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=40)
     sample: int = Field(8, ge=1)
     seed: int | None = None
     source: str | None = None  # a local release folder to ingest; None: construct / bundled sample

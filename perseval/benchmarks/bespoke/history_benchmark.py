@@ -12,7 +12,6 @@ retriever) using the raw query, a CoT expansion or a pseudo-history expansion; r
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, AsyncIterator, Mapping, Sequence
 

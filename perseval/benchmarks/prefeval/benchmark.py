@@ -22,7 +22,7 @@ from perseval.benchmarks.base import Benchmark, BenchmarkData
 from perseval.benchmarks.prefeval.analysis import analyze
 from perseval.benchmarks.prefeval.answers import PrefEvalTask
 from perseval.benchmarks.prefeval.layout import FORMS, TASKS
-from perseval.benchmarks.prefeval.release import Selection, build_release, read_all, sample_by_user
+from perseval.benchmarks.prefeval.release import Selection, build_release, counts, read_all, sample_by_user
 from perseval.benchmarks.prefeval.loader import read_inter_turns
 from perseval.benchmarks.prefeval.stats import dataset_tables
 from perseval.core.errors import InputError
@@ -83,7 +83,8 @@ class PrefEval(Benchmark[PrefEvalParams]):
         instances = sample_by_user(instances, sample, seed)
         users = {i.user_id for i in instances} | {CORPUS_OWNER}
         documents = [d for d in documents if d.owner in users]
-        info.update(instances=len(instances), users=len(users) - 1, documents=len(documents))
+        # the release's counts (as selected) and the sample's apart: `release` is before sampling, `sample` after
+        info["sample"] = {"preferences": len(users) - 1, **counts(instances), "documents": len(documents)}
         return BenchmarkData(instances, documents, info)
 
     def stats(self, instances: list[Instance], documents: Iterable[Document]) -> dict[str, pd.DataFrame]:
