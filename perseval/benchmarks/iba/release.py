@@ -20,6 +20,7 @@ from perseval.benchmarks.base import BenchmarkData
 from perseval.benchmarks.iba.distribution import bucket
 from perseval.benchmarks.iba.release_rows import UNSPECIFIED, HistoryRow, Rows, history_row, instance_from_row
 from perseval.core.errors import InputError
+from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.core.records import Document, Instance, instant
 
 INSTANCES, HISTORIES = "instances", "histories"
@@ -99,7 +100,7 @@ def load_instances(path: Path, histories: dict[str, list[Document]], hist_path: 
         docs = histories.get(inst.user_id)
         if not docs:
             raise InputError(path, f"user {inst.user_id!r} has no turns in {hist_path.name}", row=n, field="user_id")
-        if "n_evidence" not in inst.payload:  # derive from the history's evidence tags when given
+        if IbaPayload.of(inst, str(path)).n_evidence is None:  # derive from the history's evidence tags when given
             inst = replace(inst, payload={**inst.payload, "n_evidence": sum(1 for d in docs if d.meta.get("supports"))})
         instances.append(inst)
     if not instances:
@@ -153,13 +154,14 @@ def sample_release(data: BenchmarkData, sample: int, seed: int, layout: Layout |
 
 def release_info(folder: Path, instances: list[Instance], documents: list[Document], n_users: int) -> dict:
     n_evidence = sum(1 for d in documents if d.meta.get("supports"))
+    payloads = [IbaPayload.of(i) for i in instances]
     return {
         "source": str(folder), "n_instances": len(instances), "n_users": len({i.user_id for i in instances}),
         "n_users_in_histories": n_users, "n_documents": len(documents), "n_evidence": n_evidence,
         "by_domain": dict(Counter(i.group for i in instances)),
-        "by_action_type": dict(Counter(i.payload["action_type"] for i in instances)),
-        "evidence_hist": dict(Counter(bucket(i.payload["n_evidence"]) for i in instances)),
-        "constraints_hist": dict(Counter(bucket(i.payload["n_constraints"]) for i in instances)),
+        "by_action_type": dict(Counter(p.action_type for p in payloads)),
+        "evidence_hist": dict(Counter(bucket(p.n_evidence) for p in payloads)),
+        "constraints_hist": dict(Counter(bucket(p.n_constraints) for p in payloads)),
     }
 
 
@@ -170,19 +172,19 @@ IBA_LAYOUT = Layout(instance_from_row, history_row, release_info, NOT_PUBLIC)
 
 
 def instance_row(inst: Instance) -> dict[str, Any]:
-    p, g = inst.payload, inst.gold
+    p, g = IbaPayload.of(inst), IbaGold.of(inst)
     row: dict[str, Any] = {"instance_id": inst.instance_id, "user_id": inst.user_id, "domain": inst.group,
-                           "scenario": p["scenario"], "action_type": p["action_type"], "query": inst.query,
+                           "scenario": p.scenario, "action_type": p.action_type, "query": inst.query,
                            "preferences": [{k: x.get(k) for k in ("dimension", "value", "previous")}
-                                           for x in g["preferences"]],
-                           "persona": g.get("persona") or None, "n_evidence": p.get("n_evidence"),
-                           "n_constraints": p.get("n_constraints")}
-    if "task_case" in g:
-        row["task_case"] = g["task_case"]
-    if p["action_type"] == "call_api":
-        row.update(api=p["api"], gold_slots=g["slots"])
+                                           for x in g.preferences],
+                           "persona": g.persona or None, "n_evidence": p.n_evidence,
+                           "n_constraints": p.n_constraints}
+    if "task_case" in g.model_fields_set:  # written only when the build kept one
+        row["task_case"] = g.task_case
+    if p.action_type == "call_api":
+        row.update(api=p.api, gold_slots=g.slots)
     else:
-        row["checkpoints"] = g["checkpoints"]
+        row["checkpoints"] = g.checkpoints
     return row
 
 
@@ -198,7 +200,7 @@ def write_release(data: BenchmarkData, folder: str | Path, fmt: str = "jsonl") -
     """Write `data` in the release layout (jsonl, or parquet with nested fields as JSON text)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tables = {INSTANCES: [instance_row(i) for i in data.instances if i.payload.get("action_type") != "qa"],
+    tables = {INSTANCES: [instance_row(i) for i in data.instances if IbaPayload.of(i).action_type != "qa"],
               HISTORIES: [history_row_of(d) for d in data.documents]}
     for stem, rows in tables.items():
         if fmt == "jsonl":

@@ -21,6 +21,7 @@ from perseval.benchmarks.persona_mem.layout import (LETTERS, OPTIONAL_FLOAT, OPT
 from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
+from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 
 BENCHMARK = "persona_mem"
 _LETTERED = re.compile(r"\(([a-dA-D])\)\s*")
@@ -195,7 +196,7 @@ def context_documents(instances: list[Instance], contexts: dict[str, list[Messag
     out: list[Document] = []
     seen: set[tuple[str, str]] = set()
     for inst in instances:
-        pair = (inst.user_id, inst.payload["shared_context_id"])
+        pair = (inst.user_id, PersonaMemPayload.of(inst).shared_context_id)
         if pair in seen:
             continue
         seen.add(pair)

@@ -32,7 +32,7 @@ _BARE = re.compile(r"\b([A-D])\b")
 
 
 def is_classification(instance: Instance) -> bool:
-    return instance.payload.get("task") == CLASSIFICATION
+    return PrefEvalPayload.of(instance).task == CLASSIFICATION
 
 
 def question_text(instance: Instance, *, reminder: bool = False, excerpts: Sequence[str] | None = None,
