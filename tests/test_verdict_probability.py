@@ -134,3 +134,21 @@ def test_the_verdict_position_is_found_when_a_token_carries_the_colon_and_the_va
               {"token": '": f', "logprob": math.log(0.7), "top": {'": f': math.log(0.7), '": t': math.log(0.1)}},
               {"token": "alse", "logprob": 0, "top": {}}]
     assert p_true(tokens) == pytest.approx(0.1 / 0.8)
+
+
+def test_a_placeholder_reason_leaves_a_probability_verdict_scored_and_a_text_one_unscored(tmp_path):
+    placeholder = '{"verdict": true, "reason": "<one sentence>"}'
+
+    class Handler(JsonHandler):
+        logprobs = True
+
+        def do_POST(self) -> None:
+            self.request_json()
+            self.reply(200, with_logprobs(placeholder) if Handler.logprobs else completion(placeholder))
+
+    with serve(Handler) as url:
+        v = verdict(f"{url}/v1", tmp_path / "a")
+        assert v.status == "scored" and v.p_true == pytest.approx(EXPECTED) and "placeholder" in v.feedback
+        Handler.logprobs = False
+        t = verdict(f"{url}/v1", tmp_path / "b")
+        assert t.status == "unscored" and t.p_true is None

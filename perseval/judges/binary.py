@@ -8,7 +8,9 @@ copied ("<one sentence>": 8 of 395 quickstart assessments passed that way), neve
 
 A boolean verdict is also read as a probability (perseval.judges.probability): the request asks for the
 top token alternatives, P(true) is read at the verdict's token, and the verdict is P(true) >= threshold
-(method `logprobs`). A server that returns no probabilities leaves the text verdict (method `text`).
+(method `logprobs`). A server that returns no probabilities leaves the text verdict (method `text`). An
+empty or placeholder reason makes a text verdict unscored, but not a probability verdict: P(true) is read at
+the verdict's token, before the reason is written (its feedback says the problem).
 VERDICT_READING versions this request shape in the judge stage's key: judge outputs made before it
 (text verdicts only) are recomputed, nothing else.
 """
@@ -48,9 +50,12 @@ async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, qu
     if score is None:
         return Verdict(None, "unscored", result.text, "judge answer could not be parsed", prompt)
     problem = reason_problem(result.text, structured=True, quoted=quoted)
-    if problem is not None:
-        return Verdict(None, "unscored", result.text, problem, prompt)
     prob = p_true(getattr(result, "token_logprobs", None), key) if boolean else None
     if prob is None:
+        if problem is not None:
+            return Verdict(None, "unscored", result.text, problem, prompt)
         return Verdict(score, "scored", result.text, reason, prompt, method="text")
-    return Verdict(float(prob >= threshold), "scored", result.text, reason, prompt, p_true=prob, method="logprobs")
+    # P(true) is read before the reason is written, so an empty or copied reason cannot have shaped it: the
+    # verdict stands, the problem is said (the probes measure whether such a judge reads)
+    return Verdict(float(prob >= threshold), "scored", result.text, problem or reason, prompt, p_true=prob,
+                   method="logprobs")

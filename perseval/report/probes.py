@@ -136,14 +136,17 @@ async def judge_probes(spec: JudgeSpec, client: Any, instances: list[Instance], 
 
 def _item_scores(judgments: list[Judgment], labels: dict[tuple[str, str, str], int]
                  ) -> tuple[list[tuple[int, float]], str]:
-    """(label, value) per probe item, its judge repeats averaged: P(true) where every scored judgment of the
-    judge carries one, else the 0/1 verdict; and which of the two it is."""
+    """(label, value) per probe item, its judge repeats averaged: P(true) where every verdict the judge model
+    gave carries one, else the 0/1 verdict; and which of the two it is. A verdict given without asking the
+    model (an empty response's claims are absent by rule: `method` empty) counts as its 0/1 score."""
     scored = [j for j in judgments if (j.agent, j.instance_id, j.item_id) in labels and j.status == "scored"
               and j.score is not None]
-    from_p = bool(scored) and all(j.p_true is not None for j in scored)
+    asked = [j for j in scored if j.method]
+    from_p = bool(asked) and all(j.p_true is not None for j in asked)
     values: dict[tuple[str, str, str], list[float]] = {}
     for j in scored:
-        values.setdefault((j.agent, j.instance_id, j.item_id), []).append(float(j.p_true if from_p else j.score))
+        value = j.p_true if from_p and j.p_true is not None else j.score
+        values.setdefault((j.agent, j.instance_id, j.item_id), []).append(float(value))
     return [(labels[k], sum(v) / len(v)) for k, v in values.items()], "p_true" if from_p else "verdict"
 
 
