@@ -92,6 +92,8 @@ def readings(judgments: list[Any], labels: dict[tuple[str, str, str], int]) -> d
                            "unscored": sum(1 for j in judgments if j.status != "scored"),
                            "asked": sum(1 for j in items if j.method),
                            "with_p_true": sum(j.p_true is not None for j in items)}
+    bad = [p for p, y in zip(probs, ys) if y == 0 and p is not None]
+    row["bad_passed_at_0.5"] = f"{sum(p >= 0.5 for p in bad)}/{len(bad)}"
     for key, values in (("text", text), ("p_true", probs)):
         auc = auc_interval(ys, values) if all(v is not None for v in values) else None
         row[key] = None if auc is None else [round(auc.auc, 3), round(auc.ci_low, 3), round(auc.ci_high, 3)]
