@@ -16,8 +16,10 @@ class ScriptedChat:
         self._answer = answer
         self.calls: list[dict[str, Any]] = []
 
-    async def chat(self, messages, *, json_schema=None, max_tokens=None, temperature=None, repeat=0, tools=None):
-        self.calls.append({"messages": messages, "json_schema": json_schema, "repeat": repeat, "max_tokens": max_tokens})
+    async def chat(self, messages, *, json_schema=None, max_tokens=None, temperature=None, repeat=0, tools=None,
+                   logprobs=None):
+        self.calls.append({"messages": messages, "json_schema": json_schema, "repeat": repeat, "max_tokens": max_tokens,
+                           "logprobs": logprobs})
         if callable(self._answer):
             text = self._answer(messages)
         elif isinstance(self._answer, list):

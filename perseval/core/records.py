@@ -114,6 +114,10 @@ class Judgment:
     # an LLM judge's request as the trace shows it (llm.usage.prompt_record: messages, each clipped), so the
     # judge span shows what the judge was really asked; None for rules and for no request sent
     prompt: dict[str, Any] | None = None
+    # a binary verdict read from token probabilities: P(true) (the score is P(true) >= the judge's threshold)
+    # and how the verdict was read (`logprobs`, or `text` where the server returned no probabilities)
+    p_true: float | None = None
+    method: str = ""
 
 
 @dataclass

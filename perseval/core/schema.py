@@ -34,7 +34,8 @@ JUDGMENTS = pa.schema([
     ("instance_id", pa.string()), ("agent", pa.string()), ("repeat", pa.int32()),
     ("judge", pa.string()), ("judge_repeat", pa.int32()), ("item_id", pa.string()),
     ("kind", pa.string()), ("score", pa.float64()), ("status", pa.string()),
-    ("raw", pa.string()), ("feedback", pa.string()), ("prompt", pa.string()),
+    ("raw", pa.string()), ("feedback", pa.string()), ("prompt", pa.string()), ("p_true", pa.float64()),
+    ("method", pa.string()),
 ])
 SCORES = pa.schema([
     ("instance_id", pa.string()), ("agent", pa.string()), ("repeat", pa.int32()),

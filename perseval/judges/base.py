@@ -31,6 +31,8 @@ class Verdict:
     raw: str
     feedback: str
     prompt: dict[str, Any] | None = None  # the request as a trace keeps it (llm.usage.prompt_record)
+    p_true: float | None = None  # P(true) read from the verdict token's probabilities (judges.probability)
+    method: str = ""  # logprobs: the verdict is p_true >= threshold; text: the sampled word (no probabilities)
 
 
 @dataclass
@@ -40,6 +42,7 @@ class JudgeBinding:
     name: str
     model: ChatModel | None = None
     repeat: int = 0
+    threshold: float = 0.5  # a verdict read as a probability passes at P(true) >= threshold (judge YAML)
 
 
 class Judge(Configurable[P], ABC):
@@ -65,15 +68,17 @@ class Judge(Configurable[P], ABC):
 
     def judgment(self, instance: Instance, output: AgentOutput, binding: JudgeBinding, item_id: str,
                  score: float | None, status: JudgmentStatus = "scored", raw: str = "", feedback: str = "",
-                 prompt: dict[str, Any] | None = None) -> Judgment:
+                 prompt: dict[str, Any] | None = None, p_true: float | None = None, method: str = "") -> Judgment:
         return Judgment(instance.instance_id, output.agent, output.repeat, binding.name, binding.repeat, item_id,
-                        self.item, score, status, raw, feedback, prompt)
+                        self.item, score, status, raw, feedback, prompt, p_true, method)
 
     def from_verdict(self, instance: Instance, output: AgentOutput, binding: JudgeBinding, item_id: str,
                      v: Verdict) -> Judgment:
-        """The judgment of one binary verdict, with the request it answered."""
-        return self.judgment(instance, output, binding, item_id, v.score, v.status, v.raw,  # type: ignore[arg-type]
-                             v.feedback, v.prompt)
+        """The judgment of one binary verdict, with the request it answered; a verdict read as a probability
+        passes at the binding's threshold."""
+        score = v.score if v.p_true is None else float(v.p_true >= binding.threshold)
+        return self.judgment(instance, output, binding, item_id, score, v.status, v.raw,  # type: ignore[arg-type]
+                             v.feedback, v.prompt, v.p_true, v.method)
 
     @staticmethod
     def instance_score(instance: Instance, output: AgentOutput, judgments: list[Judgment], metric: str,

@@ -5,16 +5,26 @@ bounded, so the whole answer fits the max_tokens sized from the schema, and an a
 anyway still gives its verdict. A failed request is `failed`; an answer that cannot be read is
 `unscored` with its raw text, never a 0; so is a verdict whose reason is empty or the prompt's placeholder
 copied ("<one sentence>": 8 of 395 quickstart assessments passed that way), never a pass.
+
+A boolean verdict is also read as a probability (perseval.judges.probability): the request asks for the
+top token alternatives, P(true) is read at the verdict's token, and the verdict is P(true) >= threshold
+(method `logprobs`). A server that returns no probabilities leaves the text verdict (method `text`). An
+empty or placeholder reason makes a text verdict unscored, but not a probability verdict: P(true) is read at
+the verdict's token, before the reason is written (its feedback says the problem).
+VERDICT_READING versions this request shape in the judge stage's key: judge outputs made before it
+(text verdicts only) are recomputed, nothing else.
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from perseval.judges.base import Verdict, answer_budget
+from perseval.judges.probability import TOP_LOGPROBS, p_true
 from perseval.llm.base import ChatModel
 from perseval.llm.usage import prompt_record
 from perseval.core.parsing import parse_binary, reason_problem
 
+VERDICT_READING = 1  # the judge request asks for token probabilities; bump when the verdict request changes
 REASON_CHARS = 200  # one sentence: bounds the answer, so max_tokens can be sized from the schema
 REASON: dict[str, Any] = {"type": "string", "maxLength": REASON_CHARS}
 VERDICT_SCHEMA: dict[str, Any] = {
@@ -26,11 +36,13 @@ VERDICT_SCHEMA: dict[str, Any] = {
 
 async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, quoted: Sequence[str] = (),
                          repeat: int = 0, max_tokens: int | None = None, schema: dict[str, Any] = VERDICT_SCHEMA,
-                         key: str = "verdict") -> Verdict:
+                         key: str = "verdict", threshold: float = 0.5) -> Verdict:
     """`quoted`: the untrusted texts the messages quote; a verdict that also appears in them is not read.
-    `max_tokens` None: sized from the schema."""
+    `max_tokens` None: sized from the schema. A boolean verdict asks for token probabilities and is
+    P(true) >= `threshold` where the server returns them."""
+    boolean = schema.get("properties", {}).get(key, {}).get("type") == "boolean"
     result = await model.chat(messages, json_schema=schema, max_tokens=max_tokens or answer_budget(schema),
-                              repeat=repeat)
+                              repeat=repeat, **({"logprobs": TOP_LOGPROBS} if boolean else {}))
     prompt = prompt_record(messages)
     if result.status != "ok":
         return Verdict(None, "failed", result.text, result.error, prompt)
@@ -38,6 +50,12 @@ async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, qu
     if score is None:
         return Verdict(None, "unscored", result.text, "judge answer could not be parsed", prompt)
     problem = reason_problem(result.text, structured=True, quoted=quoted)
-    if problem is not None:
-        return Verdict(None, "unscored", result.text, problem, prompt)
-    return Verdict(score, "scored", result.text, reason, prompt)
+    prob = p_true(getattr(result, "token_logprobs", None), key) if boolean else None
+    if prob is None:
+        if problem is not None:
+            return Verdict(None, "unscored", result.text, problem, prompt)
+        return Verdict(score, "scored", result.text, reason, prompt, method="text")
+    # P(true) is read before the reason is written, so an empty or copied reason cannot have shaped it: the
+    # verdict stands, the problem is said (the probes measure whether such a judge reads)
+    return Verdict(float(prob >= threshold), "scored", result.text, problem or reason, prompt, p_true=prob,
+                   method="logprobs")

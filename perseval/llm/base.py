@@ -15,6 +15,9 @@ class ChatResult:
     cached: bool = False  # answered by the request cache: the usage and latency are the original request's
     latency_s: float = 0.0  # seconds the request took (perseval.pipeline.cost sums them)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    # asked with `logprobs`: per generated token, its text and its top alternatives {token: logprob}
+    # (perseval.judges.verdict_prob reads a verdict's P(true) from them); None when the server returned none
+    token_logprobs: list[dict[str, Any]] | None = None
 
 
 class ChatModel(Protocol):
@@ -31,6 +34,8 @@ class ChatModel(Protocol):
         temperature: float | None = None,
         repeat: int = 0,
         tools: list[dict[str, Any]] | None = None,
+        logprobs: int | None = None,
     ) -> ChatResult:
-        """One chat completion; never raises for a failed request (status='failed')."""
+        """One chat completion; never raises for a failed request (status='failed'). `logprobs`: ask for that
+        many top alternatives of every generated token (ChatResult.token_logprobs)."""
         ...

@@ -37,7 +37,8 @@ from perseval.core.redact import redact, redact_value, secret_from_env
 
 CAPTURE_ENV = "PERSEVAL_CAPTURE_REQUESTS"  # a .jsonl path: every request sent is appended there (opt-in)
 # the body fields a captured line keeps (with the served model, enough to send the same request again)
-CAPTURED_BODY = ("messages", "temperature", "top_p", "max_tokens", "seed", "response_format", "grammar", "tools")
+CAPTURED_BODY = ("messages", "temperature", "top_p", "max_tokens", "seed", "response_format", "grammar", "tools",
+                 "logprobs", "top_logprobs")
 NON_OPENAI = ("grammar",)  # body fields the OpenAI SDK has no parameter for: sent as extra body
 
 
@@ -128,7 +129,8 @@ class LLMClient:
         self.usage = Usage()  # what this client sent and what the cache answered (perseval.pipeline.cost)
 
     def _request(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, max_tokens: int | None,
-                 temperature: float | None, repeat: int, tools: list[dict[str, Any]] | None) -> dict[str, Any]:
+                 temperature: float | None, repeat: int, tools: list[dict[str, Any]] | None,
+                 logprobs: int | None = None) -> dict[str, Any]:
         req: dict[str, Any] = {
             "model": self.endpoint.served_model, "messages": messages,
             "temperature": self.sampling.temperature if temperature is None else temperature,
@@ -139,15 +141,17 @@ class LLMClient:
         req.update(structured_fields(self.endpoint.dialect(), json_schema))
         if tools:
             req["tools"] = tools
+        req.update(logprob_fields(logprobs))
         return req
 
     async def chat(self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None,
                    max_tokens: int | None = None, temperature: float | None = None, repeat: int = 0,
-                   tools: list[dict[str, Any]] | None = None) -> ChatResult:
-        req = self._request(messages, json_schema, max_tokens, temperature, repeat, tools)
+                   tools: list[dict[str, Any]] | None = None, logprobs: int | None = None) -> ChatResult:
+        req = self._request(messages, json_schema, max_tokens, temperature, repeat, tools, logprobs)
         sampling = {k: req[k] for k in ("temperature", "top_p", "max_tokens")}
         key = request_key(self.endpoint.identity, messages, sampling, req["seed"], repeat,
-                          {"response_format": key_format(self.endpoint.kind, json_schema), "tools": tools})
+                          {"response_format": key_format(self.endpoint.kind, json_schema), "tools": tools,
+                           **logprob_fields(logprobs)})
         hit = self.cache.get(key)
         if hit is not None:
             result = ChatResult(**hit, cached=True)
@@ -209,19 +213,40 @@ class LLMClient:
         self.cache.flush(final=True)  # answers a full disk kept from the cache: written now, or said
 
 
+def logprob_fields(top: int | None) -> dict[str, Any]:
+    """The body fields that ask for the top `top` alternatives of every generated token, in the OpenAI chat
+    form that llama-server, llama-cpp-python's server and vLLM accept too; none when `top` is None (so the
+    requests and cache keys of every caller that does not ask stay as they were)."""
+    return {} if top is None else {"logprobs": True, "top_logprobs": top}
+
+
+def token_logprobs(choice: Any) -> list[dict[str, Any]] | None:
+    """[{token, logprob, top: {token: logprob}}] of the choice's generated tokens; None when the server sent
+    no probabilities (a server that ignores `logprobs`, or a request that did not ask)."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return [{"token": t.token, "logprob": t.logprob,
+             "top": {a.token: a.logprob for a in (t.top_logprobs or [])}} for t in content]
+
+
 def _to_result(resp: Any) -> ChatResult:
     choice = resp.choices[0]
     msg = choice.message
     calls = [{"id": c.id, "name": c.function.name, "arguments": c.function.arguments} for c in (msg.tool_calls or [])]
     usage = resp.usage
     return ChatResult(text=redact(msg.content or ""), prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, tool_calls=redact_value(calls))
+                      completion_tokens=getattr(usage, "completion_tokens", 0) or 0, tool_calls=redact_value(calls),
+                      token_logprobs=token_logprobs(choice))
 
 
 def _cacheable(result: ChatResult) -> dict[str, Any]:
-    return {"text": result.text, "status": result.status, "error": result.error,
+    kept = {"text": result.text, "status": result.status, "error": result.error,
             "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
             "tool_calls": result.tool_calls, "latency_s": round(result.latency_s, 4)}
+    if result.token_logprobs is not None:  # only asked-for probabilities: cached answers of before stay equal
+        kept["token_logprobs"] = result.token_logprobs
+    return kept
 
 
 def capture_record(stage: str, endpoint: Endpoint, req: dict[str, Any], result: ChatResult,

@@ -71,8 +71,18 @@ def run_key(dkey: str, ikey: str | None, agent: AgentSpec, model: ModelConfig | 
 
 def judge_key(rkey: str, spec: JudgeSpec) -> str:
     fingerprint = model_fingerprint(spec.model, spec.sampling) if spec.model and spec.sampling else None
+    # an LLM judge's verdicts depend on how they are read (token probabilities, the threshold): rule judges'
+    # keys stay as they were
+    reading = [verdict_reading(spec)] if spec.uses_llm else []
     return content_key(*stages.JUDGE.key_head, rkey, spec.name, list(spec.kinds), spec.params_json(),
-                       spec.repeats if spec.uses_llm else 1, fingerprint)
+                       spec.repeats if spec.uses_llm else 1, fingerprint, *reading)
+
+
+def verdict_reading(spec: JudgeSpec) -> dict[str, Any]:
+    """How an LLM judge's binary verdicts are read: the request version and the threshold on P(true)."""
+    from perseval.judges.binary import VERDICT_READING
+
+    return {"verdict_reading": VERDICT_READING, "threshold": spec.threshold}
 
 
 def score_key(jkey: str, statistics: StatisticsSettings | None = None) -> str:

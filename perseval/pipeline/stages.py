@@ -309,7 +309,7 @@ def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
         client = rt.client(spec.model, spec.sampling, "judge", unit.seed)
         clients.append(client)
         try:
-            bindings = [JudgeBinding(spec.name, client, r) for r in range(spec.repeats)]
+            bindings = [JudgeBinding(spec.name, client, r, spec.threshold) for r in range(spec.repeats)]
             return await judge_shard(judges, bindings, by_id, outputs)
         finally:
             await client.aclose()

@@ -1,22 +1,26 @@
 """Judge discrimination without human labels: every LLM judge also judges answers whose verdict is known.
 
 For a few instances per benchmark entry (`judge_probes: N` in the experiment; 0 = off, the default, so
-no existing config sends a request more) perseval writes three answers itself and has each LLM judge
-judge them, item by item, exactly as it judges an agent's output:
+no existing config sends a request more) perseval writes answers itself and has each LLM judge judge
+them, item by item, exactly as it judges an agent's output:
   gold        the hidden items stated outright: an IBA / custom answer that says every checkpoint's
               statement, a Bespoke response made of the gold claims. Every item should pass.
   empty       an empty answer. Every item should fail.
   wrong-user  IBA / custom: the checkpoint statements of another instance of the same scenario, on the
               items whose gold value differs (a wrong-user answer); Bespoke: the gold claims of another
               query. These items should fail.
-Only judge kinds whose items have such known verdicts are probed (checkpoints, claims); a rubric with
-no right answer (Bespoke's E_p criteria) is not. The report per judge: the pass rate on each kind and
-the AUC of the judge's verdicts for good (1) against bad (0) items (scikit-learn's roc_auc_score). A
-judge with AUC below DISCRIMINATION_AUC, or undefined, or passing at least PASSES_EVERYTHING of the
-known-bad items is flagged: "judge does not discriminate: scores not interpretable".
+PrefEval's generation checks get their own answers (perseval.benchmarks.prefeval.probes: one that honours
+the preference, one that breaks it, one naming another user's preference, a refusal, an empty one), each
+check labelled with the verdict it should get. A rubric with no right answer (Bespoke's E_p criteria,
+APeB's rubric grades) is not probed. The report per judge: the pass rate on each kind, and the AUC of
+the judge's P(true) (its 0/1 verdicts where the server gave no probabilities) for items whose right
+verdict is true (1) against false (0), with DeLong's 95% interval, probe items as the unit
+(perseval.metrics.auc). A judge is flagged "judge does not discriminate: scores not interpretable" when
+its AUC is undefined or below DISCRIMINATION_AUC, when the interval reaches down to CHANCE_AUC, or when
+it passes at least PASSES_EVERYTHING of the known-bad items; its cells then show `—` with the AUC.
 
 A probe's key hashes the data key, the judge binding (kinds, params, repeats, model identity and
-sampling), N and the seed, so it is judged once and its judgments are cached like any other.
+sampling, how verdicts are read), N and the seed, so it is judged once and its judgments are cached like any other.
 """
 from __future__ import annotations
 
@@ -30,19 +34,23 @@ from perseval.setup.config import ModelConfig
 from perseval.setup.experiment import judge_specs
 from perseval.core.hashing import content_key
 from perseval.judges.base import JudgeBinding
-from perseval.pipeline.plan import DataUnit, Plan, model_fingerprint
+from perseval.pipeline.plan import DataUnit, Plan, model_fingerprint, verdict_reading
 from perseval.core.records import AgentOutput, Instance, Judgment
 from perseval.setup.specs import JudgeSpec
 from perseval.core.store import StageStore, unit_lock
 from perseval.report.rows import HeadlineRow
 from perseval.benchmarks.views import KnownItemsGold, ScenarioPayload
+from perseval.benchmarks.prefeval import probes as prefeval_probes
+from perseval.metrics.auc import auc_interval
 
-PROBE_VERSION = 1
-PROBED_ITEMS = ("checkpoint", "claim")
+PROBE_VERSION = 2  # 2: verdicts read from token probabilities, AUC of P(true), PrefEval's checks probed
+PROBED_ITEMS = ("checkpoint", "claim", "check")
 DISCRIMINATION_AUC = 0.7
+CHANCE_AUC = 0.5  # the AUC interval must lie above it too: a high AUC on a handful of items is no evidence
 PASSES_EVERYTHING = 0.9
 NOT_INTERPRETABLE = "judge does not discriminate: scores not interpretable"
 GOOD, EMPTY, WRONG = "gold", "empty", "wrong-user"
+PROBE_KINDS = tuple(dict.fromkeys((GOOD, EMPTY, WRONG, *prefeval_probes.KINDS)))
 
 
 @dataclass
@@ -68,7 +76,8 @@ def probe_units(plan: Plan) -> list[ProbeUnit]:
                     any(j.item in PROBED_ITEMS for j in make_judges(spec)):
                 model = spec.model
                 key = content_key("probe", PROBE_VERSION, data.key, spec.name, list(spec.kinds), spec.params_json(),
-                                  spec.repeats, model_fingerprint(model, spec.sampling), n, e.seed)
+                                  spec.repeats, model_fingerprint(model, spec.sampling), n, e.seed,
+                                  verdict_reading(spec))
                 out.append(ProbeUnit(key, data, spec, model, n, e.seed))
     return out
 
@@ -97,8 +106,12 @@ def _items(inst: Instance) -> list[tuple[str, str, str]]:
     return KnownItemsGold.of(inst).items()
 
 
-def probe_answers(instances: list[Instance], n: int, seed: int) -> tuple[list[AgentOutput], dict[tuple[str, str, str], int]]:
-    """The probe outputs of n seeded instances with known items, and (agent, instance, item) -> 1 / 0."""
+def probe_answers(instances: list[Instance], n: int, seed: int, item: str = "checkpoint"
+                  ) -> tuple[list[AgentOutput], dict[tuple[str, str, str], int]]:
+    """The probe outputs of n seeded instances and (agent, instance, item) -> the right verdict (1 / 0), for
+    the judges of `item`: PrefEval's checks (perseval.benchmarks.prefeval.probes), else known items."""
+    if item == "check":
+        return prefeval_probes.prefeval_probe_answers(instances, n, seed)
     pool = sorted((i for i in instances if _items(i)), key=lambda i: i.instance_id)
     picked = random.Random(f"judge-probes:{seed}").sample(pool, min(n, len(pool)))
     outputs: list[AgentOutput] = []
@@ -132,35 +145,55 @@ async def judge_probes(spec: JudgeSpec, client: Any, instances: list[Instance], 
     from perseval.pipeline.runner import judge_shard
 
     judges = [j for j in make_judges(spec) if j.item in PROBED_ITEMS]
-    outputs, _ = probe_answers(instances, n, seed)
+    outputs, _ = probe_answers(instances, n, seed, judges[0].item if judges else "checkpoint")
     by_id = {i.instance_id: i for i in instances}
-    bindings = [JudgeBinding(spec.name, client, r) for r in range(spec.repeats)]
+    bindings = [JudgeBinding(spec.name, client, r, spec.threshold) for r in range(spec.repeats)]
     return await judge_shard(judges, bindings, by_id, outputs)
 
 
+def _item_scores(judgments: list[Judgment], labels: dict[tuple[str, str, str], int]
+                 ) -> tuple[list[tuple[int, float]], str]:
+    """(label, value) per probe item, its judge repeats averaged: P(true) where every verdict the judge model
+    gave carries one, else the 0/1 verdict; and which of the two it is. A verdict given without asking the
+    model (an empty response's claims are absent by rule: `method` empty) counts as its 0/1 score."""
+    scored = [j for j in judgments if (j.agent, j.instance_id, j.item_id) in labels and j.status == "scored"
+              and j.score is not None]
+    asked = [j for j in scored if j.method]
+    from_p = bool(asked) and all(j.p_true is not None for j in asked)
+    values: dict[tuple[str, str, str], list[float]] = {}
+    for j in scored:
+        value = j.p_true if from_p and j.p_true is not None else j.score
+        values.setdefault((j.agent, j.instance_id, j.item_id), []).append(float(value))
+    return [(labels[k], sum(v) / len(v)) for k, v in values.items()], "p_true" if from_p else "verdict"
+
+
 def probe_report(judgments: list[Judgment], labels: dict[tuple[str, str, str], int]) -> dict[str, Any]:
-    """Pass rate per probe kind, AUC of good against bad, and the flag."""
-    scored = [(labels[(j.agent, j.instance_id, j.item_id)], float(j.score)) for j in judgments
-              if (j.agent, j.instance_id, j.item_id) in labels and j.status == "scored" and j.score is not None]
-    report: dict[str, Any] = {"n_items": len(scored)}
-    for kind in (GOOD, EMPTY, WRONG):
+    """Pass rate per probe kind, the AUC of good against bad with DeLong's interval (probe items as the unit;
+    from P(true) where the judge's verdicts carry it), and whether the judge discriminates."""
+    items, source = _item_scores(judgments, labels)
+    report: dict[str, Any] = {"n_items": len(items)}
+    for kind in PROBE_KINDS:
         got = [float(j.score) for j in judgments if j.agent == f"probe:{kind}" and j.status == "scored"
                and (j.agent, j.instance_id, j.item_id) in labels and j.score is not None]
-        report[f"pass_rate.{kind}"] = 100.0 * sum(got) / len(got) if got else None
-        report[f"n.{kind}"] = len(got)
-    ys = [y for y, _ in scored]
-    auc = None
-    if len(set(ys)) == 2:
-        from sklearn.metrics import roc_auc_score
-
-        auc = float(roc_auc_score(ys, [s for _, s in scored]))
-    bad = [s for y, s in scored if y == 0]
-    report["auc"] = auc
-    report["pass_rate.bad"] = 100.0 * sum(bad) / len(bad) if bad else None
+        if kind in (GOOD, EMPTY, WRONG) or got:
+            report[f"pass_rate.{kind}"] = 100.0 * sum(got) / len(got) if got else None
+            report[f"n.{kind}"] = len(got)
+    bad_verdicts = [float(j.score) for j in judgments if labels.get((j.agent, j.instance_id, j.item_id)) == 0
+                    and j.status == "scored" and j.score is not None]
+    good_verdicts = [float(j.score) for j in judgments if labels.get((j.agent, j.instance_id, j.item_id)) == 1
+                     and j.status == "scored" and j.score is not None]
+    auc = auc_interval([y for y, _ in items], [v for _, v in items])
+    report["auc"] = auc.auc if auc else None
+    report["auc_ci"] = [auc.ci_low, auc.ci_high] if auc else None
+    report["auc_from"] = source
+    report["pass_rate.bad"] = 100.0 * sum(bad_verdicts) / len(bad_verdicts) if bad_verdicts else None
+    report["pass_rate.good"] = 100.0 * sum(good_verdicts) / len(good_verdicts) if good_verdicts else None
+    report["n.good"], report["n.bad"] = len(good_verdicts), len(bad_verdicts)
     # None: nothing of known verdict was judged (no instance with such items), so nothing to say
-    report["discriminates"] = None if not scored else auc is not None and auc >= DISCRIMINATION_AUC and \
-        (not bad or sum(bad) / len(bad) < PASSES_EVERYTHING)
+    report["discriminates"] = None if not items else auc is not None and auc.auc >= DISCRIMINATION_AUC and \
+        auc.ci_low > CHANCE_AUC and (not bad_verdicts or sum(bad_verdicts) / len(bad_verdicts) < PASSES_EVERYTHING)
     report["unscored"] = sum(1 for j in judgments if j.status != "scored")
+    report["text_verdicts"] = sum(1 for j in judgments if j.status == "scored" and j.method == "text")
     return report
 
 
@@ -188,7 +221,8 @@ def probe(unit: ProbeUnit, rt: Any) -> dict[str, Any]:
                     await client.aclose()
 
             judgments = asyncio.run(work())
-            _, labels = probe_answers(instances, unit.n, unit.seed)
+            items = [j.item for j in make_judges(unit.judge) if j.item in PROBED_ITEMS]
+            _, labels = probe_answers(instances, unit.n, unit.seed, items[0] if items else "checkpoint")
             report = probe_report(judgments, labels)
             store.write_records(0, judgments, Judgment)
             if not any(j.status == "failed" for j in judgments):
@@ -216,10 +250,13 @@ def with_probe_flags(plan: Plan, root: str, rows: list[Mapping[str, Any]]) -> li
     for r in map(HeadlineRow.of, rows):
         rep = reports.get((r.benchmark, r.judge))
         if rep is not None and rep["discriminates"] is not None:
-            r = r.filled(judge_auc=rep["auc"], judge_pass_rate_gold=rep[f"pass_rate.{GOOD}"],
+            ci = rep.get("auc_ci") or [None, None]
+            r = r.filled(judge_auc=rep["auc"], judge_auc_ci_low=ci[0], judge_auc_ci_high=ci[1],
+                         judge_auc_from=rep.get("auc_from"),
+                         judge_pass_rate_gold=rep.get("pass_rate.good", rep.get(f"pass_rate.{GOOD}")),
                          judge_pass_rate_bad=rep["pass_rate.bad"], judge_discriminates=rep["discriminates"],
-                         judge_probe_items=rep["n_items"], judge_probe_gold=rep.get(f"n.{GOOD}"),
-                         judge_probe_bad=(rep.get(f"n.{EMPTY}") or 0) + (rep.get(f"n.{WRONG}") or 0),
+                         judge_probe_items=rep["n_items"], judge_probe_gold=rep.get("n.good", rep.get(f"n.{GOOD}")),
+                         judge_probe_bad=rep.get("n.bad", (rep.get(f"n.{EMPTY}") or 0) + (rep.get(f"n.{WRONG}") or 0)),
                          judge_flag=NOT_INTERPRETABLE if rep["discriminates"] is False else None)
         out.append(r)
     return out
@@ -234,12 +271,14 @@ def discrimination_lines(rows: list[dict[str, Any]]) -> list[str]:
         if r.get("judge_discriminates") is None or judge in seen:
             continue
         auc = "undefined" if r.get("judge_auc") is None else f"{r['judge_auc']:.2f}"
+        if r.get("judge_auc_ci_low") is not None:
+            auc += f" [{r['judge_auc_ci_low']:.2f}, {r['judge_auc_ci_high']:.2f}] from {r.get('judge_auc_from')}"
         verdict = "discriminates" if r["judge_discriminates"] else NOT_INTERPRETABLE
         seen[judge] = (f"{judge}: AUC {auc} on {r.get('judge_probe_items', '?')} probe items of known verdict; "
                        f"passes {_pct(r.get('judge_pass_rate_gold'))} of {r.get('judge_probe_gold', '?')} gold and "
                        f"{_pct(r.get('judge_pass_rate_bad'))} of {r.get('judge_probe_bad', '?')} known-bad items: "
-                       f"{verdict} (AUC >= {DISCRIMINATION_AUC} and < {100 * PASSES_EVERYTHING:.0f}% of bad "
-                       "passed needed)")
+                       f"{verdict} (AUC >= {DISCRIMINATION_AUC}, its interval above {CHANCE_AUC} and < "
+                       f"{100 * PASSES_EVERYTHING:.0f}% of bad passed needed)")
     return list(seen.values())
 
 

@@ -26,6 +26,9 @@ def score_text(row: dict[str, Any]) -> str:
     """"27.8 ± 12.3": the score and the half-width of its interval (the score alone where there is none)."""
     if row.get("score") is None:
         return ""
+    if row.get("judge_discriminates") is False:  # a judge that does not separate known-good from known-bad
+        auc = row.get("judge_auc")
+        return "— (judge AUC " + ("undefined" if auc is None else f"{auc:.2f}") + ")"
     if row.get("ci_low") is None or row.get("ci_high") is None:
         return f"{row['score']:.1f}"
     return f"{row['score']:.1f} ± {(row['ci_high'] - row['ci_low']) / 2:.1f}"

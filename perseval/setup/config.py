@@ -43,6 +43,8 @@ class JudgeConfig(Strict):
     sampling: Sampling = Sampling(max_tokens=128)
     repeats: int = Field(1, ge=1)
     params: dict[str, Any] = {}
+    # a binary verdict read as a probability passes at P(true) >= threshold (perseval.judges.binary)
+    threshold: float = Field(0.5, gt=0.0, lt=1.0)
 
 
 class AgentConfig(Strict):

@@ -323,7 +323,8 @@ def _spec(exp: ResolvedExperiment, name: str, bench: str) -> JudgeSpec | None:
     if uses_llm and not cfg.model:
         raise ConfigError(f"{where}: key 'model': judge kind(s) {list(raw)} need a model")
     model = exp.models[cfg.model] if cfg.model else None
-    return JudgeSpec(name, tuple(raw), params, model, cfg.sampling if model else None, cfg.repeats, uses_llm)
+    return JudgeSpec(name, tuple(raw), params, model, cfg.sampling if model else None, cfg.repeats, uses_llm,
+                     cfg.threshold)
 
 
 def judge_specs(exp: ResolvedExperiment, index: int) -> list[JudgeSpec]:

@@ -36,6 +36,7 @@ class JudgeSpec:
     sampling: Sampling | None = None  # the judge role's sampling: set exactly when `model` is
     repeats: int = 1
     uses_llm: bool = False  # some kind asks a model (then `model` is set)
+    threshold: float = 0.5  # P(true) at which a binary verdict read from probabilities passes
 
     def __post_init__(self) -> None:
         if (self.model is None) != (self.sampling is None):
