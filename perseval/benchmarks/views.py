@@ -71,6 +71,13 @@ class RankingPayload(PayloadView):
         return [c["id"] for c in self.candidates]
 
 
+class RankingGold(GoldView):
+    """A ranking task's right answer: the id of the candidate the user chose (APeB's purchase; the custom
+    layout's gold item)."""
+
+    purchased: str
+
+
 class ScenarioPayload(PayloadView):
     """The payload fields shared by scenario-based benchmarks (IBA): the scenario stratifies controls."""
 

@@ -15,7 +15,7 @@ from perseval.judges.base import Judge, JudgeBinding
 from perseval.metrics.ranking import hit_at_k, rank_of, reciprocal_rank
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
-from perseval.benchmarks.apeb.views import ApebGold
+from perseval.benchmarks.views import RankingGold
 
 METRICS = ("hit@1", "hit@5", "mrr", "valid")
 
@@ -33,7 +33,7 @@ class RankingJudge(Judge):
         return check_ranking(instance, output)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        purchased = ApebGold.of(instance).purchased
+        purchased = RankingGold.of(instance).purchased
         ranking, problem = self.ranking(instance, output)
         if ranking is None:
             scores = {m: 0.0 for m in METRICS}  # valid = 0 too

@@ -29,6 +29,7 @@ from perseval.core.parsing import judge_object
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.views import RankingPayload
+from perseval.benchmarks.apeb.views import ApebGold
 
 CRITERIA = ("intent_inference", "history_attribution", "planning")
 HELP = {
@@ -97,13 +98,13 @@ def render_trajectory(instance: Instance, output: AgentOutput, limit: int) -> st
 def rubric_quotes(instance: Instance, output: AgentOutput, limit: int) -> dict[str, str]:
     """The untrusted material of one judge prompt, by tag: the search the agent was given, the reference
     the agent never saw (the shopper's later search, the purchase, their history) and the trajectory."""
-    gold = instance.gold
+    gold = ApebGold.of(instance)
     cards = {c["id"]: c for c in RankingPayload.of(instance).candidates}
-    bought = cards.get(gold.get("purchased", ""))
-    evidence = "\n".join(f"- {x}" for x in gold.get("history_evidence", [])) or "- (none recorded)"
-    queries = gold.get("session", {}).get("queries") or [instance.query]
+    bought = cards.get(gold.purchased)
+    evidence = "\n".join(f"- {x}" for x in gold.history_evidence) or "- (none recorded)"
+    queries = gold.session.get("queries") or [instance.query]
     reference = (f'- the shopper\'s own later, explicit search: "{queries[-1]}"\n'
-                 f"- what they bought: {candidate_line(bought) if bought else gold.get('purchased')}\n"
+                 f"- what they bought: {candidate_line(bought) if bought else gold.purchased}\n"
                  f"- their history about this kind of product:\n{evidence}")
     return {"search": instance.query, "reference": reference,
             "trajectory": render_trajectory(instance, output, limit)}

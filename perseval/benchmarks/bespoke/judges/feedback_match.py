@@ -18,6 +18,7 @@ from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
+from perseval.benchmarks.bespoke.views import MetaGold
 
 
 class FeedbackMatchParams(Params):
@@ -53,10 +54,10 @@ class FeedbackMatchJudge(Judge[FeedbackMatchParams]):
         if not generated.strip():
             return self.judgment(instance, output, binding, criterion, 0.0, feedback="the evaluator gave no feedback")
         assert binding.model is not None
-        g = instance.gold
-        rubric = (output.parsed or {}).get("rubric") or g.get("rubric", "")
-        v = await binary_verdict(binding.model, feedback_messages(criterion, instance.query, g["need"], g["response"],
-                                                                  rubric, g["human"][criterion]["feedback"], generated),
+        g = MetaGold.of(instance)
+        rubric = (output.parsed or {}).get("rubric") or g.rubric or ""
+        v = await binary_verdict(binding.model, feedback_messages(criterion, instance.query, g.need, g.response,
+                                                                  rubric, g.human[criterion].feedback, generated),
                                  repeat=binding.repeat, max_tokens=self.params.max_tokens)
         return self.from_verdict(instance, output, binding, criterion, v)
 

@@ -22,6 +22,7 @@ from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
+from perseval.benchmarks.bespoke.views import BespokeGold
 
 NO_RESPONSE = "agent produced no response"
 CLIPPED = "clipped"  # item id of the judgment that records a prompt cut to a token budget
@@ -57,7 +58,7 @@ class RecallJudge(Judge[RecallParams]):
     metrics = ("recall",)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        claims = instance.gold["claims"]
+        claims = BespokeGold.of(instance).claims
         if not has_response(output):
             return [self.judgment(instance, output, binding, f"claim-{k}", 0.0, feedback=NO_RESPONSE)
                     for k in range(len(claims))]

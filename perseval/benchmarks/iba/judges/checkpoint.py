@@ -17,6 +17,8 @@ from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
+from perseval.benchmarks.iba.views import ActionPayload
+from perseval.benchmarks.views import KnownItemsGold
 
 QA_METRIC = "qa_score"
 
@@ -29,7 +31,7 @@ class CheckpointParams(Params):
 
 
 def instance_metric(instance: Instance) -> str:
-    return QA_METRIC if instance.payload.get("action_type") == QA_ACTION else "score"
+    return QA_METRIC if ActionPayload.of(instance).action_type == QA_ACTION else "score"
 
 
 def mean_score(judge: Judge, instance: Instance, output: AgentOutput, judgments: list[Judgment],
@@ -51,7 +53,7 @@ class CheckpointJudge(Judge[CheckpointParams]):
         return not is_api_task(instance)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        checkpoints = instance.gold.get("checkpoints", [])
+        checkpoints = KnownItemsGold.of(instance).checkpoints
         return list(await asyncio.gather(*(self._one(instance, output, cp, binding) for cp in checkpoints)))
 
     async def _one(self, instance: Instance, output: AgentOutput, checkpoint: dict, binding: JudgeBinding) -> Judgment:

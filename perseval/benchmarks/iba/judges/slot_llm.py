@@ -23,6 +23,8 @@ from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
+from perseval.benchmarks.iba.views import ActionPayload, IbaGold
+from perseval.benchmarks.views import ScenarioPayload
 
 
 class SlotLlmParams(Params):
@@ -31,16 +33,16 @@ class SlotLlmParams(Params):
 
 def preference_text(instance: Instance, slot: str, value: Any) -> str:
     """The user's preference behind a gold slot, in the taxonomy's words: 'Heat level: not spicy (not_spicy)'."""
-    scenario = known_scenario(instance.payload.get("scenario"))
+    scenario = known_scenario(ScenarioPayload.of(instance).scenario)
     dim = slot_dimensions(scenario).get(slot, slot)
     label = value_label(scenario, dim, str(value))
-    dynamic = any(p.get("dimension") == dim and p.get("dynamic") for p in instance.gold.get("preferences") or [])
+    dynamic = any(p.get("dimension") == dim and p.get("dynamic") for p in IbaGold.of(instance).preferences)
     shown = f"{label} ({value})" if label else f"{value}"
     return f"{dimension_name(scenario, dim)}: the user {'now ' if dynamic else ''}prefers {shown}"
 
 
 def _allowed(instance: Instance, slot: str) -> list[str]:
-    for s in instance.payload.get("api", {}).get("slots", []):
+    for s in (ActionPayload.of(instance).api or {}).get("slots", []):
         if s["name"] == slot:
             return [str(v) for v in s.get("values") or []]
     return []
@@ -57,7 +59,7 @@ class SlotLlmJudge(Judge[SlotLlmParams]):
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
         submitted = submitted_slots(instance, output)
-        gold = instance.gold.get("slots", {})
+        gold = IbaGold.of(instance).slots
         return list(await asyncio.gather(*(self._one(instance, output, binding, submitted, name, value)
                                            for name, value in gold.items())))
 
@@ -70,7 +72,7 @@ class SlotLlmJudge(Judge[SlotLlmParams]):
             return self.judgment(instance, output, binding, slot, 0.0, feedback="slot missing; not sent to the judge")
         assert binding.model is not None  # an LLM judge kind: the plan binds a model
         value = str(submitted[slot])
-        api = instance.payload.get("api", {})
+        api = ActionPayload.of(instance).api or {}
         messages = slot_judge_messages(instance.query, api.get("name", ""), slot, _allowed(instance, slot), value,
                                        preference_text(instance, slot, expected))
         v = await binary_verdict(binding.model, messages, quoted=[value], repeat=binding.repeat,
