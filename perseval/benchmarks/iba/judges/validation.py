@@ -16,6 +16,8 @@ from perseval.llm.base import ChatModel
 from perseval.judges.binary import REASON, binary_verdict
 from perseval.judges.quoting import data_rule, quote
 from perseval.core.records import Document, Instance, instant
+from perseval.benchmarks.iba.views import ActionPayload, IbaGold
+from perseval.benchmarks.views import ScenarioPayload
 
 LABEL_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -42,7 +44,7 @@ MAX_VIEW_CHARS = 6000  # inside a small judge's context
 
 def _preferences(inst: Instance) -> list[str]:
     out = []
-    for p in inst.gold.get("preferences", []):
+    for p in IbaGold.of(inst).preferences:
         line = f"- {p['dimension']}: {p['value']}"
         out.append(line + (f" (changed from {p['previous']})" if p.get("previous") else ""))
     return out
@@ -58,16 +60,16 @@ def _history(docs: Sequence[Document], max_noise: int) -> list[str]:
 
 def instance_view(inst: Instance, docs: Sequence[Document], max_noise: int = 4) -> str:
     """The instance as an annotator reads it."""
-    persona = inst.gold.get("persona") or {}
+    persona = IbaGold.of(inst).persona
     parts = [f"Persona: {persona.get('background', '?')}; traits {', '.join(persona.get('traits', []))}; "
              f"currently {persona.get('state', '?')}; role: {persona.get('role', '?')}",
-             f"Scenario: {inst.payload.get('scenario')}",
+             f"Scenario: {ScenarioPayload.of(inst).scenario or None}",
              "Intended preferences:\n" + "\n".join(_preferences(inst)),
              "History (preference turns, with a few unrelated turns):\n"
              + "\n".join(_history(sorted(docs, key=lambda d: instant(d.timestamp)), max_noise)),
              f"Task: {inst.query}"]
-    if inst.payload.get("api"):
-        parts.append(f"API: {inst.payload['api']['name']}, fixed by the task: {inst.payload['api'].get('task_fixed')}")
+    if api := ActionPayload.of(inst).api:
+        parts.append(f"API: {api['name']}, fixed by the task: {api.get('task_fixed')}")
     view = "\n\n".join(parts)
     return view if len(view) <= MAX_VIEW_CHARS else view[:MAX_VIEW_CHARS] + " [...]"
 
