@@ -114,11 +114,15 @@ def test_the_entries_with_no_score_are_named():
 # --- probes ------------------------------------------------------------------------------------------------------
 
 def test_judge_probes_on_a_benchmark_with_nothing_to_probe_says_so_once_per_entry(tmp_path):
-    entries = [PREF, _cls(label="cls")]
+    """APeB's rubric judge grades trajectories: no answer of known verdict, so it is never probed; PrefEval's
+    generation checks are (their probe answers come from the release), so only the APeB entries are named."""
+    rubric = {"name": "apeb", "sample": 2, "agents": ["apeb-oracle"], "judges": ["smollm2-apeb-rubric"]}
+    entries = [PREF, rubric, {**rubric, "label": "again", "seed": 9}]
     assert unprobed(make_plan(load_experiment(_experiment(tmp_path, entries)))) == []  # probes off: silent
     lines = unprobed(make_plan(load_experiment(_experiment(tmp_path / "b", entries, judge_probes=4))))
-    assert len(lines) == 2 and all("prefeval.generation" in line and "no AUC" in line for line in lines)
-    assert lines[0].startswith("judge_probes: prefeval is not probed") and "prefeval:cls" in lines[1]
+    assert len(lines) == 2 and all("apeb.rubric" in line and "no AUC" in line for line in lines)
+    assert lines[0].startswith("judge_probes: apeb is not probed") and "apeb:again" in lines[1]
+    assert "apeb writes no probe answers" in lines[0]
 
 
 # --- headline.md -----------------------------------------------------------------------------------------------

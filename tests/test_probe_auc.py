@@ -86,7 +86,7 @@ def _reading_judge(messages) -> str:
 
 def test_prefeval_generation_probes_are_built_from_the_release_and_judged():
     insts = load(inter_turns=[0]).instances
-    outputs, labels = probe_answers(insts, 3, 5, item="check")
+    outputs, labels = probe_answers(insts, 3, 5)
     kinds = {o.agent.split(":", 1)[1] for o in outputs}
     assert kinds == {HONOURS, VIOLATES, WRONG_PREF, REFUSAL, EMPTY}
     picked = {o.instance_id for o in outputs}

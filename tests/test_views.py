@@ -10,7 +10,7 @@ import pytest
 
 from perseval.benchmarks.apeb.views import ApebGold, ApebPayload
 from perseval.benchmarks.base import build_all
-from perseval.benchmarks.views import KnownItemsGold, ScenarioPayload
+from perseval.benchmarks.views import ScenarioPayload
 from perseval.core.errors import InputError
 from perseval.core.records import Instance
 from perseval.kernel.registry import benchmark_class
@@ -30,7 +30,7 @@ def test_constructed_instances_fit_their_benchmarks_views(name, sample):
         assert view.query_level in ("intent", "refined") and ApebGold.of(data.instances[0]).purchased in view.ids
     else:
         assert all(ScenarioPayload.of(i).scenario for i in data.instances)
-        assert any(KnownItemsGold.of(i).items() for i in data.instances) or any(i.gold.get("slots") for i in data.instances)
+        assert any(cls.known_items(i) for i in data.instances) or any(i.gold.get("slots") for i in data.instances)
 
 
 def test_a_misfit_names_the_source_the_instance_and_the_key():

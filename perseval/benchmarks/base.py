@@ -20,7 +20,8 @@ import pandas as pd
 from perseval.core.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
 from perseval.kernel.params import Configurable, P, Params
-from perseval.core.records import Document, Instance, InstanceScore, Passage
+from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Passage
+from perseval.benchmarks import probes
 from perseval.benchmarks.views import GoldView, PayloadView, check_instance
 from perseval.agents.contract import TaskFormat
 
@@ -72,6 +73,26 @@ class Benchmark(Configurable[P], ABC):
     # typed views of an instance's payload and gold (perseval.benchmarks.views), checked before data is written
     Payload: ClassVar[type[PayloadView]] = PayloadView
     Gold: ClassVar[type[GoldView]] = GoldView
+    # judge probes (perseval.benchmarks.probes): the judge items (Judge.item) whose verdict a probe can know,
+    # and the kinds of answer it writes; none: its LLM judges are not probed
+    probed_items: ClassVar[tuple[str, ...]] = ()
+    probe_kinds: ClassVar[tuple[str, ...]] = (probes.GOOD, probes.EMPTY, probes.WRONG)
+
+    @classmethod
+    def known_items(cls, instance: Instance) -> list[probes.KnownItem]:
+        """(item id, statement, value) of the gold items whose verdict is known without a judge (IBA's
+        checkpoints, Bespoke's claims): what probes state and a trace shows beside each verdict."""
+        return []
+
+    @classmethod
+    def wrong_user_fails(cls, item_id: str, value: str, theirs: dict[str, tuple[str, str]]) -> bool:
+        """Whether another user's items, stated as an answer, fail this item of this instance."""
+        return probes.differs(item_id, value, theirs)
+
+    @classmethod
+    def probe_answers(cls, instances: list[Instance], n: int, seed: int) -> tuple[list[AgentOutput], probes.Labels]:
+        """Answers of known verdict for n seeded instances and (probe agent, instance, item) -> right verdict."""
+        return probes.known_item_probes(cls.known_items, cls.wrong_user_fails, instances, n, seed)
 
     @classmethod
     def check_instances(cls, instances: Iterable[Instance], where: str) -> None:

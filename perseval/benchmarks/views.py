@@ -87,17 +87,3 @@ class ScenarioPayload(PayloadView):
     @classmethod
     def _none_is_no_scenario(cls, value: Any) -> Any:
         return "" if value is None else value
-
-
-class KnownItemsGold(GoldView):
-    """The gold items whose verdict is known without a judge: IBA's checkpoints, Bespoke's atomic claims.
-    Judge probes build answers of known verdict from them."""
-
-    checkpoints: list[dict[str, Any]] = []
-    claims: list[str] = []
-
-    def items(self) -> list[tuple[str, str, str]]:
-        """(item id, statement, value): checkpoints when there are any, else the claims."""
-        if self.checkpoints:
-            return [(str(c["id"]), str(c["statement"]), str(c.get("value", ""))) for c in self.checkpoints]
-        return [(f"claim-{k}", c, c) for k, c in enumerate(self.claims)]

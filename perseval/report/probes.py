@@ -9,6 +9,7 @@ them, item by item, exactly as it judges an agent's output:
   wrong-user  IBA / custom: the checkpoint statements of another instance of the same scenario, on the
               items whose gold value differs (a wrong-user answer); Bespoke: the gold claims of another
               query. These items should fail.
+Each benchmark writes these answers itself (Benchmark.probe_answers, from its known items by default).
 PrefEval's generation checks get their own answers (perseval.benchmarks.prefeval.probes: one that honours
 the preference, one that breaks it, one naming another user's preference, a refusal, an empty one), each
 check labelled with the verdict it should get. A rubric with no right answer (Bespoke's E_p criteria,
@@ -25,7 +26,6 @@ sampling, how verdicts are read), N and the seed, so it is judged once and its j
 from __future__ import annotations
 
 import asyncio
-import random
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -39,18 +39,15 @@ from perseval.core.records import AgentOutput, Instance, Judgment
 from perseval.setup.specs import JudgeSpec
 from perseval.core.store import StageStore, unit_lock
 from perseval.report.rows import HeadlineRow
-from perseval.benchmarks.views import KnownItemsGold, ScenarioPayload
-from perseval.benchmarks.prefeval import probes as prefeval_probes
+from perseval.benchmarks.probes import EMPTY, GOOD, WRONG, Labels
+from perseval.kernel.registry import benchmark_class
 from perseval.metrics.auc import auc_interval
 
 PROBE_VERSION = 2  # 2: verdicts read from token probabilities, AUC of P(true), PrefEval's checks probed
-PROBED_ITEMS = ("checkpoint", "claim", "check")
 DISCRIMINATION_AUC = 0.7
 CHANCE_AUC = 0.5  # the AUC interval must lie above it too: a high AUC on a handful of items is no evidence
 PASSES_EVERYTHING = 0.9
 NOT_INTERPRETABLE = "judge does not discriminate: scores not interpretable"
-GOOD, EMPTY, WRONG = "gold", "empty", "wrong-user"
-PROBE_KINDS = tuple(dict.fromkeys((GOOD, EMPTY, WRONG, *prefeval_probes.KINDS)))
 
 
 @dataclass
@@ -73,7 +70,7 @@ def probe_units(plan: Plan) -> list[ProbeUnit]:
     for bi, data in enumerate(plan.data):
         for spec in judge_specs(plan.exp, bi):
             if spec.uses_llm and spec.model and spec.sampling and \
-                    any(j.item in PROBED_ITEMS for j in make_judges(spec)):
+                    any(j.item in benchmark_class(data.entry.name).probed_items for j in make_judges(spec)):
                 model = spec.model
                 key = content_key("probe", PROBE_VERSION, data.key, spec.name, list(spec.kinds), spec.params_json(),
                                   spec.repeats, model_fingerprint(model, spec.sampling), n, e.seed,
@@ -82,9 +79,14 @@ def probe_units(plan: Plan) -> list[ProbeUnit]:
     return out
 
 
+def _covered(benchmark: str) -> str:
+    items = benchmark_class(benchmark).probed_items
+    return f"probes cover its {' and '.join(items)} items" if items else f"{benchmark} writes no probe answers"
+
+
 def unprobed(plan: Plan) -> list[str]:
     """With `judge_probes` set, one line per benchmark entry whose LLM judges have no kind with items of known
-    verdict (PROBED_ITEMS), so no probe runs and no AUC line comes for it; empty when probes are off."""
+    verdict (Benchmark.probed_items), so no probe runs and no AUC line comes for it; empty when probes are off."""
     if not getattr(plan.exp.experiment, "judge_probes", 0):
         return []
     probed = {u.data.key for u in probe_units(plan)}
@@ -94,49 +96,19 @@ def unprobed(plan: Plan) -> list[str]:
         if llm and data.key not in probed:
             kinds = sorted({k for s in llm for k in s.kinds})
             out.append(f"judge_probes: {data.name} is not probed: its judge kinds {', '.join(kinds)} have no items "
-                       f"of known verdict (probes cover {' and '.join(PROBED_ITEMS)} items), so no AUC is reported "
+                       f"of known verdict ({_covered(data.entry.name)}), so no AUC is reported "
                        "for its judges")
     return out
 
 
 # --- the known answers -------------------------------------------------------------------------------------
 
-def _items(inst: Instance) -> list[tuple[str, str, str]]:
-    """(item id, statement, value) of the items whose verdict a probe knows."""
-    return KnownItemsGold.of(inst).items()
-
-
-def probe_answers(instances: list[Instance], n: int, seed: int, item: str = "checkpoint"
-                  ) -> tuple[list[AgentOutput], dict[tuple[str, str, str], int]]:
-    """The probe outputs of n seeded instances and (agent, instance, item) -> the right verdict (1 / 0), for
-    the judges of `item`: PrefEval's checks (perseval.benchmarks.prefeval.probes), else known items."""
-    if item == "check":
-        return prefeval_probes.prefeval_probe_answers(instances, n, seed)
-    pool = sorted((i for i in instances if _items(i)), key=lambda i: i.instance_id)
-    picked = random.Random(f"judge-probes:{seed}").sample(pool, min(n, len(pool)))
-    outputs: list[AgentOutput] = []
-    labels: dict[tuple[str, str, str], int] = {}
-    for inst in picked:
-        items = _items(inst)
-        outputs += [AgentOutput(inst.instance_id, f"probe:{GOOD}", 0, "\n".join(s for _, s, _ in items)),
-                    AgentOutput(inst.instance_id, f"probe:{EMPTY}", 0, "")]
-        labels |= {(f"probe:{GOOD}", inst.instance_id, i): 1 for i, _, _ in items}
-        labels |= {(f"probe:{EMPTY}", inst.instance_id, i): 0 for i, _, _ in items}
-        other = _other(inst, pool)
-        if other is not None:
-            theirs = {i: (s, v) for i, s, v in _items(other)}
-            outputs.append(AgentOutput(inst.instance_id, f"probe:{WRONG}", 0,
-                                       "\n".join(s for s, _ in theirs.values())))
-            labels |= {(f"probe:{WRONG}", inst.instance_id, i): 0 for i, _, v in items
-                       if not KnownItemsGold.of(inst).checkpoints or (i in theirs and theirs[i][1] != v)}
-    return outputs, labels
-
-
-def _other(inst: Instance, pool: list[Instance]) -> Instance | None:
-    """Another user's instance of the same scenario (IBA, custom) or any other query (Bespoke)."""
-    scenario = ScenarioPayload.of(inst).scenario
-    same = [o for o in pool if o.user_id != inst.user_id and ScenarioPayload.of(o).scenario == scenario]
-    return same[0] if same else None
+def probe_answers(instances: list[Instance], n: int, seed: int) -> tuple[list[AgentOutput], Labels]:
+    """The probe outputs of n seeded instances and (agent, instance, item) -> the right verdict (1 / 0): what
+    the instances' benchmark writes (Benchmark.probe_answers; perseval.benchmarks.probes by default)."""
+    if not instances:
+        return [], {}
+    return benchmark_class(instances[0].benchmark).probe_answers(instances, n, seed)
 
 
 # --- judging them, and the report --------------------------------------------------------------------------
@@ -144,8 +116,9 @@ def _other(inst: Instance, pool: list[Instance]) -> Instance | None:
 async def judge_probes(spec: JudgeSpec, client: Any, instances: list[Instance], n: int, seed: int) -> list[Judgment]:
     from perseval.pipeline.runner import judge_shard
 
-    judges = [j for j in make_judges(spec) if j.item in PROBED_ITEMS]
-    outputs, _ = probe_answers(instances, n, seed, judges[0].item if judges else "checkpoint")
+    probed = benchmark_class(instances[0].benchmark).probed_items if instances else ()
+    judges = [j for j in make_judges(spec) if j.item in probed]
+    outputs, _ = probe_answers(instances, n, seed)
     by_id = {i.instance_id: i for i in instances}
     bindings = [JudgeBinding(spec.name, client, r, spec.threshold) for r in range(spec.repeats)]
     return await judge_shard(judges, bindings, by_id, outputs)
@@ -172,7 +145,7 @@ def probe_report(judgments: list[Judgment], labels: dict[tuple[str, str, str], i
     from P(true) where the judge's verdicts carry it), and whether the judge discriminates."""
     items, source = _item_scores(judgments, labels)
     report: dict[str, Any] = {"n_items": len(items)}
-    for kind in PROBE_KINDS:
+    for kind in dict.fromkeys((GOOD, EMPTY, WRONG, *(agent.split(":", 1)[1] for agent, _, _ in labels))):
         got = [float(j.score) for j in judgments if j.agent == f"probe:{kind}" and j.status == "scored"
                and (j.agent, j.instance_id, j.item_id) in labels and j.score is not None]
         if kind in (GOOD, EMPTY, WRONG) or got:
@@ -221,8 +194,7 @@ def probe(unit: ProbeUnit, rt: Any) -> dict[str, Any]:
                     await client.aclose()
 
             judgments = asyncio.run(work())
-            items = [j.item for j in make_judges(unit.judge) if j.item in PROBED_ITEMS]
-            _, labels = probe_answers(instances, unit.n, unit.seed, items[0] if items else "checkpoint")
+            _, labels = probe_answers(instances, unit.n, unit.seed)
             report = probe_report(judgments, labels)
             store.write_records(0, judgments, Judgment)
             if not any(j.status == "failed" for j in judgments):

@@ -255,12 +255,9 @@ def _is_llm(entry: dict[str, Any]) -> bool:
 
 def _statements(inst: Instance) -> dict[str, str]:
     """Item id -> what the judge was asked about it (a checkpoint's statement, a claim), where the gold says."""
-    from perseval.benchmarks.views import KnownItemsGold
+    from perseval.kernel.registry import benchmark_class
 
-    try:
-        return {i: s for i, s, _ in KnownItemsGold.of(inst).items()}
-    except Exception:  # a benchmark whose gold holds no such items (APeB's ranking): nothing to show
-        return {}
+    return {i: s for i, s, _ in benchmark_class(inst.benchmark).known_items(inst)}
 
 
 def _judge_spans(root: Any, cell: Cell, outcome: Outcome, clock: Clock) -> None:

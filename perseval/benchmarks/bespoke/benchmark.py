@@ -35,6 +35,7 @@ from perseval.kernel.params import Params
 from perseval.core.records import CORPUS_OWNER, Document, Instance, InstanceScore, Passage
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.bespoke.views import BespokeGold, BespokePayload
+from perseval.benchmarks.probes import KnownItem
 
 AVG_PARTS = (*CRITERIA, "recall")  # Table 4's Avg. is the mean of these five columns
 
@@ -65,6 +66,15 @@ class BespokeBenchmark(Benchmark[BespokeParams]):
     llm_judges = ("bespoke.recall", "bespoke.criteria")
     task_format = BespokeTask()
     combined_metrics = ("avg",)
+    probed_items = ("claim",)
+
+    @classmethod
+    def known_items(cls, instance: Instance) -> list[KnownItem]:
+        return [(f"claim-{k}", c, c) for k, c in enumerate(BespokeGold.of(instance).claims)]
+
+    @classmethod
+    def wrong_user_fails(cls, item_id: str, value: str, theirs: dict[str, tuple[str, str]]) -> bool:
+        return True  # another query's claims answer none of this query's
 
     @classmethod
     def read_source(cls, source: Path, params: BespokeParams) -> None:

@@ -28,6 +28,7 @@ from perseval.core.records import Document, Instance
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.custom.views import CustomGold, CustomPayload
 from perseval.benchmarks.views import RankingPayload
+from perseval.benchmarks.probes import KnownItem, checkpoint_items
 
 LAYOUT_DOC = "see docs/custom-data-layout.md for the layout of a user's own data"
 
@@ -66,6 +67,11 @@ class CustomBenchmark(Benchmark):
     llm_judges = ("custom.checkpoint",)
     rule_judges = ("custom.slots", "custom.ranking")
     task_format = CustomTask()
+    probed_items = ("checkpoint",)
+
+    @classmethod
+    def known_items(cls, instance: Instance) -> list[KnownItem]:
+        return checkpoint_items(CustomGold.of(instance).checkpoints)
 
     @classmethod
     def read_source(cls, source: Path, params: Any) -> None:

@@ -41,6 +41,7 @@ from perseval.llm.base import ChatModel
 from perseval.core.records import Document, Instance
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
+from perseval.benchmarks.probes import KnownItem, checkpoint_items
 
 QA_METRIC = "qa_score"
 
@@ -67,6 +68,11 @@ class IbaBenchmark(Benchmark[IbaParams]):
     rule_judges = ("iba.slots",)
     optional_llm_judges = ("iba.slot_llm",)  # the paper's LLM-judged CallAPI slots, beside the rule scorer
     task_format = IbaTask()
+    probed_items = ("checkpoint",)
+
+    @classmethod
+    def known_items(cls, instance: Instance) -> list[KnownItem]:
+        return checkpoint_items(IbaGold.of(instance).checkpoints)
 
     @classmethod
     def construction_models(cls, params: IbaParams, backbones: Sequence[str]) -> dict[str, str]:

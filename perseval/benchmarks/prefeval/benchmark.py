@@ -26,10 +26,12 @@ from perseval.benchmarks.prefeval.release import Selection, build_release, count
 from perseval.benchmarks.prefeval.loader import read_inter_turns
 from perseval.benchmarks.prefeval.stats import dataset_tables
 from perseval.core.errors import InputError
-from perseval.core.records import CORPUS_OWNER, Document, Instance
+from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.prefeval.views import PrefEvalGold, PrefEvalPayload
+from perseval.benchmarks.prefeval import probes as prefeval_probes
+from perseval.benchmarks.probes import Labels
 
 GUIDE = "see docs/benchmarks/prefeval.md for where to get the release and its layout"
 Form = Literal["explicit", "implicit-choice", "implicit-persona"]
@@ -69,6 +71,12 @@ class PrefEval(Benchmark[PrefEvalParams]):
     llm_judges = ("prefeval.generation",)
     rule_judges = ("prefeval.classification",)
     task_format = PrefEvalTask()
+    probed_items = ("check",)
+    probe_kinds = prefeval_probes.KINDS
+
+    @classmethod
+    def probe_answers(cls, instances: list[Instance], n: int, seed: int) -> tuple[list[AgentOutput], Labels]:
+        return prefeval_probes.prefeval_probe_answers(instances, n, seed)
 
     @classmethod
     def read_source(cls, source: Path, params: PrefEvalParams) -> None:

@@ -17,8 +17,7 @@ from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
-from perseval.benchmarks.iba.views import ActionPayload
-from perseval.benchmarks.views import KnownItemsGold
+from perseval.benchmarks.iba.views import ActionPayload, IbaGold
 
 QA_METRIC = "qa_score"
 
@@ -53,7 +52,7 @@ class CheckpointJudge(Judge[CheckpointParams]):
         return not is_api_task(instance)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        checkpoints = KnownItemsGold.of(instance).checkpoints
+        checkpoints = IbaGold.of(instance).checkpoints
         return list(await asyncio.gather(*(self._one(instance, output, cp, binding) for cp in checkpoints)))
 
     async def _one(self, instance: Instance, output: AgentOutput, checkpoint: dict, binding: JudgeBinding) -> Judgment:
