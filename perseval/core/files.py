@@ -1,6 +1,7 @@
 """Locating a benchmark's input tables in the folder a user names."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Iterator
 
@@ -35,3 +36,15 @@ def utf8_lines(path: Path, header_lines: int = 0) -> Iterator[tuple[int, str]]:
             except UnicodeDecodeError as exc:
                 raise InputError(path, f"not UTF-8 text (byte {exc.start + 1} of the line); save the file as "
                                        "UTF-8", row=n) from None
+
+
+def read_json(path: Path, hint: str) -> object:
+    """The JSON value in `path`; InputError naming the file (missing, not UTF-8, not JSON: with the line)."""
+    if not path.is_file():
+        raise InputError(path, f"missing. {hint}")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start + 1}); save the file as UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not JSON: {exc.msg} at line {exc.lineno}") from None
