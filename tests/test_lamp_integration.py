@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,10 @@ from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
 from flows.cli import app
+from perseval.core.records import AgentOutput
+from perseval.core.store import StageStore
 
+from .cli_runs import cli_run, finish
 from .conftest import CONFIGS, REPO
 
 pytestmark = pytest.mark.integration
@@ -28,7 +28,7 @@ EXPERIMENT = {
     "backbones": ["smollm2-135m"], "retrievers": ["bm25"], "judges": [], "controls": ["swapped-history"],
     "benchmarks": [{"name": "lamp", "source": "data/lamp", "sample": 2,
                     "params": {"tasks": ["LaMP-2", "LaMP-3", "LaMP-7"]},
-                    "agents": ["lamp-oracle", "lamp-no-profile", "lamp-rag"]}],
+                    "agents": ["lamp-oracle", "lamp-no-profile", "lamp-rag", "lamp-random-k"]}],
     "dask": {"n_workers": 1, "threads_per_worker": 1},
     "mlflow": {"experiment": "lamp-tiny", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},
 }
@@ -64,13 +64,8 @@ def test_validate_accepts_the_cpu_config_and_names_a_bad_row(workdir, monkeypatc
 
 
 def test_lamp_runs_end_to_end_with_the_swapped_profile_control(workdir, prefect_api):
-    summary = workdir / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/tiny.yaml",
-                           "--summary-json", str(summary), "--quiet"], cwd=workdir,
-                          env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True, text=True,
-                          timeout=1500)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    result = json.loads(summary.read_text())
+    rc, result, out = finish(cli_run(workdir, prefect_api, workdir / "runs", "lamp", experiment="tiny"), workdir, "lamp")
+    assert rc == 0, out[-3000:]
     head = {r["agent"]: r for r in result["headline"]}
     assert head["lamp-oracle"]["score"] == 100.0 and head["lamp-oracle"]["n"] == 6
     rag = head["lamp-rag"]
@@ -78,6 +73,19 @@ def test_lamp_runs_end_to_end_with_the_swapped_profile_control(workdir, prefect_
     assert rag["swapped_score"] is not None and rag["personalization_gain"] == pytest.approx(
         rag["score"] - rag["swapped_score"])
     assert rag["no_history_agent"] == "lamp-no-profile"
+    # what the swapped runs really sent: each prompt's profile items are another user's of the same task.
+    # random-k always shows k items; BM25 shows only items sharing a term with the query (none may)
+    swapped = [o for key in {r["key"] for r in result["run_outputs"].values()}
+               for o in StageStore(workdir / "runs", "run", key).read_records(AgentOutput)
+               if any(step.get("step") == "control" for step in o.trace)]
+    assert sorted(o.agent for o in swapped) == ["lamp-rag"] * 6 + ["lamp-random-k"] * 6
+    for out in swapped:
+        control = next(step for step in out.trace if step.get("step") == "control")
+        shown = next(step for step in out.trace if step.get("step") == "context")["passages"]
+        assert control["history_of"] != control["user"]
+        assert control["history_of"].split("-user-")[0] == control["user"].split("-user-")[0]  # the same task
+        assert all(p["doc_id"].startswith(control["history_of"] + "#") for p in shown)
+        assert shown or out.agent == "lamp-rag"
 
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/mlruns/mlflow.db")
     run_id = result["mlflow_run_id"]
