@@ -290,58 +290,6 @@ def stats(config: Path = CONFIG,
                 write_artifact(out_dir / unit.entry.name, name, table)
 
 
-@app.command()
-def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="LABELS_A",
-                                              help="first rater's CSV"),
-              labels_b: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="LABELS_B",
-                                              help="second rater's CSV")) -> None:
-    """IBA-Bench validation (appendix B.1): raw agreement and Gwet's AC1 of two annotation files.
-
-    Each CSV has `instance_id` and one 0/1 column per dimension (reasonableness, coherence,
-    persona_consistency); empty cells are left out and counted.
-    """
-    import pandas as pd
-
-    from perseval.benchmarks.iba.validation import agreement_report, read_label_csv
-    from perseval.core.errors import PersevalError
-
-    try:
-        a, b = read_label_csv(labels_a), read_label_csv(labels_b)
-    except PersevalError as exc:
-        _error(exc)
-        raise typer.Exit(2)
-    if not set(a.labels) & set(b.labels):
-        _error(f"{labels_a} and {labels_b} share no instance_id: nothing to compare")
-        raise typer.Exit(2)
-    report = agreement_report(a, b)
-    rows = {**report["dimensions"], "overall": report["overall"]}
-    console.print(pd.DataFrame(rows).T.to_markdown(floatfmt=".3f"))
-    console.print(f"mean AC1 over dimensions: {report['mean_ac1']}")
-
-
-@app.command("label-sample")
-def label_sample(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML with an iba entry"),
-                 n: int = typer.Option(200, min=1, help="instances to sample (the paper labels 200)"),
-                 out_dir: Path = typer.Option(Path("labels"), help="where the files are written"),
-                 model: Optional[str] = typer.Option(None, help="also label with this model of CONFIG"),
-                 repeats: int = typer.Option(2, min=1, help="independent label runs of --model"),
-                 output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root")) -> None:
-    """IBA-Bench validation (appendix B.1): a seeded sample of CONFIG's IBA instances (built first, as
-    `perseval construct`), written as an empty label CSV with the instance views raters read and, with
-    --model, that model's labels per repeat. Compare any two label files with `perseval agreement`."""
-    apply_offline_env()
-    exp, plan = _load_or_exit(config)
-    if not any(u.entry.name == "iba" for u in plan.data):
-        _error(f"{config}: no iba benchmark entry to sample")
-        raise typer.Exit(2)
-    if model is not None and model not in exp.models:
-        _error(f"--model {model!r} is not a model of {config} (known: {sorted(exp.models)})")
-        raise typer.Exit(2)
-    _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
-    from flows.label import label_sample as write
-
-    for path in write(exp, plan, output_root or exp.experiment.output_root, n, out_dir, model, repeats):
-        console.print(f"written {path}")
 @app.command("judge-check")
 def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML (already run)"),
                 labels: Optional[Path] = typer.Argument(None, exists=True, dir_okay=False,
@@ -614,3 +562,33 @@ def deploy(config: Path = CONFIG,
 
 if __name__ == "__main__":
     app()
+
+
+class _Host:
+    """What a benchmark's own commands borrow from this command line (perseval.kernel.commands.CommandHost)."""
+
+    console = console
+    error = staticmethod(_error)
+    load = staticmethod(_load_or_exit)
+    offline = staticmethod(apply_offline_env)
+
+    @staticmethod
+    def construct(config: Path, exp: Any, output_root: Optional[str]) -> None:
+        _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
+
+
+def _mount_benchmark_commands() -> None:
+    """`perseval <benchmark> <command>`: each benchmark's own commands, from its folder (components.yaml
+    `commands:`) or an installed plugin (register_commands); this file names no benchmark."""
+    import importlib
+
+    from perseval.kernel.commands import PLUGIN_COMMANDS
+    from perseval.kernel.registry import command_modules, load_entry_points
+
+    load_entry_points()
+    factories = {name: importlib.import_module(module).commands for name, module in command_modules().items()}
+    for name, factory in sorted({**factories, **PLUGIN_COMMANDS}.items()):
+        app.add_typer(factory(_Host()), name=name)
+
+
+_mount_benchmark_commands()

@@ -14,9 +14,16 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.core.records import Document, Passage
+from perseval.setup.experiment import BENCHMARKS_DIR, experiment_file
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
+
+
+def shipped_yaml(kind: str) -> list[Path]:
+    """Every shipped config of `kind` (agents, judges, experiments, ...): configs/<kind>/ and each benchmark
+    folder's configs/<kind>/."""
+    return sorted([*(CONFIGS / kind).glob("*.yaml"), *BENCHMARKS_DIR.glob(f"*/configs/{kind}/*.yaml")])
 
 # The embedded default is offline: a hub name must fail fast, never hang.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,7 +43,7 @@ def cpu_overrides() -> dict:
     apeb_cpu.yaml `overrides:`): for a test's own experiment on the embedded model."""
     agents: dict = {}
     for name in ("iba_cpu", "apeb_cpu"):
-        agents.update(yaml.safe_load((CONFIGS / "experiments" / f"{name}.yaml").read_text())["overrides"]["agents"])
+        agents.update(yaml.safe_load(experiment_file(name).read_text())["overrides"]["agents"])
     return {"agents": agents}
 
 
@@ -46,7 +53,7 @@ def shipped_configs(root: Path) -> Path:
     cfg = root / "configs"
     for kind in ("models", "deployments", "agents", "retrievers", "judges"):
         (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
+        for f in shipped_yaml(kind):
             (cfg / kind / f.name).write_text(f.read_text())
     (cfg / "experiments").mkdir()
     return cfg
@@ -58,7 +65,7 @@ def config_tree(root: Path, model: str, max_tokens: int) -> Path:
     cfg = root / "configs"
     for kind in ("agents", "retrievers", "deployments"):
         (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
+        for f in shipped_yaml(kind):
             (cfg / kind / f.name).write_text(f.read_text())
     (cfg / "models").mkdir()
     spec = yaml.safe_load((CONFIGS / "models" / "smollm2-135m.yaml").read_text())

@@ -24,7 +24,7 @@ from perseval.core.errors import ConfigError
 from perseval.judges.base import JudgeBinding
 from perseval.llm.base import ChatResult
 from perseval.core.records import AgentOutput
-from perseval.setup.registry import agent_class, judge_class
+from perseval.kernel.registry import agent_class, judge_class
 from perseval.retrieval.bm25 import BM25Retriever
 from tests.scripted import ScriptedChat
 

@@ -18,7 +18,7 @@ from perseval.benchmarks.base import ANALYSIS_COLUMNS
 from perseval.setup.config import JudgeConfig, load_config
 from perseval.judges.base import JudgeBinding
 from perseval.core.records import AgentOutput
-from perseval.setup.registry import judge_class
+from perseval.kernel.registry import judge_class
 from tests.scripted import ScriptedChat
 
 ROOT = Path(__file__).resolve().parents[1]

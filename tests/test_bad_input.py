@@ -1,4 +1,4 @@
-"""Bad input, loader by loader (issue 9): every case runs `perseval validate` (or `perseval agreement`) on a
+"""Bad input, loader by loader (issue 9): every case runs `perseval validate` (or `perseval iba agreement`) on a
 broken copy of a valid input and expects exit code 2 and one line naming file, row and field, with no
 traceback and no output folder; the cases accepted by design expect success. (The settings that validate
 alone but fail later, and issue 35's careless inputs, are tests/test_bad_input_more.py.)"""
@@ -184,7 +184,7 @@ def _apeb_cases() -> list[Case]:
     ]  # CSV cells hold no JSON objects: no array case
 
 
-# --- the experiment file and `perseval agreement` files ------------------------------------------------------
+# --- the experiment file and `perseval iba agreement` files ------------------------------------------------------
 
 def _yaml(change: Callable[[str], str | bytes]) -> Callable[[Path], None]:
     def go(path: Path) -> None:
@@ -246,7 +246,7 @@ def _invoke(case: Case, tmp_path: Path, configs: Path) -> tuple[object, Path]:
         (tmp_path / "a.csv").write_text(GOOD_LABELS)
         (tmp_path / "b.csv").write_text(GOOD_LABELS)
         case.breaks(tmp_path / "b.csv")
-        return runner.invoke(app, ["agreement", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]), out
+        return runner.invoke(app, ["iba", "agreement", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]), out
     if case.loader == "experiment":
         exp = _experiment(configs, out)
         case.breaks(exp)

@@ -88,7 +88,7 @@ from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment, free_port
 from perseval.llm.endpoint import Endpoint
 
-from .conftest import CONFIGS, REPO
+from .conftest import CONFIGS, REPO, shipped_yaml
 from .http_stub import JsonHandler, completion, serve
 from .bad_input_cases import _experiment, _valid_source
 
@@ -605,7 +605,7 @@ def test_the_shipped_experiments_still_validate(tmp_path, monkeypatch):
     """None of the new checks refuses a shipped experiment (the one naming a release folder not shipped
     is left out)."""
     monkeypatch.chdir(REPO)
-    for path in sorted((CONFIGS / "experiments").glob("*.yaml")):
+    for path in sorted(shipped_yaml("experiments")):
         if yaml.safe_load(path.read_text())["benchmarks"][0].get("source", "").startswith("data/"):
             continue
         result = runner.invoke(app, ["validate", str(path)])

@@ -28,7 +28,7 @@ from perseval.pipeline.freshness import pending
 from perseval.judges.base import JudgeBinding
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
-from perseval.setup.params import EVERY_FIELD
+from perseval.kernel.params import EVERY_FIELD
 from perseval.pipeline.plan import make_plan, run_key, shards
 from perseval.core.records import AgentOutput, Document
 from perseval.retrieval.search import make_search
@@ -39,6 +39,7 @@ from tests.scripted import ScriptedChat
 from tests.bespoke_scripted import answer, context
 
 from .conftest import CONFIGS
+from perseval.setup.experiment import experiment_file
 
 
 @pytest.fixture(scope="module")
@@ -277,7 +278,7 @@ def test_the_paper_config_profiles_with_the_profiler_and_judges_as_the_official_
                                                                                           monkeypatch) -> None:
     shutil.copytree(Path(__file__).parent / "data" / "bespoke_sample", tmp_path / "data" / "bespoke")
     monkeypatch.chdir(tmp_path)
-    exp = load_experiment(CONFIGS / "experiments" / "bespoke_paper.yaml")
+    exp = load_experiment(experiment_file("bespoke_paper"))
     plan = make_plan(exp)
     responders = [r for r in plan.runs() if r.agent.kind == BespokeResponder.kind]
     assert responders

@@ -244,7 +244,7 @@ def resolve_module(dotted: str) -> tuple[Path | None, list[str]]:
 
 
 def test_perseval_modules_the_docs_name_exist():
-    """`perseval.setup.params.Params`-style names: the module exists and defines the first attribute named.
+    """`perseval.kernel.params.Params`-style names: the module exists and defines the first attribute named.
     Only names inside a perseval package are checked (`perseval.status` and the like are MLflow tags)."""
     wings = {p.name for p in (ROOT / "perseval").iterdir() if p.is_dir() and not p.name.startswith("_")}
     problems = []

@@ -282,7 +282,7 @@ def test_rag_agent_invalid_and_failed_answers():
 
 
 def test_agent_configs_and_registration():
-    from perseval.setup import registry
+    from perseval.kernel import registry
 
     cfgs = {n: load_config(AgentConfig, ROOT / f"configs/agents/{n}.yaml") for n in ("iba-rag", "iba-no-history", "iba-oracle")}
     assert {c.name for c in cfgs.values()} == set(cfgs)

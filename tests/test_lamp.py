@@ -24,7 +24,7 @@ from perseval.core.errors import InputError
 from perseval.core.records import AgentOutput, Passage
 from perseval.judges.base import JudgeBinding
 from perseval.pipeline.controls import derangement
-from perseval.setup.registry import agent_class, benchmark_class, judge_class
+from perseval.kernel.registry import agent_class, benchmark_class, judge_class
 from tests.conftest import REPO
 
 DATA = REPO / "tests" / "data" / "lamp"

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from flows.cli import app
 from perseval.core.records import AgentOutput
 from perseval.core.store import StageStore
+from perseval.setup.experiment import experiment_file
 
 from .cli_runs import cli_run, finish
 from .conftest import CONFIGS, REPO
@@ -47,7 +48,7 @@ def workdir(tmp_path_factory) -> Path:
 
 def test_validate_accepts_the_cpu_config_and_names_a_bad_row(workdir, monkeypatch):
     runner = CliRunner()
-    ok = runner.invoke(app, ["validate", str(CONFIGS / "experiments" / "lamp_cpu.yaml")])
+    ok = runner.invoke(app, ["validate", str(experiment_file("lamp_cpu"))])
     assert ok.exit_code == 0 and "ok:" in ok.output, ok.output
     bad = workdir / "bad"
     shutil.copytree(workdir / "data", bad / "data")

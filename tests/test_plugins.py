@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup import registry
+from perseval.kernel import registry
 from perseval.setup.experiment import load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
@@ -64,7 +64,7 @@ def test_an_installed_package_adds_components_through_its_entry_point(tmp_path, 
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[perseval.plugins]\nfake = fakeplug_judges\n")
     (tmp_path / "fakeplug_judges.py").write_text(
-        "from perseval.judges.base import Judge\nfrom perseval.setup.registry import register_judge\n\n"
+        "from perseval.judges.base import Judge\nfrom perseval.kernel.registry import register_judge\n\n"
         "@register_judge('fake.entrypoint')\nclass FakeJudge(Judge):\n"
         "    benchmark = 'apeb'\n    item = 'fake'\n    metrics = ('fake',)\n    uses_llm = False\n"
         "    async def judge(self, instance, output, binding):\n        return []\n"

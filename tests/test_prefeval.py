@@ -33,6 +33,7 @@ from perseval.setup.experiment import load_experiment
 from tests.scripted import ScriptedChat
 
 from .conftest import REPO
+from perseval.setup.experiment import experiment_file
 
 SAMPLE = REPO / "tests" / "data" / "prefeval"
 
@@ -373,7 +374,7 @@ def test_stats_count_preferences_per_topic_and_instances_per_setting():
 
 
 def test_the_cpu_config_plans_both_judges_and_the_swapped_runs():
-    plan = make_plan(load_experiment(REPO / "configs" / "experiments" / "prefeval_cpu.yaml"))
+    plan = make_plan(load_experiment(experiment_file("prefeval_cpu")))
     runs = {(r.agent.name, r.control.name if r.control else None) for r in plan.runs()}
     assert ("prefeval-zero-shot", "swapped-history") in runs and ("prefeval-rag", "swapped-history") in runs
     assert ("prefeval-no-history", "swapped-history") not in runs and ("prefeval-oracle", "swapped-history") not in runs

@@ -18,7 +18,7 @@ import yaml
 from pydantic import BaseModel
 
 from perseval.setup.experiment import load_experiment
-from perseval.setup.params import Configurable, Params
+from perseval.kernel.params import Configurable, Params
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import AgentOutput
 from perseval.pipeline.stages import Runtime, analyze, construct, index, judge, run_shard, score

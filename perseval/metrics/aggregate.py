@@ -14,7 +14,7 @@ from typing import Mapping
 
 import pandas as pd
 
-from perseval.setup.config import StatisticsSettings
+from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.uncertainty import cluster_mean
 from perseval.core.records import InstanceScore
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from perseval.setup.config import StatisticsSettings
+from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.aggregate import OVERALL
 from perseval.metrics.uncertainty import cluster_mean
 from perseval.metrics.variance import variance_components

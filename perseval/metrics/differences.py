@@ -6,7 +6,7 @@ import pandas as pd
 
 from perseval.metrics.aggregate import per_instance, scores_frame
 from perseval.metrics.uncertainty import Difference, paired_difference, unpaired_difference
-from perseval.setup.config import StatisticsSettings
+from perseval.metrics.settings import StatisticsSettings
 from perseval.core.records import InstanceScore
 
 

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from perseval.pipeline import stages
-from perseval.setup.capabilities import needs_index, needs_model
+from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, Sampling, StatisticsSettings
 from perseval.pipeline.controls import control_runs
 from perseval.setup.experiment import bound
 from perseval.core.hashing import content_key
 from perseval.llm.identity import model_identity
-from perseval.setup.params import Params
-from perseval.setup.registry import benchmark_class
+from perseval.kernel.params import Params
+from perseval.kernel.registry import benchmark_class
 from perseval.setup.specs import AgentSpec, JudgeSpec
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan, RunUnit, shards
 

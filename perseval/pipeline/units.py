@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, StatisticsSettings
 from perseval.pipeline.controls import Control, control_label
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.setup.specs import AgentSpec, JudgeSpec
 
 

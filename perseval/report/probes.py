@@ -154,7 +154,7 @@ def probe_done(root: str, unit: ProbeUnit) -> bool:
 def probe(unit: ProbeUnit, rt: Any) -> dict[str, Any]:
     """The probe stage of one unit (rt: perseval.pipeline.stages.Runtime): judgments under probe/<key>/, the report
     in its manifest. A unit with a failed judgment is not marked complete: the next run redoes it."""
-    from perseval.setup.registry import load_plugins
+    from perseval.kernel.registry import load_plugins
     from perseval.pipeline.stages import load_instances
 
     store = StageStore(rt.root, "probe", unit.key)

@@ -25,9 +25,9 @@ from typing import Any
 from perseval.setup.config import ModelConfig, ResolvedExperiment
 from perseval.setup.experiment import bound, judge_specs
 from perseval.llm.embedded import serving
-from perseval.setup.params import EVERY_FIELD
+from perseval.kernel.params import EVERY_FIELD
 from perseval.pipeline.plan import Plan, make_plan
-from perseval.setup.registry import benchmark_class
+from perseval.kernel.registry import benchmark_class
 
 MISSING = object()
 

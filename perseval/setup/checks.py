@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlsplit
 
-from perseval.setup.capabilities import needs_index, needs_model
+from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import content_key
 from perseval.llm.cache import foreign
 from perseval.llm.embedded import llama_server_binary, require_llama_cpp_python
 from perseval.llm.identity import resolve_gguf
-from perseval.setup.registry import BENCHMARKS
+from perseval.kernel.registry import BENCHMARKS
 from perseval.setup.specs import AgentSpec
 
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's format)

@@ -23,7 +23,7 @@ from perseval.benchmarks.bespoke.context import Memo, select_sessions
 from perseval.core.errors import ConfigError
 from perseval.llm.base import ChatModel
 from perseval.core.records import CORPUS_OWNER, Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 
 
 class HistoryParams(BespokeParams):
@@ -59,19 +59,20 @@ class BespokeHistoryBenchmark(BespokeBenchmark):
             if d.owner != CORPUS_OWNER:
                 by_user.setdefault(d.owner, []).append(d)
         memo = Memo()
-        for inst in data.instances:
-            await self._label(models["oracle"], memo, inst, by_user.get(inst.user_id, []))
+        data.instances = [await self._label(models["oracle"], memo, inst, by_user.get(inst.user_id, []))
+                          for inst in data.instances]
         data.info["oracle_sessions_per_query"] = (sum(len(i.gold["oracle"]) for i in data.instances)
                                                   / max(len(data.instances), 1))
         yield data
 
-    async def _label(self, model: ChatModel, memo: Memo, inst: Instance, sessions: list[Document]) -> None:
+    async def _label(self, model: ChatModel, memo: Memo, inst: Instance, sessions: list[Document]) -> Instance:
+        """`inst` with its oracle sessions in gold (an instance is read-only: this builds the labelled copy)."""
         decisions = await select_sessions(model, memo, inst.query, sessions, repeat=0,
                                           max_tokens=self.params.oracle_max_tokens, rubric=inst.gold["rubric"])
-        inst.gold["oracle"] = [s.doc.doc_id for s in decisions if s.keep]
-        inst.gold["oracle_decisions"] = [{"doc_id": s.doc.doc_id, "keep": s.keep, "status": s.status,
-                                          "reason": s.reason} for s in decisions]
-        inst.gold["sessions"] = len(sessions)
+        return inst.with_gold(oracle=[s.doc.doc_id for s in decisions if s.keep],
+                              oracle_decisions=[{"doc_id": s.doc.doc_id, "keep": s.keep, "status": s.status,
+                                                 "reason": s.reason} for s in decisions],
+                              sessions=len(sessions))
 
     def instances(self, q: Any) -> list[Instance]:
         inst = super().instances(q)[0]

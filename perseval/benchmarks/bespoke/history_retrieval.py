@@ -10,7 +10,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 
 def cot_messages(query: str) -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ from typing import Mapping
 import pandas as pd
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import Instance
 
 

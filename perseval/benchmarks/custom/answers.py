@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from perseval.benchmarks.apeb.answers import ApebTask
-from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.core.records import Instance, Passage
 

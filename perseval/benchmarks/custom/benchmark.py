@@ -25,7 +25,7 @@ from perseval.benchmarks.custom.rows import instance_row, turn_row
 from perseval.benchmarks.iba.release import Layout, load_release, sample_release
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.custom.views import CustomGold, CustomPayload
 from perseval.benchmarks.views import RankingPayload
 

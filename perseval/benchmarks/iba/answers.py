@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
 from perseval.core.parsing import extract_object
 from perseval.core.records import AgentOutput, Instance, Passage

@@ -39,7 +39,7 @@ from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
 from perseval.core.records import Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 
 QA_METRIC = "qa_score"
@@ -59,10 +59,8 @@ def chunks(pairs: Iterable[Pair], size: int) -> Iterator[list[Pair]]:
 
 
 @register_benchmark("iba")
-class IbaBenchmark(Benchmark):
+class IbaBenchmark(Benchmark[IbaParams]):
     Payload, Gold = IbaPayload, IbaGold
-    Params = IbaParams
-    params: IbaParams
     headline_metric = "score"
     group_label = "domain"
     llm_judges = ("iba.checkpoint",)

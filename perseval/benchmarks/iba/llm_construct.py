@@ -25,7 +25,7 @@ from pydantic import Field
 from perseval.benchmarks.iba import llm_prompts as P
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.llm.base import ChatModel
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import Document, Instance
 
 Pair = tuple[Instance, list[Document]]

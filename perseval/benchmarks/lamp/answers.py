@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.lamp.layout import TASKS, TaskSpec
 from perseval.benchmarks.lamp.prompts import with_profile
 from perseval.benchmarks.lamp.views import LampPayload

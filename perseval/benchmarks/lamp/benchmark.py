@@ -26,8 +26,8 @@ from perseval.benchmarks.lamp.stats import dataset_tables
 from perseval.benchmarks.lamp.views import LampGold, LampPayload
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
-from perseval.setup.params import Params
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.params import Params
+from perseval.kernel.registry import register_benchmark
 
 
 class LampParams(Params):
@@ -47,10 +47,8 @@ class LampParams(Params):
 
 
 @register_benchmark("lamp")
-class Lamp(Benchmark):
+class Lamp(Benchmark[LampParams]):
     Payload, Gold = LampPayload, LampGold
-    Params = LampParams
-    params: LampParams
     headline_metric = "score"
     group_label = "task"
     rule_judges = ("lamp.rule",)

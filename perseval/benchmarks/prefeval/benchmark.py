@@ -27,8 +27,8 @@ from perseval.benchmarks.prefeval.loader import read_inter_turns
 from perseval.benchmarks.prefeval.stats import dataset_tables
 from perseval.core.errors import InputError
 from perseval.core.records import CORPUS_OWNER, Document, Instance
-from perseval.setup.params import Params
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.params import Params
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.prefeval.views import PrefEvalGold, PrefEvalPayload
 
 GUIDE = "see docs/benchmarks/prefeval.md for where to get the release and its layout"
@@ -62,10 +62,8 @@ class PrefEvalParams(Params):
 
 
 @register_benchmark("prefeval")
-class PrefEval(Benchmark):
+class PrefEval(Benchmark[PrefEvalParams]):
     Payload, Gold = PrefEvalPayload, PrefEvalGold
-    Params = PrefEvalParams
-    params: PrefEvalParams
     headline_metric = "accuracy"  # preference following (generation); a classification cell's is mcq_accuracy
     group_label = "topic"
     llm_judges = ("prefeval.generation",)

@@ -14,7 +14,7 @@ from perseval.benchmarks.apeb.answers import TOP_K, check_ranking, strict_proble
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.metrics.ranking import hit_at_k, rank_of, reciprocal_rank
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 METRICS = ("hit@1", "hit@5", "mrr", "valid")
 
@@ -59,7 +59,7 @@ class RankingJudge(Judge):
 
 @register_judge("apeb.ranking_strict")
 class StrictRankingJudge(RankingJudge):
-    """The strict reading, beside the repaired one: bound by a judge YAML (configs/judges/apeb-strict.yaml)."""
+    """The strict reading, beside the repaired one: bound by a judge YAML (perseval/benchmarks/apeb/configs/judges/apeb-strict.yaml)."""
 
     metrics = tuple(f"{m}_strict" for m in METRICS)
     suffix = "_strict"

@@ -10,13 +10,11 @@ from dataclasses import asdict
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.evaluation import EvaluatorParams, evaluate
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 @register_agent("bespoke.evaluator")
-class BespokeEvaluator(Agent):
-    Params = EvaluatorParams
-    params: EvaluatorParams
+class BespokeEvaluator(Agent[EvaluatorParams]):
     benchmarks = ("bespoke-meta",)
     reads_gold = True  # it needs the rubric, the R-J examples, the gold need and the response to rate
 

@@ -11,7 +11,7 @@ from statistics import mean
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 
 @register_judge("bespoke.evaluator_scores")

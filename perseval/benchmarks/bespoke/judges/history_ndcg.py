@@ -7,7 +7,7 @@ from __future__ import annotations
 from perseval.benchmarks.bespoke.history_retrieval import ndcg_at
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 CUTOFFS = (10, 20)
 

@@ -20,9 +20,9 @@ from typing import Any
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.iba.answers import open_slots
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario, value_label
-from perseval.setup.capabilities import Capability
+from perseval.kernel.capabilities import Capability
 from perseval.core.records import AgentOutput, Document, Instance, instant
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 def latest_evidence(documents: list[Document], scenario: str) -> dict[str, dict[str, Any]]:

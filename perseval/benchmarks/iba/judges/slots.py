@@ -6,7 +6,7 @@ from perseval.benchmarks.iba.answers import is_api_task, normalize_slot, submitt
 from perseval.benchmarks.iba.judges.checkpoint import mean_score
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 
 @register_judge("iba.slots")

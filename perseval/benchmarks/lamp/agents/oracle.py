@@ -4,7 +4,7 @@ from __future__ import annotations
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.lamp.views import LampGold
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 @register_agent("lamp.oracle")

@@ -15,9 +15,9 @@ from pydantic import Field
 from perseval.agents.base import Agent, AgentContext
 from perseval.agents.rag import answered_output, context_trace, whole
 from perseval.core.records import AgentOutput, Instance, Passage
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
-from perseval.setup.registry import register_agent
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
+from perseval.kernel.registry import register_agent
 
 
 class RandomKParams(Params):
@@ -28,9 +28,7 @@ class RandomKParams(Params):
 
 
 @register_agent("lamp.random_k")
-class RandomKAgent(Agent):
-    Params = RandomKParams
-    params: RandomKParams
+class RandomKAgent(Agent[RandomKParams]):
     benchmarks = ("lamp",)
     needs = frozenset({Capability.LLM, Capability.TASK, Capability.DOCUMENTS})
 

@@ -15,7 +15,7 @@ from perseval.benchmarks.lamp.metrics import rating_value, rouge1, rouge_l
 from perseval.benchmarks.lamp.views import LampGold
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 METRICS = ("score", "accuracy", "abs_error", "squared_error", "rouge1", "rougeL", "valid")
 

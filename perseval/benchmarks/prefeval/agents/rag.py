@@ -13,10 +13,10 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.agents.rag import context_trace, passage_trace
 from perseval.benchmarks.prefeval.agents.conversation import answer
 from perseval.benchmarks.prefeval.answers import question_text
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import CORPUS_OWNER, AgentOutput, Instance, Passage
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 
@@ -36,9 +36,7 @@ def in_conversation(instance: Instance, p: Passage) -> bool:
 
 
 @register_agent("prefeval.rag")
-class PrefRagAgent(Agent):
-    Params = PrefRagParams
-    params: PrefRagParams
+class PrefRagAgent(Agent[PrefRagParams]):
     benchmarks = ("prefeval",)
     needs = frozenset({Capability.LLM, Capability.RETRIEVE})
 

@@ -11,10 +11,10 @@ from pydantic import Field
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.prefeval.agents.conversation import answer, conversation
 from perseval.benchmarks.prefeval.answers import question_text
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 class ZeroShotParams(Params):
@@ -25,9 +25,7 @@ class ZeroShotParams(Params):
 
 
 @register_agent("prefeval.zero_shot")
-class ZeroShotAgent(Agent):
-    Params = ZeroShotParams
-    params: ZeroShotParams
+class ZeroShotAgent(Agent[ZeroShotParams]):
     benchmarks = ("prefeval",)
     needs = frozenset({Capability.LLM, Capability.DOCUMENTS})
 
