@@ -560,10 +560,6 @@ def deploy(config: Path = CONFIG,
                   f"`prefect deployment run 'perseval-scheduled-evaluate/{dep_name}'` runs it now.")
 
 
-if __name__ == "__main__":
-    app()
-
-
 class _Host:
     """What a benchmark's own commands borrow from this command line (perseval.kernel.commands.CommandHost)."""
 
@@ -592,3 +588,6 @@ def _mount_benchmark_commands() -> None:
 
 
 _mount_benchmark_commands()
+
+if __name__ == "__main__":
+    app()

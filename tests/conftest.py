@@ -20,6 +20,21 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
 
 
+def copy_configs(dest: Path, kinds: tuple[str, ...] | None = None) -> Path:
+    """A flat copy of the shipped configs at `dest` (configs/ plus each benchmark folder's configs/, one
+    folder per kind), for a test that edits one of them: the copy is the experiment's own root, so it wins."""
+    for kind in kinds or ("models", "deployments", "agents", "retrievers", "judges", "experiments"):
+        (dest / kind).mkdir(parents=True, exist_ok=True)
+        for f in shipped_yaml(kind):
+            (dest / kind / f.name).write_text(f.read_text())
+    return dest
+
+
+def shipped_config(kind: str, name: str) -> Path:
+    """The shipped config file `name` of `kind`, wherever it lives (configs/ or a benchmark folder)."""
+    return next(p for p in shipped_yaml(kind) if p.stem == name)
+
+
 def shipped_yaml(kind: str) -> list[Path]:
     """Every shipped config of `kind` (agents, judges, experiments, ...): configs/<kind>/ and each benchmark
     folder's configs/<kind>/."""
@@ -96,9 +111,7 @@ def repo() -> Path:
 @pytest.fixture()
 def configs(tmp_path) -> Path:
     """A copy of the shipped configs/ that a test may break."""
-    root = tmp_path / "configs"
-    shutil.copytree(CONFIGS, root)
-    return root
+    return copy_configs(tmp_path / "configs")
 
 
 @pytest.fixture(scope="session")

@@ -38,7 +38,7 @@ from tests.http_stub import JsonHandler, completion, serve
 from tests.scripted import ScriptedChat
 from tests.bespoke_scripted import answer, context
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, copy_configs
 from perseval.setup.experiment import experiment_file
 
 
@@ -138,7 +138,7 @@ def _experiment(root: Path, profiler: str | None) -> Path:
     """The shipped configs plus two API models behind one stub endpoint and a Bespoke experiment whose
     responder writes query-aware profiles (no search, no retriever)."""
     cfg = root / "configs"
-    shutil.copytree(CONFIGS, cfg)
+    copy_configs(cfg)
     for name in ("stub-backbone", "stub-profiler"):
         (cfg / "models" / f"{name}.yaml").write_text(yaml.safe_dump(
             {"name": name, "format": "api", "source": name, "deployment": "stub-endpoint",

@@ -18,7 +18,7 @@ from perseval.pipeline.plan import make_plan
 from perseval.core.records import InstanceScore
 from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score
 from perseval.core.store import StageStore
-from .conftest import PLUGIN, write_configs
+from .conftest import PLUGIN, write_configs, copy_configs
 
 def test_a_plugin_adds_all_four_kinds_and_runs_through_the_stages(tmp_path):
     exp = load_experiment(write_configs(tmp_path))
@@ -94,7 +94,7 @@ def test_a_new_judge_on_an_existing_benchmark_is_one_module_and_one_yaml(tmp_pat
     from .conftest import CONFIGS
 
     root = tmp_path / "configs"
-    shutil.copytree(CONFIGS, root)
+    copy_configs(root)
     (root / "judges" / "intent.yaml").write_text(yaml.safe_dump({"name": "intent", "kind": "apeb.intent-match"}))
     exp_path = root / "experiments" / "quickstart.yaml"
     exp = yaml.safe_load(exp_path.read_text())

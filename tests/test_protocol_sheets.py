@@ -11,7 +11,7 @@ import yaml
 from perseval.setup.experiment import load_experiment
 from perseval.report.protocols import Row, check_row, check_sheet, read_sheet
 from perseval.report.show import MISSING, effective_settings
-from tests.conftest import CONFIGS, REPO
+from tests.conftest import CONFIGS, REPO, copy_configs
 from tests.bespoke_official import official  # noqa: F401 (fixture)
 
 SHEETS = REPO / "docs" / "protocols"
@@ -41,7 +41,7 @@ def test_the_bespoke_configs_run_what_their_sheet_says(official, monkeypatch):
 def test_an_override_chain_that_replaces_a_paper_value_is_caught(tmp_path):
     """The bug class the sheets exist for: a paper config whose override quietly restores a CPU budget."""
     root = tmp_path / "configs"
-    shutil.copytree(CONFIGS, root)
+    copy_configs(root)
     exp = root / "experiments" / "iba_paper.yaml"
     data = yaml.safe_load(exp.read_text())
     agents = data["overrides"].setdefault("agents", {})

@@ -120,6 +120,8 @@ def error_lines(exc: ValidationError, prefix: str = "", model: type[BaseModel] |
     for err in exc.errors():
         key = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "") or "(top level)"
         msg = err["msg"]
+        if err["type"] in ("value_error", "assertion_error"):  # our validator's own words, not pydantic's prefix
+            msg = str(err.get("ctx", {}).get("error") or msg.split(", ", 1)[-1])
         if err["type"] == "extra_forbidden":
             msg = "unknown key" + (f" (known: {', '.join(model.model_fields)})" if model and len(err["loc"]) == 1
                                    else "")

@@ -15,6 +15,7 @@ import importlib
 import importlib.util
 import pkgutil
 import re
+import traceback
 from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -197,13 +198,20 @@ def load_plugins(specs: Iterable[str], where: str | None = None) -> None:
                 import_plugin_file(Path(spec))
             else:
                 importlib.import_module(spec)
-        except ConfigError:
-            raise
+        except ConfigError as exc:  # a component registered twice, say: which plugin of which file did it
+            raise ConfigError(f"{_plugin_where(where)}plugin {spec!r}: {exc}") from None
         except Exception as exc:
             hint = f"; {PLUGIN_IS}" if isinstance(exc, ModuleNotFoundError) and exc.name and \
                 spec.startswith(exc.name) else ""
-            raise ConfigError(f"{_plugin_where(where)}plugin {spec!r} failed to import: {type(exc).__name__}: "
-                              f"{exc}{hint}") from exc
+            raise ConfigError(f"{_plugin_where(where)}plugin {spec!r} failed to import{_raised_at(exc)}: "
+                              f"{type(exc).__name__}: {exc}{hint}") from exc
+
+
+def _raised_at(exc: BaseException) -> str:
+    """` at <file>, line <n>`: the last line outside perseval and the import machinery the error passed."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "importlib" not in f.filename and not f.filename.startswith(str(Path(__file__).parents[1]))]
+    return f" at {frames[-1].filename}, line {frames[-1].lineno}" if frames else ""
 
 
 def registered() -> dict[str, list[str]]:

@@ -73,8 +73,20 @@ def judge_key(rkey: str, spec: JudgeSpec) -> str:
 
 
 def score_key(jkey: str, statistics: StatisticsSettings | None = None) -> str:
-    """The statistics settings enter: the score table holds intervals made with them."""
-    return content_key(*stages.SCORE.key_head, jkey, (statistics or StatisticsSettings()).model_dump())
+    """The statistics settings enter: the score table holds intervals made with them. The weighting enters
+    only when it is not the default, so the keys of instance-weighted tables stay as they were."""
+    settings = (statistics or StatisticsSettings()).model_dump()
+    if settings.get("weighting") == "instance":
+        del settings["weighting"]
+    return content_key(*stages.SCORE.key_head, jkey, settings)
+
+
+def entry_statistics(exp: ResolvedExperiment, entry: BenchmarkEntry) -> StatisticsSettings:
+    """The statistics of one benchmark entry: the experiment's, with the fields the entry sets over them."""
+    own = entry.statistics
+    if own is None:
+        return exp.experiment.statistics
+    return exp.experiment.statistics.model_copy(update={k: getattr(own, k) for k in own.model_fields_set})
 
 
 def entry_seed(exp: ResolvedExperiment, entry: BenchmarkEntry) -> int:
@@ -100,18 +112,19 @@ def make_plan(exp: ResolvedExperiment) -> Plan:
         plan.index += indexes
         cells = {}
         controls = entry.controls if entry.controls is not None else e.controls
+        statistics = entry_statistics(exp, entry)
         for aname in entry.agents:
             plain = _runs(exp, data, indexes, b.agents[aname])
             for run in plain + control_runs(plain, b.agents[aname].needs, controls, seed):
                 for spec in b.judges[bi]:
                     judged = JudgeUnit(judge_key(run.key, spec), run, spec, seed)
-                    cell = Cell(score_key(judged.key, e.statistics), bi, judged, e.statistics)
+                    cell = Cell(score_key(judged.key, statistics), bi, judged, statistics)
                     cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
         plan.cells += cells.values()
         cell_list = [c for c in cells.values() if c.run.control is None]  # the paper's tables: plain runs only
         ids = [(c.name, c.agent, c.run.agent.kind, c.key) for c in cell_list]
         plan.analyses.append(AnalysisUnit(content_key(*stages.ANALYSIS.key_head, params.model_dump(mode="json"), ids),
-                                          bi, data, cell_list, e.statistics))
+                                          bi, data, cell_list, statistics))
     plan.index = [i for i in plan.index if i.key in {r.index.key for r in plan.runs() if r.index}]  # only used ones
     return plan
 

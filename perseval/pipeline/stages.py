@@ -356,7 +356,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
                          "headline_metric": headline, "group_label": bench.group_label,
                          "outputs": dict(Counter(o.status for o in outputs)),
                          "judgments": dict(Counter(j.status for j in judgments)),
-                         "table": group_table(scores, metrics, failed, cell.statistics).reset_index()
+                         "table": group_table(scores, metrics, failed, cell.statistics, cell.name).reset_index()
                                   .to_dict("records"),
                          "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
 

@@ -85,7 +85,9 @@ def _row(plan: Plan, cell: Cell, s: ScoreManifest, comparison: Any, costs: PlanC
         "invalid_outputs": s.outputs.get("invalid", 0), "failed_outputs": s.outputs.get("failed", 0),
         "failed_judgments": s.judgments.get("failed", 0), "status": s.status,
         **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high", "se")},
-        "n_users": _int(overall.get("n_users")), "level": plan.exp.experiment.statistics.level,
+        "n_users": _int(overall.get("n_users")), "level": cell.statistics.level,
+        "effective_users": _float(overall.get("effective_users")), "weighting": cell.statistics.weighting,
+        "interval_note": overall.get("interval_note") if isinstance(overall.get("interval_note"), str) else None,
         **comparison_fields(comparison, _baseline(plan, cell)),
         **(costs.cells[cell.key]["cell"].row() if costs else {})}
     return HeadlineRow.of(fields)
@@ -94,8 +96,12 @@ def _row(plan: Plan, cell: Cell, s: ScoreManifest, comparison: Any, costs: PlanC
 def headline_note(rows: list[dict[str, Any]]) -> str:
     """How to read the headline's uncertainty columns (printed under the table)."""
     level = next((r["level"] for r in rows if r.get("level")), 0.95)
-    note = (f"± : half-width of the {100 * level:g}% user-clustered interval of the score (users resampled; with "
-            "fewer than 10 users, t on the cluster-robust SE); users: how many it rests on.")
+    note = (f"± : half-width of the {100 * level:g}% user-clustered interval of the score (the users' "
+            "cluster-robust variance, as an interval that stays in 0-100); users: how many it rests on.")
+    if any(r.get("weighting") == "user" for r in rows):
+        note += " Where statistics.weighting is user, a score is the mean of its users' means."
+    if withheld := [r for r in rows if r.get("interval_note")]:
+        note += (f" {len(withheld)} score(s) without an interval: {withheld[0]['interval_note']}.")
     tests = sum(r.get("delta_p") is not None for r in rows)
     if any(r.get("baseline") for r in rows):
         note += (" Δ: difference to the benchmark's baseline agent over the instances both cells scored, with its "
@@ -130,7 +136,8 @@ def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict
         return _track(exp, plan, root, scores, analyses, stats, costs, base, [HeadlineRow.of(r) for r in rows])
 
 
-UNCERTAINTY_METRICS = ("ci_low", "ci_high", "se", "n_users", "delta_vs_baseline", "delta_ci_low", "delta_ci_high",
+UNCERTAINTY_METRICS = ("ci_low", "ci_high", "se", "n_users", "effective_users", "delta_effective_users",
+                       "delta_vs_baseline", "delta_ci_low", "delta_ci_high",
                        "delta_p", "mde")
 
 

@@ -39,6 +39,9 @@ TYPES: dict[str, tuple[type, ...]] = {
                                           "delta_n_users", "mde", *COST, "judge_auc", "judge_pass_rate_gold",
                                           "judge_pass_rate_bad", "judge_probe_items", "judge_probe_gold",
                                           "judge_probe_bad")},
+    # the estimate's effective users and estimand (issue 43): always filled now, absent from older summaries
+    **{k: Number + (type(None),) for k in ("effective_users", "delta_effective_users")},
+    "weighting": (str, type(None)), "interval_note": (str, type(None)),
     "baseline": (str, type(None)), "delta_paired": Flag, "judge_discriminates": Flag,
     "judge_flag": (str, type(None)),
 }
@@ -76,6 +79,10 @@ class HeadlineRow(dict):  # type: ignore[type-arg]
     delta_paired: bool | None
     delta_n_users: int | None
     mde: float | None
+    effective_users: float | None  # Kish's effective users of the score's weights (perseval.metrics.uncertainty)
+    weighting: str | None  # the score's estimand: "instance" (mean over instances) or "user" (mean of users' means)
+    interval_note: str | None  # why the score's interval is withheld
+    delta_effective_users: float | None
     # the cost pass (headline_rows given costs)
     tokens_in: int | None
     tokens_out: int | None

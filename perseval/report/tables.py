@@ -143,7 +143,11 @@ LEFT = {"benchmark", "agent", "backbone", "retriever", "judge", "metric", "statu
 def wide_table(rows: Sequence[Row]) -> Table:
     """Every column of the headline (what `--wide` prints)."""
 
-    cols = dict(WIDE_COLUMNS)
+    cols, uneven = {}, any(uneven_users(r) for r in rows)
+    for column, label in WIDE_COLUMNS.items():
+        cols[column] = label
+        if column == "n_users" and uneven:  # a few users hold most instances somewhere: say how few count
+            cols["effective_users"] = "eff. users"
     if any(r.get("baseline") for r in rows):
         cols |= {"delta": "Δ vs baseline [CI]", "delta_p": "p (Holm)", "mde": "MDE"}
     cols["status"] = "status"
@@ -156,8 +160,19 @@ def wide_table(rows: Sequence[Row]) -> Table:
     return table
 
 
+UNEVEN = 0.2  # effective users this far below the users: shown (--wide) beside them
+
+
+def uneven_users(row: Row) -> bool:
+    """Effective users (Kish's) differ from the users by more than UNEVEN of them."""
+    eff, users = row.get("effective_users"), row.get("n_users")
+    return eff is not None and bool(users) and abs(users - eff) > UNEVEN * users
+
+
 def _cell_text(column: str, row: Row) -> str:
     value = row.get(column)
+    if column == "effective_users" and value is not None:
+        return f"{value:.1f}"
     if column == "delta_p" and value is not None:
         return p_text(value)
     if column == "mde" and value is not None:

@@ -8,7 +8,8 @@ that gets no cell (it needs a backbone or a retriever the experiment does not li
 a benchmark entry repeated, a GGUF `source` that is a folder or not a GGUF file, an embedded deployment
 on llama-server where no llama-server binary is installed, or on llama-cpp-python where that optional
 extra is not installed, a `request_cache` that is a folder or another program's file (perseval would
-open it, and set it aside as damaged), an `mlflow.tracking_uri` whose scheme MLflow does not know.
+open it, and set it aside as damaged), an `output_root` it cannot write in, an `mlflow.tracking_uri` whose
+scheme MLflow does not know.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from urllib.parse import urlsplit
 
 from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment
+from perseval.core import files
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import content_key
 from perseval.llm.cache import foreign
@@ -41,6 +43,7 @@ def check_experiment(exp: ResolvedExperiment, roots: Sequence[Path]) -> None:
     for i, entry in enumerate(exp.experiment.benchmarks):
         _entry_has_agents(exp, i, entry, roots)
     _no_repeated_entry(exp)
+    _output_root(exp)
     _request_cache(exp)
     _tracking_uri(exp)
     for name, model in exp.models.items():
@@ -152,6 +155,15 @@ def _llama_cpp_python(where: str) -> None:
         require_llama_cpp_python()
     except ConfigError as exc:
         raise ConfigError(f"{where}: key 'server': llama-cpp-python: {exc}") from None
+
+
+def _output_root(exp: ResolvedExperiment) -> None:
+    """Outputs can be written under `output_root` (a read-only folder, or one under /proc, failed the run
+    only at its first write, after the servers had started)."""
+    problem = files.unwritable(Path(exp.experiment.output_root))
+    if problem:
+        raise ConfigError(f"{exp.path}: key 'output_root': {exp.experiment.output_root!r}: {problem}; name a folder "
+                          "perseval can create files in")
 
 
 def _request_cache(exp: ResolvedExperiment) -> None:

@@ -21,7 +21,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
-from perseval.core.errors import ConfigError
+from perseval.core import files
+from perseval.core.errors import ConfigError, InputError
 from perseval.core.hashing import content_key
 from perseval.setup.overrides import Overrides
 from perseval.kernel.params import Strict, error_lines, invalid
@@ -68,6 +69,7 @@ class BenchmarkEntry(Strict):
             raise ValueError(f"{value!r} is not one of this entry's agents (allowed: {', '.join(agents)})")
         return value
     controls: list[Literal["swapped-history"]] | None = None  # None: the experiment's `controls` (perseval.pipeline.controls)
+    statistics: StatisticsSettings | None = None  # the fields it sets override the experiment's `statistics`
 
 
 class DaskSettings(Strict):
@@ -158,12 +160,12 @@ _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
 
 
 def read_yaml(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise ConfigError(f"{path}: file not found")
+    try:  # a folder, a link loop, an unreadable file or a bad byte (with its line) named as such
+        text = files.read_text(path, missing="file not found")
+    except InputError as exc:
+        raise ConfigError(str(exc)) from None
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (safe loader)
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}); save the file as UTF-8") from None
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (safe loader)
     except ConfigError as exc:
         raise ConfigError(f"{path}, {exc}") from None
     except yaml.YAMLError as exc:

@@ -19,6 +19,7 @@ from perseval.kernel.capabilities import capabilities
 from perseval.setup.components import lookup
 from perseval.setup.config import (DEPLOYMENT_FORMATS, AgentConfig, BenchmarkEntry, DeploymentConfig, ExperimentConfig,
                              JudgeConfig, ModelConfig, ResolvedExperiment, RetrieverConfig, Strict, load_config)
+from perseval.core import files
 from perseval.core.errors import ConfigError
 from perseval.setup.overrides import apply_overrides
 from perseval.kernel.params import Params, validate_params
@@ -98,7 +99,7 @@ class _Resolver:
                               f"configs/{kind}/<name>.yaml, without a folder, '..' or a path separator (known: "
                               f"{self.known(kind)})")
         tried = [root / kind / f"{name}.yaml" for root in self.roots]
-        path = next((p for p in tried if p.exists()), None)
+        path = next((p for p in tried if p.is_symlink() or p.exists()), None)  # a link loop is named by the read
         if path is None:
             known = self.known(kind)
             missing = " or ".join(str(p) for p in tried)
@@ -143,9 +144,10 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
     agents: dict[str, AgentConfig] = {}
     bench_params = []
     for i, bench in enumerate(exp.benchmarks):
-        if bench.source and not Path(bench.source).exists():
-            raise ConfigError(f"{path}: key 'benchmarks.{i}.source': {bench.source!r} does not exist (a relative "
-                              "path is read from the folder perseval runs in)")
+        if bench.source and (problem := files.path_problem(bench.source, "any")):
+            raise ConfigError(f"{path}: key 'benchmarks.{i}.source': {bench.source!r} "
+                              f"{'does not exist' if problem == 'missing' else problem} (a relative path is read from "
+                              "the folder perseval runs in)")
         for name in bench.agents:
             agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
         params = benchmark_params(bench, str(path), i)

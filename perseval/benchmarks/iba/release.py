@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -48,7 +48,7 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(path, f"not valid JSON: {exc.msg} at column {exc.colno}", row=n) from None
+            raise InputError(path, f"not valid JSON: {files.json_problem(exc)}", row=n) from None
         if not isinstance(row, dict):
             raise InputError(path, f"expected a JSON object per line, got {type(row).__name__}", row=n)
         yield n, row
@@ -57,15 +57,16 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     import pyarrow.parquet as pq
 
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise InputError(path, f"cannot read as Parquet: {exc}") from None
-    n = 0
-    for batch in pf.iter_batches(batch_size=50_000):  # a full-size histories file has ~1.4M rows
-        for row in batch.to_pylist():
-            n += 1
-            yield n, row
+    with files.open_bytes(path) as fh:  # a file perseval may not read is named so
+        try:
+            pf = pq.ParquetFile(fh)
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise InputError(path, f"cannot read as Parquet: {exc}") from None
+        n = 0
+        for batch in pf.iter_batches(batch_size=50_000):  # a full-size histories file has ~1.4M rows
+            for row in batch.to_pylist():
+                n += 1
+                yield n, row
 
 
 def load_histories(path: Path,
@@ -99,7 +100,7 @@ def load_instances(path: Path, histories: dict[str, list[Document]], hist_path: 
         if not docs:
             raise InputError(path, f"user {inst.user_id!r} has no turns in {hist_path.name}", row=n, field="user_id")
         if "n_evidence" not in inst.payload:  # derive from the history's evidence tags when given
-            inst.payload["n_evidence"] = sum(1 for d in docs if d.meta.get("supports"))
+            inst = replace(inst, payload={**inst.payload, "n_evidence": sum(1 for d in docs if d.meta.get("supports"))})
         instances.append(inst)
     if not instances:
         raise InputError(path, "no instance rows")

@@ -8,6 +8,7 @@ the task's pattern (perseval.benchmarks.lamp.prompts), with the item's date when
 """
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 from perseval.benchmarks.lamp.layout import TASKS, TaskSpec, outputs_file, questions_file, task_folder
 from perseval.benchmarks.lamp.prompts import item_text, retrieval_query
 from perseval.core.errors import InputError
-from perseval.core.files import read_json
+from perseval.core import files
 from perseval.core.records import Document, Instance
 
 BENCHMARK = "lamp"
@@ -31,6 +32,15 @@ class TaskData:
     instances: list[Instance]
     documents: list[Document]
     n_rows: int
+
+
+def read_json(path: Path, missing: str) -> Any:
+    """The JSON value of `path`; InputError naming the file (missing, not UTF-8, not JSON: with its line)."""
+    text = files.read_text(path, missing=f"missing: {missing}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not JSON: {files.json_problem(exc, whole_file=True)}") from None
 
 
 def _ident(value: Any) -> str | None:

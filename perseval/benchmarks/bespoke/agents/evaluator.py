@@ -9,6 +9,7 @@ from dataclasses import asdict
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.evaluation import EvaluatorParams, evaluate
+from perseval.benchmarks.bespoke.views import MetaGold
 from perseval.core.records import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 
@@ -20,7 +21,7 @@ class BespokeEvaluator(Agent[EvaluatorParams]):
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.llm is not None
-        ev = await evaluate(ctx.llm, self.params, instance.gold, instance.query, instance.gold["response"],
+        ev = await evaluate(ctx.llm, self.params, instance.gold, instance.query, MetaGold.of(instance).response,
                             repeat=repeat)
         out = AgentOutput(instance.instance_id, name, repeat, ev.raw,
                           parsed={"scores": ev.scores, "feedback": ev.feedback, "rubric": ev.rubric},
