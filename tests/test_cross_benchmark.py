@@ -13,6 +13,7 @@ def test_roles_come_from_what_each_agent_reads():
     assert roles["persona-mem-oracle"] == roles["prefeval-oracle"] == roles["iba-oracle"] == "oracle"
     assert roles["persona-mem-no-history"] == roles["prefeval-no-history"] == roles["bespoke-no-context"] == "no history"
     assert roles["persona-mem-long-context"] == roles["prefeval-zero-shot"] == roles["iba-rag"] == "history"
+    assert (roles["lamp-rag"], roles["lamp-no-profile"], roles["lamp-oracle"]) == ("history", "no history", "oracle")
 
 
 def _row(bench: str, agent: str, judge: str, score: float | None, low: float | None = None,

@@ -90,7 +90,7 @@ def test_every_sheet_names_configs_that_exist():
         assert Path(REPO / sheet.paper_config).is_file() and Path(REPO / sheet.cpu_config).is_file(), path
 
 
-@pytest.mark.parametrize("name", ["persona_mem", "prefeval"])
+@pytest.mark.parametrize("name", ["persona_mem", "prefeval", "lamp"])
 def test_the_persona_mem_and_prefeval_configs_run_what_their_sheet_says(name, tmp_path, monkeypatch):
     """Their paper configs read the release from data/<name>, the CPU configs the samples under tests/data."""
     sheet = read_sheet(SHEETS / f"{name}.md")

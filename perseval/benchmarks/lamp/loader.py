@@ -1,0 +1,144 @@
+"""Reading the official LaMP files of one task and split; every bad row is an InputError naming file, row and
+field. Rows are counted from 1 in each file's list (questions) or `golds` list (outputs).
+
+A question becomes an Instance: its user is the question's own profile (LaMP gives every question the
+profile of the user who asked it, and no user id across questions), its group is the task, its query is
+the paper's retrieval query; every profile item becomes a Document of that user whose text is the item in
+the task's pattern (perseval.benchmarks.lamp.prompts), with the item's date when it has one.
+"""
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from perseval.benchmarks.lamp.layout import TASKS, TaskSpec, outputs_file, questions_file, task_folder
+from perseval.benchmarks.lamp.prompts import item_text, retrieval_query
+from perseval.core.errors import InputError
+from perseval.core import files
+from perseval.core.records import Document, Instance
+
+BENCHMARK = "lamp"
+HINT = "see docs/benchmarks/lamp.md for where to get the release and its layout"
+
+
+@dataclass
+class TaskData:
+    """One task's split: its questions in file order, with every profile item as a document."""
+
+    task: str
+    instances: list[Instance]
+    documents: list[Document]
+    n_rows: int
+
+
+def read_json(path: Path, missing: str) -> Any:
+    """The JSON value of `path`; InputError naming the file (missing, not UTF-8, not JSON: with its line)."""
+    text = files.read_text(path, missing=f"missing: {missing}")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"not JSON: {files.json_problem(exc, whole_file=True)}") from None
+
+
+def _ident(value: Any) -> str | None:
+    return str(value).strip() if isinstance(value, (str, int)) and str(value).strip() else None
+
+
+def _fail(path: Path, row: int, field: str, message: str) -> InputError:
+    return InputError(path, message, row=row, field=field)
+
+
+def _item(path: Path, row: int, k: int, raw: Any, task: TaskSpec) -> dict[str, Any]:
+    where = f"profile[{k}]"
+    if not isinstance(raw, dict):
+        raise _fail(path, row, where, "expected a profile item object")
+    for field in task.fields:
+        value = raw.get(field)
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool) or not str(value).strip():
+            raise _fail(path, row, f"{where}.{field}", f"missing; every {task.name} profile item has "
+                                                        f"{list(task.fields)}")
+    if task.kind == "rating" and str(raw["score"]).strip() not in task.labels:
+        raise _fail(path, row, f"{where}.score", f"{raw['score']!r:.20} is not one of {list(task.labels)}")
+    return raw
+
+
+def read_golds(path: Path, task: TaskSpec) -> dict[str, str]:
+    """question id -> gold output of `<split>_outputs.json`."""
+    value = read_json(path, f"the gold outputs of this split ({HINT}; the test split's golds are not public)")
+    if not isinstance(value, dict) or not isinstance(value.get("golds"), list):
+        raise InputError(path, 'expected an object {"task": ..., "golds": [{"id", "output"}, ...]}', field="golds")
+    if value.get("task") not in (None, task.folder, task.name):
+        raise InputError(path, f"holds task {value.get('task')!r:.30}, expected {task.folder!r}", field="task")
+    golds: dict[str, str] = {}
+    for row, raw in enumerate(value["golds"], 1):
+        qid = _ident(raw.get("id")) if isinstance(raw, dict) else None
+        if qid is None:
+            raise _fail(path, row, "id", "missing")
+        output = raw.get("output")
+        if not isinstance(output, (str, int, float)) or isinstance(output, bool) or not str(output).strip():
+            raise _fail(path, row, "output", "missing; expected the gold output text")
+        if task.labels and str(output).strip() not in task.labels:
+            raise _fail(path, row, "output", f"{output!r:.40} is not one of {list(task.labels)}")
+        if qid in golds:
+            raise _fail(path, row, "id", f"duplicate id {qid!r}")
+        golds[qid] = str(output).strip()
+    return golds
+
+
+def question(path: Path, row: int, raw: Any, task: TaskSpec, golds: dict[str, str], where: tuple[str, str]
+             ) -> tuple[Instance, list[Document]]:
+    """One question row as an Instance and its profile's documents; `where`: (setting, split)."""
+    if not isinstance(raw, dict):
+        raise _fail(path, row, "id", "expected a question object with id, input and profile")
+    qid = _ident(raw.get("id"))
+    if qid is None:
+        raise _fail(path, row, "id", "missing")
+    text = raw.get("input")
+    if not isinstance(text, str) or not text.strip():
+        raise _fail(path, row, "input", "missing; expected the question's input text")
+    profile = raw.get("profile")
+    if not isinstance(profile, list):
+        raise _fail(path, row, "profile", "missing; expected the list of the user's profile items")
+    items = [_item(path, row, k, p, task) for k, p in enumerate(profile)]
+    if qid not in golds:
+        raise _fail(path, row, "id", f"{qid!r} has no gold output in {outputs_file(path.parent, where[1]).name}")
+    user = f"{task.name}-{where[0]}-{qid}"
+    payload = {"task": task.name, "input": text, "setting": where[0], "split": where[1], "profile_size": len(items)}
+    inst = Instance(f"lamp-{task.name[5:]}-{where[0]}-{where[1]}-{qid}", BENCHMARK, user, task.name,
+                    retrieval_query(task.name, text, task.marker), payload, {"output": golds[qid]})
+    docs = [Document(user, f"{user}#{k:04d}", item_text(task.name, p), str(p.get("date") or ""),
+                     meta={"item_id": str(p.get("id", k))}) for k, p in enumerate(items)]
+    return inst, docs
+
+
+def read_task(source: Path, task: str, split: str, setting: str) -> TaskData:
+    """Both files of `task`'s `split` in the user- or time-based `setting`, checked row by row."""
+    spec = TASKS[task]
+    folder = task_folder(source, task, split, setting)
+    golds = read_golds(outputs_file(folder, split), spec)
+    path = questions_file(folder, split)
+    rows = read_json(path, f"the questions of {task} ({setting}-based {split} split); {HINT}")
+    if not isinstance(rows, list) or not rows:
+        raise InputError(path, "expected a non-empty JSON list of questions")
+    instances, documents, first = [], [], {}
+    for row, raw in enumerate(rows, 1):
+        inst, docs = question(path, row, raw, spec, golds, (setting, split))
+        if inst.instance_id in first:
+            raise _fail(path, row, "id", f"duplicate id (first at row {first[inst.instance_id]})")
+        first[inst.instance_id] = row
+        instances.append(inst)
+        documents += docs
+    return TaskData(task, instances, documents, len(rows))
+
+
+def sample_questions(data: TaskData, sample: int, seed: int) -> TaskData:
+    """A seeded subset of `sample` questions (users) of one task, in file order, with their profiles."""
+    if sample <= 0 or len(data.instances) <= sample:
+        return data
+    keep = set(random.Random(f"{seed}:lamp:{data.task}").sample(range(len(data.instances)), sample))
+    instances = [q for i, q in enumerate(data.instances) if i in keep]
+    users = {i.user_id for i in instances}
+    return TaskData(data.task, instances, [d for d in data.documents if d.owner in users], data.n_rows)
