@@ -132,7 +132,8 @@ STATS_BASE = {**BASE, "judges": []}  # apeb's own ranking judge: a loadable expe
 
 def test_statistics_settings_default_and_enter_only_the_score_keys(tmp_path):
     default = load_experiment(_write_experiment(tmp_path, STATS_BASE))
-    assert default.experiment.statistics.model_dump() == {"level": 0.95, "resamples": 2000, "seed": 0}
+    assert default.experiment.statistics.model_dump() == {"level": 0.95, "resamples": 2000, "seed": 0,
+                                                          "weighting": "instance"}
     other = tmp_path / "other"
     other.mkdir()
     changed = load_experiment(_write_experiment(other, {**STATS_BASE, "statistics": {"level": 0.9, "seed": 3}}))

@@ -15,6 +15,7 @@ import pandas as pd
 
 from perseval.benchmarks.lamp.layout import TASKS
 from perseval.benchmarks.lamp.metrics import macro_f1
+from perseval.benchmarks.lamp.views import LampGold
 from perseval.core.records import Instance
 from perseval.metrics.ci_tables import ci_long, instance_level
 
@@ -41,7 +42,7 @@ def f1_rows(judgments: pd.DataFrame, instances: list[Instance]) -> list[dict[str
     """Macro F1 per system and classification task, from the labels answered."""
     if judgments.empty or "item_id" not in judgments:
         return []
-    gold = {i.instance_id: (i.group, str(i.gold["output"])) for i in instances}
+    gold = {i.instance_id: (i.group, LampGold.of(i).output) for i in instances}
     acc = judgments[(judgments["item_id"] == "accuracy") & judgments["instance_id"].isin(gold)]
     acc = acc.assign(system=_system(acc), task=acc["instance_id"].map(lambda i: gold[i][0]))
     rows = []
