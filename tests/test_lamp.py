@@ -1,4 +1,4 @@
-"""LaMP from the hand-written sample in the official layout (tests/data/lamp): the loader and its row errors,
+"""LaMP from the hand-written sample in the official layout (perseval/benchmarks/lamp/sample): the loader and its row errors,
 the paper's prompts and retrieval queries, the one answer extraction, and every metric against an
 independent implementation (scikit-learn; the rouge-score package)."""
 from __future__ import annotations
@@ -27,7 +27,7 @@ from perseval.pipeline.controls import derangement
 from perseval.kernel.registry import agent_class, benchmark_class, judge_class
 from tests.conftest import REPO
 
-DATA = REPO / "tests" / "data" / "lamp"
+DATA = REPO / "perseval" / "benchmarks" / "lamp" / "sample"
 Lamp = benchmark_class("lamp")
 
 

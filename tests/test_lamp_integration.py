@@ -42,7 +42,7 @@ def workdir(tmp_path_factory) -> Path:
         shutil.copytree(CONFIGS / kind, root / "configs" / kind)
     (root / "configs" / "experiments").mkdir()
     (root / "configs" / "experiments" / "tiny.yaml").write_text(yaml.safe_dump(EXPERIMENT))
-    shutil.copytree(REPO / "tests" / "data" / "lamp", root / "data" / "lamp")
+    shutil.copytree(REPO / "perseval" / "benchmarks" / "lamp" / "sample", root / "data" / "lamp")
     return root
 
 
