@@ -72,9 +72,9 @@ def _print_headline(rows: list[Any], wide: bool = False) -> None:
     from perseval.report.probes import NOT_INTERPRETABLE, discrimination_lines
     from perseval.report.tables import controls_table, cost_line, cost_table, headline_tables, wide_table
 
-    for table in [wide_table(rows)] if wide else headline_tables(rows):
+    for table in [wide_table(rows)] if wide else headline_tables(rows, console.width):
         console.print(table)
-    console.print(headline_note(rows), markup=False, highlight=False)
+    console.print(headline_note(rows, wide), markup=False, highlight=False)
     controls = controls_table(rows, wide)
     if controls is not None:
         console.print(controls)
@@ -83,11 +83,11 @@ def _print_headline(rows: list[Any], wide: bool = False) -> None:
         console.print("Judge check on answers of known verdict (judge_probes):")
     for line in lines:
         colour = "red" if NOT_INTERPRETABLE in line else "green"
-        console.print(f"[{colour}]  {line}[/{colour}]", soft_wrap=True, highlight=False)
+        console.print(f"[{colour}]  {line}[/{colour}]", highlight=False)
     if wide and rows and "tokens_in" in rows[0]:
         console.print(cost_table(rows))
     elif (line := cost_line(rows)) is not None:
-        console.print(line, soft_wrap=True, highlight=False)
+        console.print(line, highlight=False)
 
 
 def _cost_table(rows: list[dict]) -> Table:

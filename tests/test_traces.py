@@ -7,6 +7,7 @@ run's name, duration and headline metrics."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 import time
 from collections import Counter
@@ -237,7 +238,8 @@ def test_parent_runs_have_distinct_names_real_start_and_each_cells_headline(trac
     assert runs[0].data.metrics[f"{name}/ci_low"] == child.data.metrics["ci_low"] <= runs[0].data.metrics[name] \
         <= runs[0].data.metrics[f"{name}/ci_high"] == child.data.metrics["ci_high"]
     note = runs[0].data.tags["mlflow.note.content"]
-    assert "| iba-rag/stub-judge |" in note and "| iba-no-history/iba.slots |" in note and "±" in note
+    assert "| iba-rag/stub-judge |" in note and "| iba-no-history/iba.slots |" in note and "±" not in note
+    assert f"[{child.data.metrics['ci_low']:.1f}, {child.data.metrics['ci_high']:.1f}]" in note
     assert client.get_experiment(runs[0].info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
 
 
@@ -395,7 +397,7 @@ def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scor
     assert differing > 0  # the stand-in's verdicts make some instance differ between the two agents
     # the headline's scores side by side carry their intervals and users
     rag = next(ln for ln in result.output.splitlines() if ln.split()[:1] == ["iba-rag/stub-judge"])
-    assert "±" in rag
+    assert "±" not in rag and re.search(r"\[\d+\.\d, \d+\.\d\]", rag), rag
     bad = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba-rag", "iba-nope", "--tracking-uri", uri])
     assert bad.exit_code == 2 and bad.output.startswith("error:") and "'iba-nope' names 0 cells" in bad.output
 

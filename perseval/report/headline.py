@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import mlflow
 import pandas as pd
@@ -15,7 +15,7 @@ from perseval.report.cross_benchmark import cross_benchmark_markdown
 from perseval.report.gains import control_metrics, log_control_tables
 from perseval.report.judge_check import log_run_validity
 from perseval.report.probes import flag_tags
-from perseval.report.rows import HeadlineRow, ScoreManifest
+from perseval.report.rows import HeadlineRow, ScoreManifest, spread
 from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_tag
 from perseval.pipeline.plan import Cell, Plan
@@ -84,28 +84,46 @@ def _row(plan: Plan, cell: Cell, s: ScoreManifest, comparison: Any, costs: PlanC
         "unscored_items": _int(overall.get("unscored_items")) or 0, "unscored_share": _float(overall.get("unscored_share")),
         "invalid_outputs": s.outputs.get("invalid", 0), "failed_outputs": s.outputs.get("failed", 0),
         "failed_judgments": s.judgments.get("failed", 0), "status": s.status,
-        **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high", "se")},
+        **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high")},
+        **_spread_fields("se", _float(overall.get("se")), _float(overall.get("ci_low")), _float(overall.get("ci_high"))),
         "n_users": _int(overall.get("n_users")), "level": plan.exp.experiment.statistics.level,
         **comparison_fields(comparison, _baseline(plan, cell)),
         **(costs.cells[cell.key]["cell"].row() if costs else {})}
     return HeadlineRow.of(fields)
 
 
-def headline_note(rows: list[dict[str, Any]]) -> str:
-    """How to read the headline's uncertainty columns (printed under the table)."""
+def _spread_fields(name: str, se: float | None, low: float | None, high: float | None) -> dict[str, Any]:
+    """{name: the SE (None where it says nothing of the interval)} and, then, {name_reason: why}."""
+    value, reason = spread(se, low, high)
+    return {name: value, **({f"{name}_reason": reason} if reason else {})}
+
+
+def headline_note(rows: Sequence[Mapping[str, Any]], wide: bool = False) -> str:
+    """How to read the headline (printed under the table): only the columns and status words it shows."""
+    from perseval.report.probes import DISCRIMINATION_AUC, PASSES_EVERYTHING
+    from perseval.report.tables import judge_text, status_legend
+
     level = next((r["level"] for r in rows if r.get("level")), 0.95)
-    note = (f"± : half-width of the {100 * level:g}% user-clustered interval of the score (users resampled; with "
-            "fewer than 10 users, t on the cluster-robust SE); users: how many it rests on.")
+    note = (f"[CI]: the two ends of the {100 * level:g}% user-clustered interval of the score (asymmetric near 0 "
+            "and 100); users/n: the users it rests on and the instances scored.")
     tests = sum(r.get("delta_p") is not None for r in rows)
     if any(r.get("baseline") for r in rows):
         note += (" Δ: difference to the benchmark's baseline agent over the instances both cells scored, with its "
                  f"paired user-clustered interval; p: sign-flip test over users, Holm-corrected across the {tests} "
-                 "comparison(s) of this table; MDE: the smallest difference detectable (80% power, α 0.05) with "
-                 "this many users - a smaller Δ is no evidence either way.")
+                 "comparison(s) of this table.")
+        if wide:
+            note += (" MDE: the smallest difference detectable (80% power, α 0.05) with this many users - a smaller "
+                     "Δ is no evidence either way; blank where the users' differences do not vary (no SE).")
         few = min((r["delta_n_users"] for r in rows if r.get("delta_n_users") is not None), default=None)
         if few is not None and few < 6:
             note += (f" With {few} users no sign-flip p can be below {2 / 2 ** few:.3g} (2 of the 2^{few} sign "
                      "patterns are as extreme as any result): add users.")
+    if any(judge_text(r) for r in rows):
+        note += (f" AUC: of the cell's judge, on answers of known verdict (judge_probes); ✓ it discriminates "
+                 f"(AUC >= {DISCRIMINATION_AUC}, < {100 * PASSES_EVERYTHING:.0f}% of bad passed), ✗ it does not: "
+                 "that row's score is not interpretable.")
+    if not wide and (legend := status_legend(rows)):
+        note += " " + legend + "."
     return note
 
 

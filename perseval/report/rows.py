@@ -40,8 +40,20 @@ TYPES: dict[str, tuple[type, ...]] = {
                                           "judge_pass_rate_bad", "judge_probe_items", "judge_probe_gold",
                                           "judge_probe_bad")},
     "baseline": (str, type(None)), "delta_paired": Flag, "judge_discriminates": Flag,
-    "judge_flag": (str, type(None)),
+    "judge_flag": (str, type(None)), "se_reason": (str, type(None)), "mde_reason": (str, type(None)),
 }
+
+NO_SPREAD = ("no variation between users: the interval is bounded by the 0-100 scale (one draw per user), not "
+             "t x SE")
+
+
+def spread(se: float | None, low: float | None, high: float | None) -> tuple[float | None, str | None]:
+    """The SE an interval rests on, or None and why: an SE of 0 beside an interval of non-zero width (every
+    user scored alike, so the interval comes from the scale's bound) would claim a precision the interval
+    does not; an MDE computed from it would be 0 too."""
+    if se is not None and se == 0 and low is not None and high is not None and high > low:
+        return None, NO_SPREAD
+    return se, None
 
 
 class HeadlineRow(dict):  # type: ignore[type-arg]
@@ -76,6 +88,8 @@ class HeadlineRow(dict):  # type: ignore[type-arg]
     delta_paired: bool | None
     delta_n_users: int | None
     mde: float | None
+    se_reason: str | None  # why se is None though the interval has a width (rows.spread)
+    mde_reason: str | None
     # the cost pass (headline_rows given costs)
     tokens_in: int | None
     tokens_out: int | None

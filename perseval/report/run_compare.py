@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from perseval.report.comparisons import compare_values, instance_values, pick_baseline
+from perseval.report.comparisons import compare_values, difference_mde, instance_values, pick_baseline
 from perseval.setup.config import StatisticsSettings
 from perseval.metrics.uncertainty import Difference, holm, users_needed
 from perseval.report.tracking import mlflow_key
@@ -92,7 +92,8 @@ def _difference(a: CellRun, b: CellRun, statistics: StatisticsSettings) -> tuple
 def verdict(d: Difference | None, p_holm: float | None, alpha: float = 0.05) -> str:
     if d is None or d.mean is None:
         return ""
-    at = f"n = {d.n_users} users" + (f", MDE {d.mde:.1f}" if d.mde is not None else "")
+    mde, _ = difference_mde(d)
+    at = f"n = {d.n_users} users" + (f", MDE {mde:.1f}" if mde is not None else ", no MDE (no variation)")
     if p_holm is not None and p_holm < alpha:
         return f"significant at {at}"
     return f"not significant at {at}"
@@ -111,11 +112,11 @@ def differences(pairs: list[Pair], statistics: StatisticsSettings, detect: float
     for (label, against, d, note), p in zip(results, adjusted):
         rows.append({"cell": label, "against": against, "Δ": d.mean if d else None,
                      "ci_low": d.ci_low if d else None, "ci_high": d.ci_high if d else None,
-                     "p (Holm)": p, "n_users": d.n_users if d else None, "mde": d.mde if d else None,
+                     "p (Holm)": p, "n_users": d.n_users if d else None, "mde": difference_mde(d)[0],
                      "paired": d.paired if d else None, "verdict": verdict(d, p), "note": note})
         if detect is not None:
             rows[-1][f"users for Δ {detect:g}"] = users_needed(d.se, d.n_users, detect) \
-                if d and d.se is not None and d.n_users >= 2 else None
+                if d and difference_mde(d)[0] is not None and d.n_users >= 2 else None
     columns = ["cell", "against", "Δ", "ci_low", "ci_high", "p (Holm)", "n_users", "mde", "paired", "verdict", "note"]
     return pd.DataFrame(rows, columns=columns + ([f"users for Δ {detect:g}"] if detect is not None else []))
 
