@@ -90,6 +90,13 @@ def _print_headline(rows: list[Any], wide: bool = False) -> None:
         console.print(line, highlight=False)
 
 
+def stage_line(timings: dict[str, float]) -> str:
+    """"stage seconds: construct 1.2, index 0.4, ..., total 157.7": each stage's wall seconds, in order."""
+    parts = [f"{stage} {seconds:.1f}" for stage, seconds in timings.items() if isinstance(seconds, (int, float))]
+    total = sum(v for v in timings.values() if isinstance(v, (int, float)))
+    return "stage seconds: " + ", ".join(parts) + f" (sum {total:.1f})"
+
+
 def _cost_table(rows: list[dict]) -> Table:
     from perseval.report.tables import cost_table
 
@@ -122,14 +129,20 @@ def run(config: Path = CONFIG,
                         sample=sample)
     from perseval.report.headline import SMALL_MODEL_WARNING
 
+    from perseval.report.record import read_record, record_dir
     from perseval.report.rows import HeadlineRow
 
-    rows = [HeadlineRow.of(r) for r in summary["headline"]]
-    summary["headline"] = [r.as_dict() for r in rows]  # the summary JSON: the keys it always had
+    summary["headline"] = [HeadlineRow.of(r).as_dict() for r in summary["headline"]]  # the keys it always had
+    folder = record_dir(Path(output_root or exp.experiment.output_root).resolve(), summary["mlflow_run_id"])
+    record = read_record(folder)  # the run's record, written by its track stage: what every view prints
+    rows = record.headline_rows()
     _print_headline(rows, wide)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
-    console.print(f"stage seconds: {summary['timings']}")
+    console.print(f"record: {folder / 'record.json'}" + (f" (results computed by run {record.computed_by[:8]}; "
+                  "this run reused its cached outputs)" if record.computed_by != record.run_id else ""),
+                  highlight=False, soft_wrap=True)
+    console.print(stage_line(summary["timings"]), highlight=False)
     console.print(f"LLM requests sent this run: {summary['llm_requests']} {summary['requests']}")
     console.print(f"MLflow run id: [bold]{summary['mlflow_run_id']}[/bold] (experiment "
                   f"'{summary['experiment']}'); open the UI with: perseval ui")
@@ -412,7 +425,11 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
     quiet_artifacts()
     client, parents = _parents_or_exit(runs or ["perseval-quickstart"], latest, tracking_uri)
     pairs = _between_or_exit(client, parents, between) if between else None  # a bad name: before any output
-    console.print("runs: " + "; ".join(f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents), soft_wrap=True)
+    console.print("runs (oldest first): " + "; ".join(f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents),
+                  highlight=False)
+    if pairs is not None:  # only the instances of the two cells, once per run
+        _print_pairs(client, pairs, instances or 10)
+        return
     for table in compare_tables(scored_cells(client, parents, cost), parents, cost):
         console.print(table)
     if out:
@@ -423,9 +440,7 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
         out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
         console.print(f"written to {out}")
     _print_differences(client, parents, baseline, level, out, detect)
-    if pairs is not None:
-        _print_pairs(client, pairs, instances or 10)
-    elif instances:
+    if instances:
         _print_instance_differences(client, parents, instances)
 
 
@@ -441,14 +456,31 @@ def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str) -> tuple[
     mlflow.set_tracking_uri(uri)  # what reads traces through mlflow's module functions reads this store too
     client = MlflowClient(uri)
     try:
-        parents = parent_runs(client, specs, latest)
+        found = parent_runs(client, [_mlflow_experiment(spec) for spec in specs], latest)
     except ValueError as exc:
         _error(exc)
         raise typer.Exit(2)
-    if not parents:
+    if not found.runs:
         console.print(f"no finished runs for {specs}")
         raise typer.Exit(1)
-    return client, parents
+    for r in found.skipped:  # a cached re-run: the same results as the run before it
+        console.print(f"skipped {r.info.run_id[:8]} ({r.info.run_name}): the same results as the run before it, "
+                      f"computed by {r.data.tags.get('perseval.computed_by', '?')[:8]} (name it to include it)",
+                      highlight=False)
+    return client, found.runs
+
+
+def _mlflow_experiment(spec: str) -> str:
+    """An experiment named as the user knows it: the YAML file's path or its `name:` (the file
+    configs/experiments/<name>.yaml) -> the MLflow experiment it logs to; anything else (an MLflow experiment
+    name, a run id) as given."""
+    import yaml
+
+    for path in (Path(spec), Path("configs") / "experiments" / f"{spec}.yaml"):
+        if path.suffix in (".yaml", ".yml") and path.is_file():
+            data = yaml.safe_load(path.read_text()) or {}
+            return str((data.get("mlflow") or {}).get("experiment") or "perseval")
+    return spec
 
 
 def _children(client: Any, parent: Any) -> list[Any]:
@@ -461,7 +493,7 @@ def _between_or_exit(client: Any, parents: list[Any], between: tuple[str, str]) 
     from perseval.report.samples import resolve_pairs
 
     try:
-        return [pair for p in parents for pair in resolve_pairs(_children(client, p), *between)]
+        return [(p, *pair) for p in parents for pair in resolve_pairs(_children(client, p), *between)]
     except ValueError as exc:
         _error(exc)
         raise typer.Exit(2)
@@ -489,20 +521,21 @@ def _print_differences(client: Any, parents: list, baseline: Optional[str], leve
         console.print(f"written to {path}")
 
 
-def _print_pairs(client: Any, pairs: list[tuple[Any, Any]], n: int) -> None:
-    """Per pair of cells: their instances side by side, those that differ most first, with both trace ids."""
+def _print_pairs(client: Any, pairs: list[tuple[Any, Any, Any]], n: int) -> None:
+    """Per (parent run, cell A, cell B): the two cells' instances side by side, those that differ most first,
+    with both trace ids, under the run's name."""
     from perseval.report.samples import cell_name, read_samples, side_by_side, trace_url
     from perseval.report.tables import pair_table
 
-    for a, b in pairs:
+    for parent, a, b in pairs:
         rows = side_by_side(read_samples(client, a), read_samples(client, b))
         differ = sum(r.gap > 0 for r in rows)
-        title = (f"A = {cell_name(a)} ({a.info.run_id[:8]}) vs B = {cell_name(b)} ({b.info.run_id[:8]}): "
+        title = (f"run {parent.info.run_id[:8]} ({parent.info.run_name}): A = {cell_name(a)} vs B = {cell_name(b)}: "
                  f"{differ} of {len(rows)} instance(s) differ; the first {min(n, len(rows))}")
         console.print(pair_table(title, rows[:n]))
     if pairs:
         console.print("open a trace in `perseval ui`: " + trace_url("http://127.0.0.1:5000",
-                      pairs[0][0].info.experiment_id, "<trace id>"), soft_wrap=True)
+                      pairs[0][1].info.experiment_id, "<trace id>"), soft_wrap=True)
 
 
 def _print_instance_differences(client: Any, parents: list[Any], n: int) -> None:
@@ -512,7 +545,8 @@ def _print_instance_differences(client: Any, parents: list[Any], n: int) -> None
     pairs = cell_pairs(client, parents, None)
     if not pairs:
         console.print("no cell changed between the runs: no instance to set side by side")
-    _print_pairs(client, pairs, n)
+    by_id = {p.info.run_id: p for p in parents}  # each pair under the later run it compares
+    _print_pairs(client, [(by_id[b.data.tags["mlflow.parentRunId"]], a, b) for a, b in pairs], n)
 
 
 @app.command()
@@ -526,6 +560,8 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
             limit: Optional[int] = typer.Option(None, min=1, help="at most this many instances"),
             brief: bool = typer.Option(False, "--brief", help="verdict marks only, no rationales"),
             html: Optional[Path] = typer.Option(None, help="also write the instances as a sortable HTML page here"),
+            as_json: bool = typer.Option(False, "--json", help="print the cell as the run's record holds it (its "
+                                                              "estimate and the instances chosen) as JSON"),
             ui_url: str = typer.Option("http://127.0.0.1:5000", help="the MLflow UI the trace links point at"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Every instance of one cell of a run: its user, score, status, each judge verdict with its rationale, and
@@ -544,6 +580,9 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
     every = read_samples(client, chosen)
     shown = choose(every, where or (), sort, limit)
     name = chosen.data.tags.get("perseval.cell", chosen.info.run_name)
+    if as_json:
+        typer.echo(_record_json(client, parents[0], chosen, shown))
+        return
     console.print(samples_table(f"{name} in {parents[0].info.run_name} ({parents[0].info.run_id[:8]}): "
                                 f"{len(shown)} of {len(every)} instance(s)", shown, brief))
     experiment = chosen.info.experiment_id
@@ -551,6 +590,24 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
     if html:
         html.write_text(samples_html(name, shown, ui_url, experiment))
         console.print(f"written to {html}")
+
+
+def _record_json(client: Any, parent: Any, chosen: Any, shown: list[Any]) -> str:
+    """The cell as the parent run's record holds it: its estimate, counts and the instances `shown` (in their
+    order), or exit 2 where the run has no record."""
+    from perseval.report.record import download_record
+
+    record = download_record(client, parent.info.run_id)
+    key = chosen.data.tags.get("perseval.score_key", "")
+    if record is None or key not in {c.key for c in record.cells}:
+        _error(f"run {parent.info.run_id[:8]} holds no record of this cell (logged before perseval wrote run "
+               "records, or a control cell): `samples` without --json lists its instances")
+        raise typer.Exit(2)
+    cell = record.cell(key)
+    mine = {(i.instance_id, i.repeat): i for i in record.cell_instances(key)}
+    picked = [mine[(s.instance_id, s.repeat)].model_dump() for s in shown if (s.instance_id, s.repeat) in mine]
+    return json.dumps({"run_id": record.run_id, "computed_by": record.computed_by,
+                       **cell.model_dump(exclude={"row"}), "instances": picked}, indent=1)
 
 
 @app.command()

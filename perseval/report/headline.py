@@ -15,12 +15,15 @@ from perseval.report.cross_benchmark import cross_benchmark_markdown
 from perseval.report.gains import control_metrics, log_control_tables
 from perseval.report.judge_check import log_run_validity
 from perseval.report.probes import flag_tags
+from perseval.report.record import (ARTIFACT_DIR, COMPUTED_BY_TAG, DIGEST_TAG, CellRecord, ExperimentRef,
+                                    InstanceRecord, RunRecord, cell_record, instance_records, latest_record,
+                                    make_record, record_metrics, write_record)
 from perseval.report.rows import HeadlineRow, ScoreManifest, spread
 from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_tag
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.store import StageStore
-from perseval.report.samples import log_samples_pages
+from perseval.report.samples import local_samples, log_samples_pages
 from perseval.report.traces import log_traces, n_outputs, resolve_selection
 from perseval.report.tables import headline_markdown
 from perseval.report.tracking import (OWNER_KEY, describe_run, ensure_experiment, headline_metrics, log_cell,
@@ -187,10 +190,12 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
                                      f"analysis/{unit.data.entry.name}")
         selection, traced = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells)), []
+        records = {c.key: cell_record(c, row_of[c.key], _overall(scores[c.key]), None) for c in plain}
         for cell in plan.cells:  # a control cell has no headline row of its own: its gains are on its plain cell
             s = ScoreManifest.of(scores[cell.key])
             table = cell_frame(s.table)
-            extra = uncertainty_metrics(row_of.get(cell.key, {})) | {
+            # a plain cell's interval as the record holds it (what every view prints)
+            extra = (record_metrics(records[cell.key]) if cell.key in records else {}) | {
                 "outputs_invalid": float(s.outputs.get("invalid", 0)), "outputs_failed": float(s.outputs.get("failed", 0)),
                 "judgments_unscored": float(s.judgments.get("unscored", 0)),
                 "judgments_failed": float(s.judgments.get("failed", 0))}
@@ -204,4 +209,29 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
                            s.headline_metric))
         runs = log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
         log_samples_pages(MlflowClient(), runs, experiment.experiment_id)  # a score -> its instances
+        child = {cell.key: run_id for cell, run_id, _ in traced}
+        instances = [i for t in runs for (cell, _, _), outcomes in zip(t.cells, t.outcomes) if cell.key in records
+                     for i in instance_records(cell.key, local_samples(outcomes, t.ids))]
+        log_record(exp, parent.info.run_id, root, [r.model_copy(update={"mlflow_run_id": child[k]})
+                                                   for k, r in records.items()], instances, stats)
         return parent.info.run_id
+
+
+def _overall(score: Mapping[str, Any]) -> dict[str, Any]:
+    table = cell_frame(ScoreManifest.of(score).table)
+    return dict(table.loc[OVERALL]) if OVERALL in table.index else {}
+
+
+def log_record(exp: ResolvedExperiment, run_id: str, root: str, cells: list[CellRecord],
+               instances: list[InstanceRecord], stats: Mapping[str, float]) -> RunRecord:
+    """The run's record (perseval.report.record): written into the run's output folder once, logged to the
+    parent run (the active one) with its results digest and the run that computed them as tags."""
+    ref = ExperimentRef(name=exp.experiment.name, file=exp.path, settings_digest=exp.key(),
+                        mlflow_experiment=exp.experiment.mlflow.experiment)
+    timings = {k.split(".", 1)[1]: float(v) for k, v in stats.items() if k.startswith("seconds.")}
+    requests = int(stats["llm_requests"]) if "llm_requests" in stats else None
+    record = make_record(run_id, ref, cells, instances, latest_record(root, exp.key(), before=run_id), timings,
+                         requests)
+    mlflow.log_artifacts(str(write_record(record, root)), ARTIFACT_DIR)
+    mlflow.set_tags({DIGEST_TAG: record.results_digest, COMPUTED_BY_TAG: record.computed_by})
+    return record

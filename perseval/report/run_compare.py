@@ -20,6 +20,7 @@ from mlflow.tracking import MlflowClient
 from perseval.report.comparisons import compare_values, difference_mde, instance_values, pick_baseline
 from perseval.setup.config import StatisticsSettings
 from perseval.metrics.uncertainty import Difference, holm, users_needed
+from perseval.report.record import download_record
 from perseval.report.tracking import mlflow_key
 
 SCORE_ARTIFACTS = "parquet/score"
@@ -118,7 +119,10 @@ def differences(pairs: list[Pair], statistics: StatisticsSettings, detect: float
             rows[-1][f"users for Δ {detect:g}"] = users_needed(d.se, d.n_users, detect) \
                 if d and difference_mde(d)[0] is not None and d.n_users >= 2 else None
     columns = ["cell", "against", "Δ", "ci_low", "ci_high", "p (Holm)", "n_users", "mde", "paired", "verdict", "note"]
-    return pd.DataFrame(rows, columns=columns + ([f"users for Δ {detect:g}"] if detect is not None else []))
+    frame = pd.DataFrame(rows, columns=columns + ([f"users for Δ {detect:g}"] if detect is not None else []))
+    if detect is not None:  # whole users, blank where no SE says how many (never a float "362.0")
+        frame[f"users for Δ {detect:g}"] = frame[f"users for Δ {detect:g}"].astype("Int64")
+    return frame
 
 
 def run_pairs(client: MlflowClient, parents: list[Any]) -> list[Pair]:
@@ -167,7 +171,7 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
                         "Δ [CI]": [delta(r) for _, r in frame.iterrows()], "p (Holm)": frame["p (Holm)"].map(p),
                         "verdict": frame["verdict"], "note": frame["note"]})
     for col in (c for c in frame.columns if c.startswith("users for")):
-        out[col] = frame[col].map(lambda v: "" if v is None or v != v else f"{int(v)}")
+        out[col] = frame[col].map(lambda v: "" if pd.isna(v) else f"{int(v)}")
     return out.set_index("cell")
 
 
@@ -193,14 +197,21 @@ def scored_cells(client: MlflowClient, parents: list[Any], cost: bool = False) -
     from perseval.report.tracking import COST_METRICS
 
     cells: dict[str, dict[str, Any]] = {}
+    ordered: list[str] = []  # the headline's order, from the runs' records (perseval.report.record)
     for p in parents:
+        record = download_record(client, p.info.run_id)
+        by_key = {c.key: c for c in record.cells} if record else {}
+        ordered += [f"{c.name} ({mlflow_key(c.metric)})" for c in record.cells] if record else []
         for name, c in cell_runs(client, p).items():
             m = c.run.data.metrics
             entry = cells.setdefault(f"{name} ({c.metric})", {
                 "cell": name, "metric": c.metric, "runs": {},
                 **{k: c.tags.get(f"perseval.{k}", name.split("/")[i] if len(name.split("/")) > i else "-")
                    for i, k in enumerate(PARTS)}})
+            costs = {k: m[k] for k in COST_METRICS if cost and k in m}
+            held = by_key.get(c.tags.get("perseval.score_key", ""))
             entry["runs"][p.info.run_id] = Scored(
-                m.get(c.metric), m.get("ci_low"), m.get("ci_high"), m.get("n_users"),
-                {k: m[k] for k in COST_METRICS if cost and k in m})
-    return [cells[k] for k in sorted(cells)]
+                held.estimate.point, held.estimate.low, held.estimate.high, held.estimate.users, costs) if held else \
+                Scored(m.get(c.metric), m.get("ci_low"), m.get("ci_high"), m.get("n_users"), costs)
+    order = list(dict.fromkeys(k for k in ordered if k in cells))
+    return [cells[k] for k in order + sorted(set(cells) - set(order))]  # a run logged before records: by name
