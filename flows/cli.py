@@ -18,9 +18,36 @@ EXIT_CODES = ("Exit codes: 0 done; 2 bad input (a file, row or key is named; not
               "(some outputs or judgments failed and are left out of the scores; the same command redoes only "
               "those); 4 late failure (the run stopped after start-up; finished outputs are kept and the same "
               "command resumes).")
-app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES,
-                  help="Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB).")
-CONFIG = typer.Argument(..., exists=True, dir_okay=False, metavar="CONFIG", help="experiment YAML")
+
+
+def _benchmarks_help() -> str:
+    """What `perseval --help` says perseval does, naming every built-in benchmark (from the registry's source
+    index: no benchmark module is imported to print help)."""
+    from perseval.setup.registry import source_index
+
+    names = sorted(name for (registry, name) in source_index() if registry == "BENCHMARKS")
+    return f"Evaluate how well LLM agents personalize. Built-in benchmarks: {', '.join(names)}."
+
+
+HELP = _benchmarks_help()
+app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES, help=HELP)
+
+
+def _config_path(value: Path) -> Path:
+    """An experiment named as the user knows it: its YAML file's path, or its `name:` (the file
+    configs/experiments/<name>.yaml); a bad name is refused naming both places looked in."""
+    path = Path(value)
+    if path.is_file():
+        return path
+    named = Path("configs") / "experiments" / f"{value}.yaml"
+    if named.is_file():
+        return named
+    raise typer.BadParameter(f"file {str(value)!r} does not exist, nor {named}: give the experiment YAML's path or its "
+                             "name")
+
+
+CONFIG = typer.Argument(..., metavar="CONFIG", callback=_config_path,
+                        help="experiment YAML, or its name (configs/experiments/<name>.yaml)")
 console = Console(width=None if sys.stdout.isatty() else 160)  # logs and CI: keep the table readable
 
 
@@ -35,10 +62,10 @@ def _version(show: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@app.callback(help=HELP)
 def _main(_: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="print perseval's version and exit")) -> None:
-    """Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB)."""
+    pass
 
 
 def _help_as_people_expect() -> None:
@@ -123,6 +150,9 @@ def run(config: Path = CONFIG,
                                                         "summary JSON and headline.md always hold them)")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
+    # MLflow's INFO lines (database set-up, the trace queue's flush at exit) are not the run's output; read
+    # by MLflow when it is imported, in this process and the workers it starts
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
     own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
@@ -290,14 +320,15 @@ def stats(config: Path = CONFIG,
     _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
     from perseval.setup.components import make_benchmark
     from perseval.pipeline.stages import load_documents, load_instances, write_artifact
+    from perseval.report.tables import frame_table
 
     root = output_root or exp.experiment.output_root
     for unit in plan.data:
         bench = make_benchmark(unit.entry.name, unit.params)
         tables = bench.stats(load_instances(root, unit.key), load_documents(root, unit.key))
         for name, table in tables.items():
-            console.print(f"\n[bold]{unit.entry.name}: {name}[/bold]")
-            console.print(table.to_markdown(floatfmt=".2f"))
+            console.print()
+            console.print(frame_table(table, f"{unit.entry.name}: {name}"))
             if out_dir:
                 (out_dir / unit.entry.name).mkdir(parents=True, exist_ok=True)
                 write_artifact(out_dir / unit.entry.name, name, table)
@@ -630,9 +661,36 @@ def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
     console.print(f"MLflow store: {uri} (artifacts {artifacts}){' (new, empty)' if db and not db.is_file() else ''}",
                   soft_wrap=True)
-    console.print(f"MLflow UI on http://{HOST}:{port} (Ctrl-C stops it)")
+    console.print(f"starting the MLflow UI on {HOST}:{port}; its address follows once it answers (Ctrl-C stops it)",
+                  highlight=False)
+    _announce_when_up(f"http://{HOST}:{port}")
     # exec, not a child process: Ctrl-C or a kill of this PID stops the server itself
     os.execve(sys.executable, ui_command(uri, artifacts, port), env)
+
+
+# A watcher beside the server `ui` execs: prints the address once the UI answers, then exits; it also exits
+# when its parent is not the MLflow server (the exec failed) or the server never answers.
+ANNOUNCE = """
+import os, sys, time, urllib.request
+import psutil
+url, parent, t0 = sys.argv[1], psutil.Process(os.getppid()), time.monotonic()
+while time.monotonic() - t0 < 600 and parent.is_running():
+    if time.monotonic() - t0 > 10 and "mlflow" not in " ".join(parent.cmdline()):
+        break
+    try:
+        urllib.request.urlopen(url + "/health", timeout=2)
+    except Exception:
+        time.sleep(0.5)
+        continue
+    print(f"MLflow UI on {url} (Ctrl-C stops it)", flush=True)
+    break
+"""
+
+
+def _announce_when_up(url: str) -> None:
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-c", ANNOUNCE, url], stdin=subprocess.DEVNULL)
 
 
 def ui_command(uri: str, artifacts: str, port: int) -> list[str]:

@@ -406,14 +406,39 @@ def _scored_text(s: Any) -> str:
 
 
 def frame_table(frame: Any, title: str) -> Table:
-    """A small pandas frame (index shown first) as a terminal table."""
+    """A small pandas frame (index shown first) as a terminal table: a cell wraps inside its column, never a
+    row across lines; a tuple index or column (a groupby's) reads "a / b"; counts as integers, other numbers
+    to two places."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column(str(frame.index.name or ""), no_wrap=True)
+    names = frame.index.names if len(frame.index.names) > 1 else [frame.index.name]
+    table.add_column(" / ".join(str(n) for n in names if n is not None), no_wrap=True)
     for col in frame.columns:
-        table.add_column(str(col))
+        table.add_column(_label(col), justify="right" if _numeric(frame[col]) else "left")
     for idx, row in frame.iterrows():
-        table.add_row(str(idx), *["" if v is None or v != v else str(v) for v in row])
+        table.add_row(_label(idx), *[_value_text(v) for v in row])
     return table
+
+
+def _label(value: Any) -> str:
+    return " / ".join(str(v) for v in value) if isinstance(value, tuple) else str(value)
+
+
+def _numeric(column: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(column)) and not pd.api.types.is_bool_dtype(column)
+
+
+def _value_text(value: Any) -> str:
+    from numbers import Integral, Real
+
+    if value is None or (isinstance(value, Real) and value != value):
+        return ""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return str(value)
+    if isinstance(value, Integral) or float(value).is_integer():
+        return f"{int(value)}"
+    return f"{value:.2f}"
 
 
 def headline_markdown(rows: Sequence[Row]) -> str:
