@@ -422,8 +422,9 @@ def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, 
 
 
 @app.command()
-def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run ids (parent runs) and/or experiment "
-                                                               "names; default: perseval-quickstart"),
+def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run ids (parent runs) and/or experiments "
+                                                               "(MLflow name, file, or the file's name:); default: "
+                                                               "perseval-quickstart"),
             latest: int = typer.Option(2, help="how many recent parent runs of each named experiment"),
             out: Optional[Path] = typer.Option(None, help="also write the table here (.md or .csv)"),
             cost: bool = typer.Option(False, "--cost", help="also each run's tokens in/out and USD (when priced) "
@@ -441,7 +442,8 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
             instances: int = typer.Option(0, help="how many instances to list (default 10 with --between; "
                                                   "without it, N > 0 lists them per cell whose key changed)"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
-    """Headline score ± CI of every cell, side by side for the runs named, with the change from the first (and
+    """Headline score [CI] of every cell, side by side for the runs named (oldest first; an experiment's re-run
+    that repeats the run before it is skipped), with the change from the first (and
     with --cost what each cell cost in each run); then each difference with its user-clustered interval, a
     Holm-corrected p and whether it is significant at the n it rests on (paired when the same instances);
     with --between or --instances, the instances that differ most with both scores and trace ids, to open
@@ -475,7 +477,8 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
         _print_instance_differences(client, parents, instances)
 
 
-def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str) -> tuple[Any, list[Any]]:
+def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str,
+                     announce: bool = True) -> tuple[Any, list[Any]]:
     from mlflow.tracking import MlflowClient
 
     from perseval.setup.config import MLflowSettings
@@ -494,7 +497,7 @@ def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str) -> tuple[
     if not found.runs:
         console.print(f"no finished runs for {specs}")
         raise typer.Exit(1)
-    for r in found.skipped:  # a cached re-run: the same results as the run before it
+    for r in found.skipped if announce else ():  # a cached re-run: the same results as the run before it
         console.print(f"skipped {r.info.run_id[:8]} ({r.info.run_name}): the same results as the run before it, "
                       f"computed by {r.data.tags.get('perseval.computed_by', '?')[:8]} (name it to include it)",
                       highlight=False)
@@ -582,7 +585,8 @@ def _print_instance_differences(client: Any, parents: list[Any], n: int) -> None
 
 @app.command()
 def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id (8+ characters) or an experiment "
-                                                              "name (its latest finished run)"),
+                                                              "(its MLflow name, its file or the file's name:; "
+                                                              "its latest finished run)"),
             cell: str = typer.Argument(..., metavar="CELL", help="a cell as the headline names it (iba-rag/iba.slots, "
                                                                 "apeb-direct) or in full"),
             sort: Optional[str] = typer.Option(None, help="order by a field, '-' first for descending (-score)"),
@@ -601,7 +605,7 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
     from perseval.report.samples import choose, read_samples, resolve_cell, samples_html, trace_url
     from perseval.report.tables import samples_table
 
-    client, parents = _parents_or_exit([run], 1, tracking_uri)
+    client, parents = _parents_or_exit([run], 1, tracking_uri, announce=False)  # its latest distinct results
     try:
         chosen = resolve_cell(_children(client, parents[0]), cell)
         choose([], where or (), sort, limit)  # a bad --where or --sort: refused before anything is read
