@@ -33,17 +33,29 @@ HELP = _benchmarks_help()
 app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES, help=HELP)
 
 
+def _named_experiment(name: str) -> Path | None:
+    """The experiment file whose name is `name`: configs/experiments/<name>.yaml here, else a benchmark's own
+    (perseval/benchmarks/<benchmark>/configs/experiments/<name>.yaml); None when there is none."""
+    here = Path("configs") / "experiments" / f"{name}.yaml"
+    if here.is_file():
+        return here
+    import perseval.benchmarks
+
+    return next(iter(sorted(Path(perseval.benchmarks.__file__).parent.glob(f"*/configs/experiments/{name}.yaml"))),
+                None)
+
+
 def _config_path(value: Path) -> Path:
-    """An experiment named as the user knows it: its YAML file's path, or its `name:` (the file
-    configs/experiments/<name>.yaml); a bad name is refused naming both places looked in."""
+    """An experiment named as the user knows it: its YAML file's path, or its `name:` (_named_experiment);
+    a bad name is refused naming the places looked in."""
     path = Path(value)
     if path.is_file():
         return path
-    named = Path("configs") / "experiments" / f"{value}.yaml"
-    if named.is_file():
+    named = _named_experiment(str(value)) if "/" not in str(value) else None
+    if named is not None:
         return named
-    raise typer.BadParameter(f"file {str(value)!r} does not exist, nor {named}: give the experiment YAML's path or its "
-                             "name")
+    raise typer.BadParameter(f"file {str(value)!r} does not exist, nor configs/experiments/{value}.yaml: give the "
+                             "experiment YAML's path or its name")
 
 
 CONFIG = typer.Argument(..., metavar="CONFIG", callback=_config_path,
@@ -510,8 +522,8 @@ def _mlflow_experiment(spec: str) -> str:
     name, a run id) as given."""
     import yaml
 
-    for path in (Path(spec), Path("configs") / "experiments" / f"{spec}.yaml"):
-        if path.suffix in (".yaml", ".yml") and path.is_file():
+    for path in (Path(spec), _named_experiment(spec) if "/" not in spec else None):
+        if path is not None and path.suffix in (".yaml", ".yml") and path.is_file():
             data = yaml.safe_load(path.read_text()) or {}
             return str((data.get("mlflow") or {}).get("experiment") or "perseval")
     return spec
