@@ -17,15 +17,16 @@ from flows.env import apply_offline_env
 EXIT_CODES = ("Exit codes: 0 done; 2 bad input (a file, row or key is named; nothing was started); 3 incomplete "
               "(some outputs or judgments failed and are left out of the scores; the same command redoes only "
               "those); 4 late failure (the run stopped after start-up; finished outputs are kept and the same "
-              "command resumes).")
+              "command resumes); 5 no score (some benchmark produced no score in any cell: every verdict unscored, "
+              "or nothing to judge; the last line names it).")
 
 
 def _benchmarks_help() -> str:
     """What `perseval --help` says perseval does, naming every built-in benchmark (from the registry's source
     index: no benchmark module is imported to print help)."""
-    from perseval.setup.registry import source_index
+    from perseval.kernel.registry import manifest_index
 
-    names = sorted(name for (registry, name) in source_index() if registry == "BENCHMARKS")
+    names = sorted(name for (registry, name) in manifest_index() if registry == "BENCHMARKS")
     return f"Evaluate how well LLM agents personalize. Built-in benchmarks: {', '.join(names)}."
 
 
@@ -102,6 +103,7 @@ def _error(message: object) -> None:
 
 
 INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: their cells are incomplete
+NO_SCORE_EXIT = 5  # the run finished, but some benchmark entry has no score in any cell
 
 
 def _print_headline(rows: list[Any], wide: bool = False) -> None:
@@ -165,7 +167,7 @@ def run(config: Path = CONFIG,
     # MLflow's INFO lines (database set-up, the trace queue's flush at exit) are not the run's output; read
     # by MLflow when it is imported, in this process and the workers it starts
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    exp, _ = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
+    exp, plan = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
     own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
@@ -179,6 +181,10 @@ def run(config: Path = CONFIG,
     record = read_record(folder)  # the run's record, written by its track stage: what every view prints
     rows = record.headline_rows()
     _print_headline(rows, wide)
+    from perseval.report.probes import unprobed
+
+    for line in unprobed(plan):  # judge_probes set, but nothing of this entry can be probed: said once
+        console.print(f"[yellow]{line}[/yellow]", soft_wrap=True, highlight=False)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
     console.print(f"record: {folder / 'record.json'}" + (f" (results computed by run {record.computed_by[:8]}; "
@@ -203,7 +209,20 @@ def run(config: Path = CONFIG,
         console.print(f"[red]incomplete:[/red] {len(incomplete)} cell(s) hold {failed_out} failed output(s) and "
                       f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}",
                       soft_wrap=True)
-        raise typer.Exit(INCOMPLETE_EXIT)
+    _exit_without_score(rows, INCOMPLETE_EXIT if incomplete else None)
+
+
+def _exit_without_score(rows: list[Any], code: Optional[int]) -> None:
+    """The run's last line when some benchmark entry produced no score (exit 5, or `code` when a failure
+    explains it: exit 3 redoes the failures); `code` alone otherwise."""
+    from perseval.report.rows import without_score
+
+    empty = without_score(rows)
+    if empty:
+        named = "; ".join(f"{entry} (cells {', '.join(statuses)})" for entry, statuses in empty.items())
+        console.print(f"[red]no score:[/red] {named}: no cell of it has a score", soft_wrap=True, highlight=False)
+    if code is not None or empty:
+        raise typer.Exit(code if code is not None else NO_SCORE_EXIT)
 
 
 def _redo_hint(exp: Any, summary: dict) -> str:
@@ -340,64 +359,12 @@ def stats(config: Path = CONFIG,
         tables = bench.stats(load_instances(root, unit.key), load_documents(root, unit.key))
         for name, table in tables.items():
             console.print()
-            console.print(frame_table(table, f"{unit.entry.name}: {name}"))
+            console.print(frame_table(table, f"{unit.name}: {name}"))
             if out_dir:
-                (out_dir / unit.entry.name).mkdir(parents=True, exist_ok=True)
-                write_artifact(out_dir / unit.entry.name, name, table)
+                (out_dir / unit.name).mkdir(parents=True, exist_ok=True)
+                write_artifact(out_dir / unit.name, name, table)
 
 
-@app.command()
-def agreement(labels_a: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="LABELS_A",
-                                              help="first rater's CSV"),
-              labels_b: Path = typer.Argument(..., exists=True, dir_okay=False, metavar="LABELS_B",
-                                              help="second rater's CSV")) -> None:
-    """IBA-Bench validation (appendix B.1): raw agreement and Gwet's AC1 of two annotation files.
-
-    Each CSV has `instance_id` and one 0/1 column per dimension (reasonableness, coherence,
-    persona_consistency); empty cells are left out and counted.
-    """
-    import pandas as pd
-
-    from perseval.benchmarks.iba.validation import agreement_report, read_label_csv
-    from perseval.core.errors import PersevalError
-
-    try:
-        a, b = read_label_csv(labels_a), read_label_csv(labels_b)
-    except PersevalError as exc:
-        _error(exc)
-        raise typer.Exit(2)
-    if not set(a.labels) & set(b.labels):
-        _error(f"{labels_a} and {labels_b} share no instance_id: nothing to compare")
-        raise typer.Exit(2)
-    report = agreement_report(a, b)
-    rows = {**report["dimensions"], "overall": report["overall"]}
-    console.print(pd.DataFrame(rows).T.to_markdown(floatfmt=".3f"))
-    console.print(f"mean AC1 over dimensions: {report['mean_ac1']}")
-
-
-@app.command("label-sample")
-def label_sample(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML with an iba entry"),
-                 n: int = typer.Option(200, min=1, help="instances to sample (the paper labels 200)"),
-                 out_dir: Path = typer.Option(Path("labels"), help="where the files are written"),
-                 model: Optional[str] = typer.Option(None, help="also label with this model of CONFIG"),
-                 repeats: int = typer.Option(2, min=1, help="independent label runs of --model"),
-                 output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root")) -> None:
-    """IBA-Bench validation (appendix B.1): a seeded sample of CONFIG's IBA instances (built first, as
-    `perseval construct`), written as an empty label CSV with the instance views raters read and, with
-    --model, that model's labels per repeat. Compare any two label files with `perseval agreement`."""
-    apply_offline_env()
-    exp, plan = _load_or_exit(config)
-    if not any(u.entry.name == "iba" for u in plan.data):
-        _error(f"{config}: no iba benchmark entry to sample")
-        raise typer.Exit(2)
-    if model is not None and model not in exp.models:
-        _error(f"--model {model!r} is not a model of {config} (known: {sorted(exp.models)})")
-        raise typer.Exit(2)
-    _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
-    from flows.label import label_sample as write
-
-    for path in write(exp, plan, output_root or exp.experiment.output_root, n, out_dir, model, repeats):
-        console.print(f"written {path}")
 @app.command("judge-check")
 def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, help="experiment YAML (already run)"),
                 labels: Optional[Path] = typer.Argument(None, exists=True, dir_okay=False,
@@ -742,6 +709,35 @@ def deploy(config: Path = CONFIG,
                   f"'{cron}' ({timezone}). Start a worker for it with `infra/prefect/worker.sh {pool}`; "
                   f"`prefect deployment run 'perseval-scheduled-evaluate/{dep_name}'` runs it now.")
 
+
+class _Host:
+    """What a benchmark's own commands borrow from this command line (perseval.kernel.commands.CommandHost)."""
+
+    console = console
+    error = staticmethod(_error)
+    load = staticmethod(_load_or_exit)
+    offline = staticmethod(apply_offline_env)
+
+    @staticmethod
+    def construct(config: Path, exp: Any, output_root: Optional[str]) -> None:
+        _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
+
+
+def _mount_benchmark_commands() -> None:
+    """`perseval <benchmark> <command>`: each benchmark's own commands, from its folder (components.yaml
+    `commands:`) or an installed plugin (register_commands); this file names no benchmark."""
+    import importlib
+
+    from perseval.kernel.commands import PLUGIN_COMMANDS
+    from perseval.kernel.registry import command_modules, load_entry_points
+
+    load_entry_points()
+    factories = {name: importlib.import_module(module).commands for name, module in command_modules().items()}
+    for name, factory in sorted({**factories, **PLUGIN_COMMANDS}.items()):
+        app.add_typer(factory(_Host()), name=name)
+
+
+_mount_benchmark_commands()
 
 if __name__ == "__main__":
     app()

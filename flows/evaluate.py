@@ -137,7 +137,7 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
             "headline": rows, "timings": timings,
             "cost": costs.summary(plan),
-            "analyses": {u.data.entry.name: analyses[u.key]["files"] for u in plan.analyses},
+            "analyses": {u.data.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},
             "experiment": e.mlflow.experiment, "tracking_uri": e.mlflow.tracking_uri, "entered_at": entered_at,
             "stage_windows": clock.windows}

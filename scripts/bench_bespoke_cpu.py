@@ -1,6 +1,6 @@
 """Wall time per stage and model requests per Bespoke setting of one `perseval run`.
 
-    .venv/bin/perseval run configs/experiments/bespoke_cpu.yaml --summary-json runs/bespoke-cpu.json
+    .venv/bin/perseval run perseval/benchmarks/bespoke/configs/experiments/bespoke_cpu.yaml --summary-json runs/bespoke-cpu.json
     .venv/bin/python scripts/bench_bespoke_cpu.py runs/bespoke-cpu.json [--output-root runs]
 
 Stage seconds and requests by role come from the run summary; requests per setting (sent and answered from

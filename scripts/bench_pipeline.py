@@ -16,7 +16,7 @@ encoded (`--encode-docs`); the encode time of the rest is extrapolated from that
 P3 and P4 use the experiment's first dense retriever and IBA-Bench data built for the measurement.
 
     python scripts/bench_pipeline.py --config configs/experiments/quickstart.yaml --p1 --p2 --json bench.json
-    python scripts/bench_pipeline.py --config configs/experiments/iba_cpu.yaml --p3 --p4 --json scale.json
+    python scripts/bench_pipeline.py --config perseval/benchmarks/iba/configs/experiments/iba_cpu.yaml --p3 --p4 --json scale.json
 
 Each `perseval run` is a child process in a temporary working folder (its own output_root, MLflow SQLite
 and, when no PREFECT_API_URL is set, PREFECT_HOME), so the figures include what a user waits for.

@@ -4,7 +4,7 @@
     PYTHONPATH=. .venv/bin/python scripts/measure_iba_evidence_context.py --source DIR --sample 10
     PYTHONPATH=. .venv/bin/python scripts/measure_iba_evidence_context.py --construct 30   # see below
 
-Per instance: IBA-Agent (configs/agents/iba-agent.yaml) on SmolLM2-135M served by the embedded
+Per instance: IBA-Agent (perseval/benchmarks/iba/configs/agents/iba-agent.yaml) on SmolLM2-135M served by the embedded
 llama.cpp deployment, over a real MiniLM + FAISS index of the histories, and the RAG baseline's
 top-3 retrieval with the task text for comparison. "In context" means an evidence turn of the
 instance's user (a history row with `evidence`) is among the passages IBA-Agent kept for Broad
@@ -75,6 +75,7 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment
 from perseval.core.records import Document
+from perseval.setup.experiment import BENCHMARKS_DIR
 
 TREE = Path(perseval.__file__).resolve().parents[1]
 CONFIGS = TREE / "configs"
@@ -103,7 +104,7 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
 
     model = load_config(ModelConfig, CONFIGS / "models" / "smollm2-135m.yaml")
     deployment = load_config(DeploymentConfig, CONFIGS / "deployments" / f"{model.deployment}.yaml")
-    agent_cfg = load_config(AgentConfig, CONFIGS / "agents" / "iba-agent.yaml")
+    agent_cfg = load_config(AgentConfig, (BENCHMARKS_DIR / "iba" / "configs" / "agents" / "iba-agent.yaml"))
     agent = IbaAgent({**agent_cfg.params, **json.loads(args.params or "{}")})
     rows = []
     with Deployment(model, deployment, work / "logs") as endpoint:

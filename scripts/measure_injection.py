@@ -60,7 +60,7 @@ from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment
 from perseval.core.parsing import judge_object, read_object_prefix
 from perseval.core.records import AgentOutput, Document, Instance
-from perseval.setup.registry import agent_class, judge_class
+from perseval.kernel.registry import agent_class, judge_class
 
 TREE = Path(perseval.__file__).resolve().parents[1]
 CONFIGS = TREE / "configs"

@@ -20,12 +20,12 @@ from perseval.pipeline.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, Judg
 from perseval.pipeline.stages import Runtime
 
 
-@task(name="construct", cache_policy=NO_CACHE, task_run_name="construct {unit.entry.name}")
+@task(name="construct", cache_policy=NO_CACHE, task_run_name="construct {unit.name}")
 def construct_task(unit: DataUnit, rt: Runtime) -> dict[str, Any]:
     return stages.construct(unit, rt)
 
 
-@task(name="index", cache_policy=NO_CACHE, task_run_name="index {unit.data.entry.name} {unit.retriever.name}")
+@task(name="index", cache_policy=NO_CACHE, task_run_name="index {unit.data.name} {unit.retriever.name}")
 def index_task(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
     return stages.index(unit, rt)
 
@@ -45,11 +45,11 @@ def score_task(cell: Cell, rt: Runtime) -> dict[str, Any]:
     return stages.score(cell, rt)
 
 
-@task(name="analyze", cache_policy=NO_CACHE, task_run_name="analyze {unit.data.entry.name}")
+@task(name="analyze", cache_policy=NO_CACHE, task_run_name="analyze {unit.data.name}")
 def analyze_task(unit: AnalysisUnit, rt: Runtime) -> dict[str, Any]:
     return stages.analyze(unit, rt)
 
 
-@task(name="probe", cache_policy=NO_CACHE, task_run_name="probe {unit.data.entry.name} {unit.judge.name}")
+@task(name="probe", cache_policy=NO_CACHE, task_run_name="probe {unit.data.name} {unit.judge.name}")
 def probe_task(unit: probes.ProbeUnit, rt: Runtime) -> dict[str, Any]:
     return probes.probe(unit, rt)

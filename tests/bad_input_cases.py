@@ -14,7 +14,9 @@ from perseval.benchmarks.bespoke.sample import write_sample
 from .conftest import REPO, minimal
 
 AGENTS = {"iba": ["iba-no-history"], "bespoke": ["bespoke-no-context"], "apeb": ["apeb-direct"],
-          "custom": ["no-history"]}
+          "custom": ["no-history"], "prefeval": ["prefeval-no-history"], "persona_mem": ["persona-mem-no-history"]}
+PARAMS = {"prefeval": {"inter_turns": [2]}}  # the sample holds 4 inter-turns, fewer than the default 10
+RULE_JUDGED = ("apeb", "persona_mem")  # scored by rule: no LLM judge in the experiment
 
 
 # --- valid inputs -------------------------------------------------------------------------------------------
@@ -30,6 +32,8 @@ def _valid_source(loader: str, folder: Path) -> Path:
         write_sample(folder, users=2, seed=0)
     elif loader == "apeb":
         write_logs(generate_logs(3, 0), folder, fmt="csv")
+    elif loader in ("prefeval", "persona_mem"):  # the official layouts' hand-written samples
+        shutil.copytree(REPO / "tests" / "data" / loader, folder, dirs_exist_ok=True)
     return folder
 
 
@@ -38,7 +42,9 @@ def _experiment(configs: Path, out: Path, benchmark: str | None = None, source: 
     entry = {"name": benchmark or "iba", "sample": 2, "agents": AGENTS[benchmark or "iba"]}
     if source is not None:
         entry["source"] = str(source)
-    judges = [] if benchmark == "apeb" else ["smollm2-judge"]  # APeB's ranking is scored by rule
+    if benchmark in PARAMS:
+        entry["params"] = PARAMS[benchmark]
+    judges = [] if benchmark in RULE_JUDGED else ["smollm2-judge"]
     exp = {"name": "bad-input", "output_root": str(out), "backbones": ["smollm2-135m"], "retrievers": ["minilm"],
            "judges": judges, "benchmarks": [entry]}
     path = configs / "experiments" / "bad.yaml"

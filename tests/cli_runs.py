@@ -111,7 +111,9 @@ def reference(workdir, prefect_api, experiment) -> dict:
     # every cell complete, and scored wherever it has something to score (the slot rule has nothing to
     # score when the sample holds no CallAPI task: score None, n 0)
     # (a cell with nothing to judge is "no items", never "complete" with n 0)
-    assert all((r["status"] == "complete" and r["score"] is not None) or (r["status"] == "no items" and r["n"] == 0)
+    # ("partly scored": fewer than half of its instances have a score, a weak judge's unreadable verdicts)
+    assert all((r["status"] in ("complete", "partly scored") and r["score"] is not None)
+               or (r["status"] == "no items" and r["n"] == 0)
                for r in summary["headline"]), summary["headline"]
     assert any(r["score"] is not None for r in summary["headline"]), summary["headline"]
     return summary

@@ -14,9 +14,31 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.core.records import Document, Passage
+from perseval.setup.experiment import BENCHMARKS_DIR, experiment_file
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
+
+
+def copy_configs(dest: Path, kinds: tuple[str, ...] | None = None) -> Path:
+    """A flat copy of the shipped configs at `dest` (configs/ plus each benchmark folder's configs/, one
+    folder per kind), for a test that edits one of them: the copy is the experiment's own root, so it wins."""
+    for kind in kinds or ("models", "deployments", "agents", "retrievers", "judges", "experiments"):
+        (dest / kind).mkdir(parents=True, exist_ok=True)
+        for f in shipped_yaml(kind):
+            (dest / kind / f.name).write_text(f.read_text())
+    return dest
+
+
+def shipped_config(kind: str, name: str) -> Path:
+    """The shipped config file `name` of `kind`, wherever it lives (configs/ or a benchmark folder)."""
+    return next(p for p in shipped_yaml(kind) if p.stem == name)
+
+
+def shipped_yaml(kind: str) -> list[Path]:
+    """Every shipped config of `kind` (agents, judges, experiments, ...): configs/<kind>/ and each benchmark
+    folder's configs/<kind>/."""
+    return sorted([*(CONFIGS / kind).glob("*.yaml"), *BENCHMARKS_DIR.glob(f"*/configs/{kind}/*.yaml")])
 
 # The embedded default is offline: a hub name must fail fast, never hang.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,7 +58,7 @@ def cpu_overrides() -> dict:
     apeb_cpu.yaml `overrides:`): for a test's own experiment on the embedded model."""
     agents: dict = {}
     for name in ("iba_cpu", "apeb_cpu"):
-        agents.update(yaml.safe_load((CONFIGS / "experiments" / f"{name}.yaml").read_text())["overrides"]["agents"])
+        agents.update(yaml.safe_load(experiment_file(name).read_text())["overrides"]["agents"])
     return {"agents": agents}
 
 
@@ -46,7 +68,7 @@ def shipped_configs(root: Path) -> Path:
     cfg = root / "configs"
     for kind in ("models", "deployments", "agents", "retrievers", "judges"):
         (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
+        for f in shipped_yaml(kind):
             (cfg / kind / f.name).write_text(f.read_text())
     (cfg / "experiments").mkdir()
     return cfg
@@ -58,7 +80,7 @@ def config_tree(root: Path, model: str, max_tokens: int) -> Path:
     cfg = root / "configs"
     for kind in ("agents", "retrievers", "deployments"):
         (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
+        for f in shipped_yaml(kind):
             (cfg / kind / f.name).write_text(f.read_text())
     (cfg / "models").mkdir()
     spec = yaml.safe_load((CONFIGS / "models" / "smollm2-135m.yaml").read_text())
@@ -89,9 +111,7 @@ def repo() -> Path:
 @pytest.fixture()
 def configs(tmp_path) -> Path:
     """A copy of the shipped configs/ that a test may break."""
-    root = tmp_path / "configs"
-    shutil.copytree(CONFIGS, root)
-    return root
+    return copy_configs(tmp_path / "configs")
 
 
 @pytest.fixture(scope="session")

@@ -10,13 +10,13 @@ import yaml
 from perseval.pipeline.plan import shards
 from perseval.pipeline.stages import Runtime, construct, index, judge, load_instances, run_shard, score
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, copy_configs
 
 
 def _tree(tmp_path: Path, exp: dict, agents: dict | None = None) -> Path:
     cfg = tmp_path / "configs"
     if not cfg.exists():
-        shutil.copytree(CONFIGS, cfg)
+        copy_configs(cfg)
     for name, body in (agents or {}).items():
         (cfg / "agents" / f"{name}.yaml").write_text(yaml.safe_dump({"name": name, **body}))
     path = cfg / "experiments" / f"{exp['name']}.yaml"

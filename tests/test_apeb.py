@@ -14,6 +14,7 @@ from perseval.benchmarks.apeb.sessions import MiningConfig, history_before, mine
 from perseval.benchmarks.apeb.synth_catalog import CATEGORIES
 from perseval.benchmarks.apeb.synth_logs import DECOY_KINDS, LogConfig, generate_logs
 from perseval.core.errors import ConfigError
+from perseval.setup.experiment import experiment_file
 
 SEED = 3
 N_USERS = 40
@@ -368,7 +369,7 @@ def test_the_paper_experiment_validates():
     from perseval.pipeline.plan import make_plan
     from tests.conftest import CONFIGS
 
-    exp = load_experiment(CONFIGS / "experiments" / "apeb_paper.yaml")
+    exp = load_experiment(experiment_file("apeb_paper"))
     entry = exp.experiment.benchmarks[0]
     assert (entry.name, entry.sample) == ("apeb", 5648) and {"apeb-react", "apeb-vqra", "apeb-pps"} <= set(entry.agents)
     assert {exp.deployments[m].kind for m in exp.experiment.backbones} == {"vllm"}

@@ -24,9 +24,11 @@ from perseval.core.errors import ConfigError
 from perseval.judges.base import JudgeBinding
 from perseval.llm.base import ChatResult
 from perseval.core.records import AgentOutput
-from perseval.setup.registry import agent_class, judge_class
+from perseval.kernel.registry import agent_class, judge_class
 from perseval.retrieval.bm25 import BM25Retriever
 from tests.scripted import ScriptedChat
+
+from .conftest import shipped_config
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 3
@@ -357,7 +359,7 @@ def test_agent_yamls_and_needs():
                 "apeb-vqra": ({"llm", "documents"}, APeBVqra),
                 "apeb-pps": ({"retrieve"}, APeBPersonalizedSearch)}
     for name, (needs, cls) in expected.items():
-        cfg = load_config(AgentConfig, ROOT / "configs" / "agents" / f"{name}.yaml")
+        cfg = load_config(AgentConfig, shipped_config("agents", name))
         agent = agent_class(cfg.kind)(cfg.params)
         assert cfg.name == name and isinstance(agent, cls) and agent.requires() == needs, name
         assert agent.benchmarks == ("apeb",)

@@ -17,7 +17,8 @@ from mlflow.tracking import MlflowClient
 from perseval.benchmarks.apeb.logfiles import write_logs
 from perseval.benchmarks.apeb.synth_logs import generate_logs
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, shipped_yaml
+from perseval.setup.experiment import BENCHMARKS_DIR
 
 pytestmark = pytest.mark.integration
 
@@ -37,9 +38,9 @@ def workdir(tmp_path_factory) -> Path:
     cfg = root / "configs"
     for kind in ("agents", "retrievers", "deployments", "models"):
         (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
+        for f in shipped_yaml(kind):
             (cfg / kind / f.name).write_text(f.read_text())
-    react = yaml.safe_load((CONFIGS / "agents" / "apeb-react-json.yaml").read_text())
+    react = yaml.safe_load(((BENCHMARKS_DIR / "apeb" / "configs" / "agents" / "apeb-react-json.yaml")).read_text())
     react["params"].update(max_steps=2, step_max_tokens=64, thought_chars=60)  # keep the CPU run short
     (cfg / "agents" / "apeb-react-json.yaml").write_text(yaml.safe_dump(react))
     (cfg / "judges").mkdir()

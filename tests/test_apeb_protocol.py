@@ -19,6 +19,7 @@ from perseval.judges.base import JudgeBinding
 from perseval.core.records import Document
 from tests.conftest import CONFIGS
 from tests.scripted import ScriptedChat
+from perseval.setup.experiment import experiment_file
 
 
 @pytest.fixture(scope="module")
@@ -44,8 +45,8 @@ def _scores(judge, inst, out):
 def test_the_paper_agent_sees_the_whole_history_and_the_cpu_one_the_last_30(inst):
     ids = [c["id"] for c in inst.payload["candidates"]][:5]
     docs = _history(70)
-    paper = load_experiment(CONFIGS / "experiments" / "apeb_paper.yaml")
-    cpu = load_experiment(CONFIGS / "experiments" / "apeb_cpu.yaml")
+    paper = load_experiment(experiment_file("apeb_paper"))
+    cpu = load_experiment(experiment_file("apeb_cpu"))
     seen = {}
     for name, exp in (("paper", paper), ("cpu", cpu)):
         _, chat = _act(make_agent(bound(exp).agents["apeb-direct"]), inst, json.dumps({"ranking": ids}), docs)
@@ -84,6 +85,6 @@ def test_a_system_without_a_model_passes_the_strict_reading(inst):
 
 def test_the_strict_judge_sits_beside_the_repaired_one_in_the_apeb_configs():
     for name in ("apeb_paper", "apeb_cpu"):
-        exp = load_experiment(CONFIGS / "experiments" / f"{name}.yaml")
+        exp = load_experiment(experiment_file(name))
         kinds = {k for s in judge_specs(exp, 0) for k in s.kinds}
         assert {"apeb.ranking", "apeb.ranking_strict"} <= kinds

@@ -18,8 +18,10 @@ from perseval.benchmarks.base import ANALYSIS_COLUMNS
 from perseval.setup.config import JudgeConfig, load_config
 from perseval.judges.base import JudgeBinding
 from perseval.core.records import AgentOutput
-from perseval.setup.registry import judge_class
+from perseval.kernel.registry import judge_class
 from tests.scripted import ScriptedChat
+
+from .conftest import shipped_config
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -152,7 +154,7 @@ def test_rubric_skips_systems_without_a_model_and_records_failures(data):
 
 def test_rubric_judge_yaml_and_registry():
     for name in ("smollm2-apeb-rubric", "qwen3-30b-apeb-rubric"):
-        cfg = load_config(JudgeConfig, ROOT / "configs" / "judges" / f"{name}.yaml")
+        cfg = load_config(JudgeConfig, shipped_config("judges", name))
         assert cfg.kind == "apeb.rubric" and cfg.model and judge_class(cfg.kind) is RubricJudge
         RubricJudge(cfg.params)
     assert APeB.llm_judges == ()  # the rubric is an opt-in analysis, named by an experiment

@@ -1,4 +1,4 @@
-"""Bad input, loader by loader (issue 9): every case runs `perseval validate` (or `perseval agreement`) on a
+"""Bad input, loader by loader (issue 9): every case runs `perseval validate` (or `perseval iba agreement`) on a
 broken copy of a valid input and expects exit code 2 and one line naming file, row and field, with no
 traceback and no output folder; the cases accepted by design expect success. (The settings that validate
 alone but fail later, and issue 35's careless inputs, are tests/test_bad_input_more.py.)"""
@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from perseval.core import files
 
 from .conftest import REPO
 from .bad_input_cases import _experiment, _valid_source
@@ -68,6 +69,10 @@ def _jsonl_cases(loader: str) -> list[Case]:
         path = folder / "instances.jsonl"
         path.write_text('["not", "an", "object"]\n' + path.read_text())
 
+    def control(folder: Path) -> None:  # a raw tab inside a JSON string
+        path = folder / "instances.jsonl"
+        path.write_bytes(path.read_bytes().replace(b'"query": "', b'"query": "\t', 1))
+
     def reversed_turns(folder: Path) -> None:
         _write_rows(folder / "histories.jsonl", _rows(folder / "histories.jsonl")[::-1])
 
@@ -89,6 +94,8 @@ def _jsonl_cases(loader: str) -> list[Case]:
         Case(loader, "10mb_field", _edit_first("instances", lambda r: r.update(query=BIG)), None),
         Case(loader, "json_array_line", array,
              ("instances.jsonl, row 1: expected a JSON object per line, got list",)),
+        Case(loader, "control_character", control, ("instances.jsonl, row 1: not valid JSON: Invalid control "
+                                                    "character at column",)),  # once "at at column"
         Case(loader, "timestamps_out_of_order", reversed_turns, None),  # ordered by instant when read
         Case(loader, "bad_timestamp", bad_stamp,
              ("histories.jsonl, row 1, field 'timestamp': 'last Tuesday' is not an ISO 8601 date-time",)),
@@ -184,7 +191,99 @@ def _apeb_cases() -> list[Case]:
     ]  # CSV cells hold no JSON objects: no array case
 
 
-# --- the experiment file and `perseval agreement` files ------------------------------------------------------
+# --- PrefEval and PersonaMem releases (issue 45: release files as hostile input) ---------------------------------
+
+PE_EXPLICIT = "explicit_preference/travel_hotel.json"
+PE_CHOICE = "implicit_preference/choice-based/travel_hotel.json"
+PE_PERSONA = "implicit_preference/persona-driven/travel_hotel.json"
+PE_INTER = "filtered_inter_turns.json"
+
+
+def _json_rows(rel: str, change: Callable[[list], object]) -> Callable[[Path], None]:
+    def go(folder: Path) -> None:
+        rows = json.loads((folder / rel).read_text())
+        change(rows)
+        (folder / rel).write_text(json.dumps(rows, indent=1))
+    return go
+
+
+def _replace_bytes(rel: str, old: bytes, new: bytes) -> Callable[[Path], None]:
+    def go(folder: Path) -> None:
+        data = (folder / rel).read_bytes()
+        assert old in data, (rel, old)
+        (folder / rel).write_bytes(data.replace(old, new, 1))
+    return go
+
+
+def _as_folder(rel: str) -> Callable[[Path], None]:
+    def go(folder: Path) -> None:
+        (folder / rel).unlink()
+        (folder / rel).mkdir()
+    return go
+
+
+def _link_loop(rel: str) -> Callable[[Path], None]:
+    def go(folder: Path) -> None:
+        (folder / rel).unlink()
+        (folder / rel).symlink_to(folder / rel)  # the link points at itself
+    return go
+
+
+def _prefeval_cases() -> list[Case]:
+    def duplicate_key(folder: Path) -> None:  # the same key twice in one object: JSON keeps only the last
+        text = (folder / PE_PERSONA).read_text()
+        (folder / PE_PERSONA).write_text(text.replace('"turn1": {', '"turn1": {"user": "u", "assistant": "a"}, '
+                                                                    '"turn1": {', 1))
+
+    def turn_one_twice(rows: list) -> None:  # "1" and "turn1" are one turn
+        rows[0]["conversation"]["1"] = {"user": "Hi again.", "assistant": "Hello."}
+
+    def aligned_elsewhere(rows: list) -> None:
+        rows[0]["aligned_op"] = "A tent on the beach"
+
+    def with_bom(folder: Path) -> None:
+        (folder / PE_EXPLICIT).write_bytes(b"\xef\xbb\xbf" + (folder / PE_EXPLICIT).read_bytes())
+
+    return [
+        Case("prefeval", "non_utf8", _replace_bytes(PE_EXPLICIT, b"dog", "d\xf6g".encode("latin-1")),
+             ("travel_hotel.json: not UTF-8 text: byte 0xf6 at line", "of the line (offset ", "save the file as UTF-8")),
+        Case("prefeval", "control_character", _replace_bytes(PE_EXPLICIT, b"dog", b"d\x01og"),
+             ("travel_hotel.json: not JSON: Invalid control character at line 3, column",)),
+        Case("prefeval", "duplicate_ids", _json_rows(PE_PERSONA, turn_one_twice),
+             ("persona-driven/travel_hotel.json, row 1, field 'conversation.1': turn 1 is written twice, as "
+              "conversation.turn1 and conversation.1; keep one",)),
+        Case("prefeval", "duplicate_json_key", duplicate_key,
+             ("persona-driven/travel_hotel.json, row 1, field 'conversation.turn1': written twice in one object",)),
+        Case("prefeval", "aligned_op_not_an_option", _json_rows(PE_CHOICE, aligned_elsewhere),
+             ("choice-based/travel_hotel.json, row 1, field 'aligned_op': 'A tent on the beach' is not one of the "
+              "row's options", "A pet-friendly cottage with a garden")),
+        Case("prefeval", "file_is_folder", _as_folder(PE_INTER), ("filtered_inter_turns.json: is a folder, expected a "
+                                                                  "file",)),
+        Case("prefeval", "symlink_loop", _link_loop(PE_INTER), ("filtered_inter_turns.json: is a symlink loop",)),
+        Case("prefeval", "byte_order_mark", with_bom, None),  # what some editors write: read as UTF-8
+    ]
+
+
+PM_QUESTIONS, PM_CONTEXTS = "questions_32k.csv", "shared_contexts_32k.jsonl"
+
+
+def _persona_mem_cases() -> list[Case]:
+    def long_question(folder: Path) -> None:  # a field over the csv module's 131,072-character default
+        _replace_bytes(PM_QUESTIONS, b"Could you suggest", b"Could you suggest" + b" really" * 30_000)(folder)
+
+    return [
+        Case("persona_mem", "non_utf8", _replace_bytes(PM_QUESTIONS, b"library", "libr\xe4ry".encode("latin-1")),
+             ("questions_32k.csv, row 1: not UTF-8 text: byte 0xe4 at line 2", "(offset ")),
+        Case("persona_mem", "non_utf8_context", _replace_bytes(PM_CONTEXTS, b"the", "th\xe9".encode("latin-1")),
+             ("shared_contexts_32k.jsonl, row 1: not UTF-8 text: byte 0xe9 at line 1", "(offset ")),
+        Case("persona_mem", "field_over_128kb", long_question, None),
+        Case("persona_mem", "file_is_folder", _as_folder(PM_CONTEXTS),
+             ("shared_contexts_32k.jsonl: is a folder, expected a file",)),
+        Case("persona_mem", "symlink_loop", _link_loop(PM_QUESTIONS), ("questions_32k.csv: is a symlink loop",)),
+    ]
+
+
+# --- the experiment file and `perseval iba agreement` files ------------------------------------------------------
 
 def _yaml(change: Callable[[str], str | bytes]) -> Callable[[Path], None]:
     def go(path: Path) -> None:
@@ -230,12 +329,13 @@ def _agreement_cases() -> list[Case]:
         Case("agreement", "non_utf8", _labels((GOOD_LABELS + "café,1,1,1\n").encode("latin-1")),
              ("b.csv, row 4: not UTF-8 text",)),
         Case("agreement", "10mb_field", _labels(GOOD_LABELS + f"{BIG},1,1,1\n"),  # no 10 MB id is an id
-             ("b.csv, row 4: not a readable CSV: field larger than field limit",)),
+             ("b.csv, row 4, field 'instance_id': not a readable CSV: field larger than field limit",
+              "10000000 characters; at most 131072")),
     ]
 
 
-CASES = [*_jsonl_cases("iba"), *_jsonl_cases("custom"), *_bespoke_cases(), *_apeb_cases(), *_experiment_cases(),
-         *_agreement_cases()]
+CASES = [*_jsonl_cases("iba"), *_jsonl_cases("custom"), *_bespoke_cases(), *_apeb_cases(), *_prefeval_cases(),
+         *_persona_mem_cases(), *_experiment_cases(), *_agreement_cases()]
 
 
 # --- running a case ------------------------------------------------------------------------------------------
@@ -246,7 +346,7 @@ def _invoke(case: Case, tmp_path: Path, configs: Path) -> tuple[object, Path]:
         (tmp_path / "a.csv").write_text(GOOD_LABELS)
         (tmp_path / "b.csv").write_text(GOOD_LABELS)
         case.breaks(tmp_path / "b.csv")
-        return runner.invoke(app, ["agreement", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]), out
+        return runner.invoke(app, ["iba", "agreement", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]), out
     if case.loader == "experiment":
         exp = _experiment(configs, out)
         case.breaks(exp)
@@ -263,6 +363,7 @@ def test_bad_input(case, tmp_path, configs, monkeypatch):
     result, out = _invoke(case, tmp_path, configs)
     text = result.output
     assert "Traceback" not in text and not out.exists() and not (tmp_path / "mlruns").exists(), text
+    assert "at at " not in text and "Value error," not in text, text  # the wording of older messages
     if case.expect is None:
         assert result.exit_code == 0, text
         return
@@ -275,9 +376,35 @@ def test_bad_input(case, tmp_path, configs, monkeypatch):
     assert all(part in text for part in case.expect), text
 
 
+@pytest.mark.parametrize("loader,rel", [("prefeval", PE_INTER), ("persona_mem", PM_QUESTIONS), ("iba", "histories.jsonl"),
+                                        ("bespoke", "chat_history/chat_history.parquet"), ("apeb", "events.csv")])
+def test_an_unreadable_release_file_is_named_unreadable(loader, rel, tmp_path, configs, monkeypatch):
+    """A release file the user running perseval may not read: "unreadable", not "missing", "cannot read as
+    Parquet" or a traceback. As root (this machine's tests) permission bits do not stop a read, so the open
+    itself is refused there."""
+    monkeypatch.chdir(tmp_path)
+    source = _valid_source(loader, tmp_path / "source")
+    target = source / rel
+    if os.geteuid() != 0:
+        target.chmod(0)
+    else:
+        real = open
+
+        def refusing(path, *args, **kwargs):
+            if Path(path) == target:
+                raise PermissionError(13, "Permission denied", str(path))
+            return real(path, *args, **kwargs)
+        monkeypatch.setattr(files, "open", refusing, raising=False)  # the module's name lookup finds it first
+    result = runner.invoke(app, ["validate", str(_experiment(configs, tmp_path / "out", loader, source))])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    assert result.output.strip() == f"error: {target}: unreadable (permission denied); give the user running " \
+                                    "perseval read access", result.output
+    assert not (tmp_path / "out").exists()
+
+
 def test_valid_inputs_pass(tmp_path, configs, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for loader in ("iba", "custom", "bespoke", "apeb"):
+    for loader in ("iba", "custom", "bespoke", "apeb", "prefeval", "persona_mem"):
         exp = _experiment(configs, tmp_path / "out", loader, _valid_source(loader, tmp_path / loader))
         result = runner.invoke(app, ["validate", str(exp)])
         assert result.exit_code == 0 and result.output.startswith("ok: "), (loader, result.output)

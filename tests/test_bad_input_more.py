@@ -25,9 +25,9 @@ with exit 2 and one line naming the file, the key and what is allowed, before an
 | 17 | an agent listed twice in one entry                 | validate      | experiment, `benchmarks.0.agents`, the name     |
 | 18 | a GGUF `source` that is a folder ("no file at")    | validate      | model YAML, `source`, must be a .gguf file      |
 | 19 | a 0-byte GGUF (exit 4 once the server started)     | validate      | model YAML, `source`, an empty file             |
-| 20 | IBA release: `histories.jsonl` is a folder         | validate      | the path, "is a directory, expected a file"     |
-| 21 | custom data: `histories.jsonl` is a folder         | validate      | the path, "is a directory, expected a file"     |
-| 22 | Bespoke release: `chat_history.parquet` a folder   | validate      | the path, "is a directory, expected a file"     |
+| 20 | IBA release: `histories.jsonl` is a folder         | validate      | the path, "is a folder, expected a file"        |
+| 21 | custom data: `histories.jsonl` is a folder         | validate      | the path, "is a folder, expected a file"        |
+| 22 | Bespoke release: `chat_history.parquet` a folder   | validate      | the path, "is a folder, expected a file"        |
 | 23 | a server that rejects its flags (vLLM extra_args)  | start         | the model, the deployment, the refusal, the log |
 | 24 | an endpoint answering 401 (or 403) to the key      | start (probe) | authentication, `$api_key_env`, deployment YAML |
 | 25 | an openai endpoint that refuses `json_schema`      | start (probe) | deployment YAML, `structured_output`, the three |
@@ -52,6 +52,19 @@ Issue 35 (a careless user's inputs; the first was destructive: `run` renamed the
 | 38 | an agent named `../agents/iba-no-history`          | validate      | experiment, `benchmarks.0.agents`, plain name   |
 | 39 | a backbone named `sub/smollm2-135m`                | validate      | experiment, `backbones`, plain name             |
 | 40 | an openai `base_url` nothing answers at (exit 3)    | start (probe) | deployment YAML, `base_url`, the URL; exit 4    |
+
+Issue 45 (misleading or silent before):
+
+| #  | bad input                                          | caught at     | the line names                                  |
+|----|----------------------------------------------------|---------------|-------------------------------------------------|
+| 41 | a `source:` that is a symlink loop ("does not exist") | validate   | experiment, `benchmarks.0.source`, symlink loop |
+| 42 | `output_root: /proc/...` (the run failed late)     | validate      | experiment, `output_root`, cannot be written    |
+| 43 | an `output_root` under a file                      | validate      | experiment, `output_root`, the file             |
+| 44 | a validator's refusal ("Value error, ...")         | validate      | the key and the validator's words alone         |
+| 45 | a plugin that raises on import                     | validate      | experiment, `plugins`, the plugin file and line |
+| 46 | a plugin that registers a built-in name again      | validate      | experiment, `plugins`, the plugin, the name     |
+| 47 | a model YAML that is a folder (IsADirectoryError)  | validate      | the YAML, "is a folder, expected a file"        |
+| 48 | a model YAML that is a link loop ("there is no")    | validate      | the YAML, "is a symlink loop"                   |
 
 Row 26 also leaves the folder and every file in it as they were, after `validate` and after `run` (and
 after a run whose `--output-root` puts the default cache on a folder, which only the flow's start sees).
@@ -88,7 +101,7 @@ from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment, free_port
 from perseval.llm.endpoint import Endpoint
 
-from .conftest import CONFIGS, REPO
+from .conftest import CONFIGS, REPO, shipped_yaml
 from .http_stub import JsonHandler, completion, serve
 from .bad_input_cases import _experiment, _valid_source
 
@@ -218,6 +231,42 @@ def _twice(other_sample: bool) -> Callable[[dict], None]:
     return go
 
 
+def _source_loop(configs: Path, path: Path, tmp: Path) -> Path:
+    (tmp / "release").symlink_to(tmp / "release")  # a link to itself: "does not exist" misled
+    return _experiment(configs, tmp / "out", "iba", tmp / "release")
+
+
+def _output_under_file(configs: Path, path: Path, tmp: Path) -> Path:
+    (tmp / "notes.txt").write_text("the user's own\n")
+    _edit(path, lambda e: e.update(output_root=str(tmp / "notes.txt" / "runs")))
+    return path
+
+
+def _prefeval(change: Callable[[dict], object]) -> Break:
+    def go(configs: Path, path: Path, tmp: Path) -> Path:
+        exp_path = _experiment(configs, tmp / "out", "prefeval", _valid_source("prefeval", tmp / "pe"))
+        _edit(exp_path, lambda e: change(e["benchmarks"][0]))
+        return exp_path
+    return go
+
+
+def _config_replaced(rel: str, make: Callable[[Path], object]) -> Break:
+    """A named config whose YAML file is replaced by what `make` puts at its path."""
+    def go(configs: Path, path: Path, tmp: Path) -> Path:
+        (configs / rel).unlink()
+        make(configs / rel)
+        return path
+    return go
+
+
+def _plugin(source: str) -> Break:
+    def go(configs: Path, path: Path, tmp: Path) -> Path:
+        (path.parent / "broken.py").write_text(source)
+        _edit(path, lambda e: e.update(plugins=["broken.py"]))
+        return path
+    return go
+
+
 GE1 = "greater than or equal to 1"
 CPU = "deployments/smollm2-135m-cpu.yaml"
 CASES = [
@@ -233,7 +282,8 @@ CASES = [
     Case("base_url_port", remote(base_url="http://127.0.0.1:99999/v1"),
          ("openai-api.yaml", "key 'base_url'", "99999", "a port in 1..65535")),
     Case("base_url_no_scheme", remote(base_url="api.example.com/v1"),
-         ("openai-api.yaml", "key 'base_url'", "not an http:// or https:// URL")),
+         ("openai-api.yaml", "key 'base_url': 'api.example.com/v1' is not an http:// or https:// URL"),
+         ("Value error",)),
     Case("structured_output_unknown", config(CPU, structured_output="json"),
          ("smollm2-135m-cpu.yaml", "key 'structured_output'", "'json_schema', 'json_object_schema', 'gbnf' or 'none'")),
     Case("temperature_negative", config("models/smollm2-135m.yaml", sampling={"temperature": -0.5}),
@@ -255,13 +305,13 @@ CASES = [
          ("smollm2-135m.yaml", "key 'source'", "is a directory", "must be a .gguf file"), ("no file at",)),
     Case("gguf_empty", gguf(_empty), ("smollm2-135m.yaml", "key 'source'", "empty.gguf is an empty file", "GGUF")),
     Case("iba_histories_folder", table_is_folder("iba", "histories.jsonl"),
-         ("histories.jsonl: is a directory, expected a file",), ("missing file",)),
+         ("histories.jsonl: is a folder, expected a file",), ("missing file",)),
     Case("custom_histories_folder", table_is_folder("custom", "histories.jsonl"),
-         ("histories.jsonl: is a directory, expected a file",), ("missing file",)),
+         ("histories.jsonl: is a folder, expected a file",), ("missing file",)),
     Case("bespoke_table_folder", table_is_folder("bespoke", "chat_history/chat_history.parquet"),
-         ("chat_history.parquet: is a directory, expected a file",), ("file missing",)),
+         ("chat_history.parquet: is a folder, expected a file",), ("file missing",)),
     Case("apeb_events_folder", table_is_folder("apeb", "events.csv"),
-         ("events.csv: is a directory, expected a file",), ("missing file",)),
+         ("events.csv: is a folder, expected a file",), ("missing file",)),
     # issue 35
     Case("request_cache_folder", cache_at(user_folder), ("bad.yaml", "key 'request_cache'", "my-notes is a directory",
                                                          "nothing was moved"), ("damaged",)),
@@ -292,6 +342,27 @@ CASES = [
          ("bad.yaml", "key 'benchmarks.0.agents'", "'../agents/iba-no-history' is not a plain name")),
     Case("backbone_name_path", exp(lambda e: e.update(backbones=["sub/smollm2-135m"])),
          ("bad.yaml", "key 'backbones'", "'sub/smollm2-135m' is not a plain name")),
+    # issue 45
+    Case("source_symlink_loop", _source_loop, ("bad.yaml", "key 'benchmarks.0.source'", "is a symlink loop"),
+         ("does not exist",)),
+    Case("output_root_proc", exp(lambda e: e.update(output_root="/proc/perseval-runs")),
+         ("bad.yaml", "key 'output_root'", "'/proc/perseval-runs'", "/proc cannot be written", "read-only or virtual")),
+    Case("output_root_under_a_file", _output_under_file,
+         ("bad.yaml", "key 'output_root'", "notes.txt is a file, expected a folder")),
+    Case("prefeval_inter_turns_negative", _prefeval(lambda b: b["params"].update(inter_turns=[-1])),
+         ("bad.yaml", "key 'benchmarks.0.params.inter_turns': an inter-turn setting is 0 or more turns"),
+         ("Value error",)),
+    Case("model_yaml_folder", _config_replaced("models/smollm2-135m.yaml", lambda p: p.mkdir()),
+         ("smollm2-135m.yaml: is a folder, expected a file",)),
+    Case("model_yaml_link_loop", _config_replaced("models/smollm2-135m.yaml", lambda p: p.symlink_to(p)),
+         ("smollm2-135m.yaml: is a symlink loop",), ("there is no",)),
+    Case("plugin_raises", _plugin("x = 1\nraise RuntimeError('no config file')\n"),
+         ("bad.yaml", "key 'plugins'", "broken.py' failed to import at ", "broken.py, line 2",
+          "RuntimeError: no config file")),
+    Case("plugin_registers_a_builtin_name", _plugin("from perseval.agents.rag import RagAgent\n"
+                                                    "from perseval.kernel.registry import register_agent\n\n\n"
+                                                    "@register_agent('rag')\nclass Again(RagAgent):\n    pass\n"),
+         ("bad.yaml", "key 'plugins'", "broken.py'", "agent kind 'rag' is registered twice")),
 ]
 
 
@@ -605,7 +676,7 @@ def test_the_shipped_experiments_still_validate(tmp_path, monkeypatch):
     """None of the new checks refuses a shipped experiment (the one naming a release folder not shipped
     is left out)."""
     monkeypatch.chdir(REPO)
-    for path in sorted((CONFIGS / "experiments").glob("*.yaml")):
+    for path in sorted(shipped_yaml("experiments")):
         if yaml.safe_load(path.read_text())["benchmarks"][0].get("source", "").startswith("data/"):
             continue
         result = runner.invoke(app, ["validate", str(path)])

@@ -26,6 +26,8 @@ from perseval.core.errors import ConfigError, InputError
 from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance, Judgment, Passage
 from tests.scripted import ScriptedChat
 
+from .conftest import shipped_config
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -418,7 +420,7 @@ def test_responder_params_and_yaml_configs() -> None:
                 "bespoke-selected-raw": ("raw", True, "llm"), "bespoke-selected-profile": ("profile", True, "llm"),
                 "bespoke-gold-information": ("profile", True, "llm")}
     for name, setting in settings.items():
-        cfg = load_config(AgentConfig, ROOT / "configs" / "agents" / f"{name}.yaml")
+        cfg = load_config(AgentConfig, shipped_config("agents", name))
         assert cfg.name == name and cfg.kind == BespokeResponder.kind
         p = BespokeResponder(cfg.params).params
         assert (p.user_context, p.query_aware, p.history_selection) == setting

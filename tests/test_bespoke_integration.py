@@ -1,7 +1,7 @@
 """Bespoke end to end on real parts (the embedded SmolLM2 server, Prefect, Dask, MiniLM + FAISS, MLflow):
 no context, LLM-selected sessions as raw text, the gold-information setting (a selected-history profile)
 and one evaluator variant of Table 3, on one query of the sample. Assertions are on what the pipeline
-passed (traces), never on the small model's quality. `configs/experiments/bespoke_cpu.yaml` runs every
+passed (traces), never on the small model's quality. `perseval/benchmarks/bespoke/configs/experiments/bespoke_cpu.yaml` runs every
 setting and Tables 3-5 the same way; this test keeps to what fits a CI budget on two cores."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mlflow.tracking import MlflowClient
 from perseval.core.records import AgentOutput
 from perseval.core.store import StageStore
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, shipped_yaml
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,7 @@ def summary(tmp_path_factory, prefect_api) -> tuple[Path, dict]:
     cfg = root / "configs"
     for kind in ("agents", "retrievers", "deployments"):
         (cfg / kind).mkdir(parents=True)
-        for f in (CONFIGS / kind).glob("*.yaml"):
+        for f in shipped_yaml(kind):
             data = yaml.safe_load(f.read_text())
             if data.get("kind") == "bespoke.responder":  # short answers and profiles: the run is about the wiring
                 data["params"] |= {"max_tokens": 48, **({"profile_max_tokens": 64}

@@ -28,7 +28,7 @@ from perseval.pipeline.freshness import pending
 from perseval.judges.base import JudgeBinding
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
-from perseval.setup.params import EVERY_FIELD
+from perseval.kernel.params import EVERY_FIELD
 from perseval.pipeline.plan import make_plan, run_key, shards
 from perseval.core.records import AgentOutput, Document
 from perseval.retrieval.search import make_search
@@ -38,7 +38,8 @@ from tests.http_stub import JsonHandler, completion, serve
 from tests.scripted import ScriptedChat
 from tests.bespoke_scripted import answer, context
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, copy_configs
+from perseval.setup.experiment import experiment_file
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +138,7 @@ def _experiment(root: Path, profiler: str | None) -> Path:
     """The shipped configs plus two API models behind one stub endpoint and a Bespoke experiment whose
     responder writes query-aware profiles (no search, no retriever)."""
     cfg = root / "configs"
-    shutil.copytree(CONFIGS, cfg)
+    copy_configs(cfg)
     for name in ("stub-backbone", "stub-profiler"):
         (cfg / "models" / f"{name}.yaml").write_text(yaml.safe_dump(
             {"name": name, "format": "api", "source": name, "deployment": "stub-endpoint",
@@ -277,7 +278,7 @@ def test_the_paper_config_profiles_with_the_profiler_and_judges_as_the_official_
                                                                                           monkeypatch) -> None:
     shutil.copytree(Path(__file__).parent / "data" / "bespoke_sample", tmp_path / "data" / "bespoke")
     monkeypatch.chdir(tmp_path)
-    exp = load_experiment(CONFIGS / "experiments" / "bespoke_paper.yaml")
+    exp = load_experiment(experiment_file("bespoke_paper"))
     plan = make_plan(exp)
     responders = [r for r in plan.runs() if r.agent.kind == BespokeResponder.kind]
     assert responders

@@ -141,6 +141,9 @@ def test_budget_clips_shots_first_and_is_recorded(data) -> None:
     assert scores["clipped_chars"].value == clip.total and scores["tone"].value == 100.0
 
 
+HUMAN = {c: {"score": 3, "feedback": ""} for c in CRITERIA}  # a meta-test instance's human ratings
+
+
 def test_variants_see_what_table3_says(data) -> None:
     inst = data.instances[0]
     g = inst.gold
@@ -149,7 +152,7 @@ def test_variants_see_what_table3_says(data) -> None:
     assert "[Example" not in generic[-1]["content"]
     scores_only, _ = ep_messages(EvaluatorParams(variant="scores_only"), inst.query, g["need"], "derived", g["shots"], "r")
     assert "feedback:" not in scores_only[-1]["content"] and "Tone score:" in scores_only[-1]["content"]
-    meta = Instance("m", "bespoke-meta", "u", "u", inst.query, {}, {**g, "response": "resp"})
+    meta = Instance("m", "bespoke-meta", "u", "u", inst.query, {}, {**g, "response": "resp", "human": HUMAN})
     model = ScriptedChat(answer)
     out = asyncio.run(BespokeEvaluator({"variant": "scores_only", "rubric": "derive"}).act(
         meta, AgentContext(llm=model), 0, "e"))
@@ -162,7 +165,7 @@ def test_variants_see_what_table3_says(data) -> None:
 def test_table3_variants_share_one_rubric_source(data) -> None:
     """The personalized variants differ only in the examples' feedback: same rubric, same source."""
     g = data.instances[0].gold
-    meta = Instance("m", "bespoke-meta", "u", "u", data.instances[0].query, {}, {**g, "response": "resp"})
+    meta = Instance("m", "bespoke-meta", "u", "u", data.instances[0].query, {}, {**g, "response": "resp", "human": HUMAN})
     for source in ("release", "derive"):
         sent: dict[str, list[dict]] = {}
         for variant in ("feedback", "scores_only"):
@@ -230,7 +233,7 @@ def test_pearson_spearman_and_table3_by_hand() -> None:
     assert r == pytest.approx(0.8) and rho == pytest.approx(0.8)  # hand: cov 1.0 / var 1.25
     assert correlations([3, 3, 3], [1, 2, 3]) == (None, None) and correlations([1, 2], [1, 2]) == (None, None)
     human = [(1, 5), (2, 4), (4, 2), (5, 1)]  # (need alignment, tone) of four meta pairs
-    insts = [Instance(f"m{k}", "bespoke-meta", "u", "u", "q", {}, {"human": {
+    insts = [Instance(f"m{k}", "bespoke-meta", "u", "u", "q", {}, {"need": "n", "response": "r", "human": {
         c: {"score": h[0] if c != "tone" else h[1], "feedback": ""} for c in CRITERIA}}) for k, h in enumerate(human)]
     rows = []
     for k, (na, _tone) in enumerate(human):
@@ -334,7 +337,8 @@ def test_table5_layout() -> None:
              "instance_id": f"i{k}", "metric": m, "value": v}
             for a, e, vals in (("q", "none", (10.0, None)), ("c", "cot", (40.0, 60.0)))
             for k, v in enumerate(vals) for m in ("ndcg@10", "ndcg@20")]
-    insts = [Instance(f"i{k}", "bespoke-history", "u", "u", "q", {}, {"oracle": ["a"] * k}) for k in range(2)]
+    insts = [Instance(f"i{k}", "bespoke-history", "u", "u", "q", {}, {"need": "n", "oracle": ["a"] * k})
+             for k in range(2)]
     from perseval.benchmarks.bespoke.agents.history_retriever import HistoryRetrieverParams
 
     typed = {"q": HistoryRetrieverParams(expansion="none"), "c": HistoryRetrieverParams(expansion="cot")}

@@ -17,6 +17,7 @@ from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.sessions import split_chat, split_search
 from perseval.core.errors import InputError
 from tests.bespoke_official import CLAIMS, OFFICIAL_COLUMNS, QUERIES, RUBRICS, SHOTS, official  # noqa: F401
+from perseval.setup.experiment import experiment_file
 
 JSON_COLUMNS = {"gold_information/gold_information.parquet": "gold_information_value",
                 "meta_test/meta_test_set.parquet": "meta_test_set_value",
@@ -194,7 +195,7 @@ def test_the_paper_experiment_validates_against_a_release_folder(official: Path,
     from perseval.pipeline.plan import make_plan
     from tests.conftest import CONFIGS
 
-    config = CONFIGS / "experiments" / "bespoke_paper.yaml"
+    config = experiment_file("bespoke_paper")
     monkeypatch.chdir(official.parent)
     with pytest.raises(ConfigError, match=r"benchmarks\.0\.source.*data/bespoke.*does not exist"):
         load_experiment(config)

@@ -9,6 +9,7 @@ from perseval.report.show import effective_settings
 from perseval.setup.experiment import load_experiment
 from tests.conftest import REPO
 from tests.bespoke_official import official  # noqa: F401 (fixture)
+from perseval.setup.experiment import experiment_file
 
 
 def _searching_over_user_pages(settings: dict) -> list[str]:
@@ -23,7 +24,7 @@ def _searching_over_user_pages(settings: dict) -> list[str]:
 
 
 def test_the_paper_config_has_no_search_over_users_own_pages(official, monkeypatch):
-    paper = (REPO / "configs" / "experiments" / "bespoke_paper.yaml").resolve()
+    paper = (experiment_file("bespoke_paper")).resolve()
     monkeypatch.chdir(official.parent)  # the paper config reads the release from data/bespoke
     shutil.copytree(official, official.parent / "data" / "bespoke")
     settings = effective_settings(load_experiment(paper))

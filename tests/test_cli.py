@@ -6,14 +6,15 @@ import pytest
 from typer.testing import CliRunner
 
 from flows.cli import app
+from perseval.setup.experiment import experiment_file
 
 runner = CliRunner()
 
 
-@pytest.mark.parametrize("command", ["run", "validate", "construct", "stats", "compare", "ui", "deploy", "agreement",
-                                     "label-sample"])
+@pytest.mark.parametrize("command", ["run", "validate", "construct", "stats", "compare", "ui", "deploy", "iba agreement",
+                                     "iba label-sample", "iba"])
 def test_every_command_has_help(command):
-    result = runner.invoke(app, [command, "--help"])
+    result = runner.invoke(app, [*command.split(), "--help"])
     assert result.exit_code == 0 and "Usage" in result.output
 
 
@@ -30,7 +31,7 @@ def test_agreement_reports_raw_agreement_and_ac1(tmp_path):
     # pi = 37/40 = 0.925, Pe = 2 pi (1 - pi) = 0.13875, AC1 = (0.85 - Pe) / (1 - Pe) = 0.826
     a = _labels(tmp_path / "a.csv", [(f"i{i}", 1, 1, 1) for i in range(20)])
     b = _labels(tmp_path / "b.csv", [(f"i{i}", 0 if i % 7 == 0 else 1, 1, 1) for i in range(20)])
-    result = runner.invoke(app, ["agreement", a, b])
+    result = runner.invoke(app, ["iba", "agreement", a, b])
     assert result.exit_code == 0, result.output
     line = next(l for l in result.output.splitlines() if l.startswith("| reasonableness"))
     assert "0.850" in line and "0.826" in line
@@ -39,19 +40,17 @@ def test_agreement_reports_raw_agreement_and_ac1(tmp_path):
 def test_agreement_names_the_bad_cell(tmp_path):
     a = _labels(tmp_path / "a.csv", [("i0", 1, 1, 1), ("i1", "maybe", 1, 1)])
     b = _labels(tmp_path / "b.csv", [("i0", 1, 1, 1), ("i1", 1, 1, 1)])
-    result = runner.invoke(app, ["agreement", a, b])
+    result = runner.invoke(app, ["iba", "agreement", a, b])
     assert result.exit_code == 2 and "a.csv" in result.output and "reasonableness" in result.output
 
 
 def test_validate_checks_everything_without_starting_a_server(tmp_path):
-    from .conftest import CONFIGS
+    from .conftest import CONFIGS, shipped_configs
 
     ok = runner.invoke(app, ["validate", str(CONFIGS / "experiments" / "quickstart.yaml")])
     assert ok.exit_code == 0 and "11 cell(s)" in ok.output
-    import shutil
-
-    root = tmp_path / "configs"
-    shutil.copytree(CONFIGS, root)
+    root = shipped_configs(tmp_path)  # the shipped configs, flat: the copy's apeb-direct.yaml wins
+    (root / "experiments" / "quickstart.yaml").write_text((CONFIGS / "experiments" / "quickstart.yaml").read_text())
     agent = root / "agents" / "apeb-direct.yaml"
     agent.write_text(agent.read_text().replace("history_items: null", "history_itmes: null"))
     bad = runner.invoke(app, ["validate", str(root / "experiments" / "quickstart.yaml")])
@@ -62,10 +61,10 @@ def test_validate_checks_everything_without_starting_a_server(tmp_path):
 def test_label_sample_refuses_what_it_cannot_sample_before_building_anything(tmp_path):
     from .conftest import CONFIGS
 
-    no_iba = runner.invoke(app, ["label-sample", str(CONFIGS / "experiments" / "apeb_cpu.yaml"),
+    no_iba = runner.invoke(app, ["iba", "label-sample", str(experiment_file("apeb_cpu")),
                                  "--out-dir", str(tmp_path / "l")])
     assert no_iba.exit_code == 2 and "no iba benchmark entry" in no_iba.output
-    unknown = runner.invoke(app, ["label-sample", str(CONFIGS / "experiments" / "iba_cpu.yaml"), "--model", "gpt-x",
+    unknown = runner.invoke(app, ["iba", "label-sample", str(experiment_file("iba_cpu")), "--model", "gpt-x",
                                   "--out-dir", str(tmp_path / "l")])
     assert unknown.exit_code == 2 and "'gpt-x' is not a model" in unknown.output and "smollm2-135m" in unknown.output
     assert not (tmp_path / "l").exists()

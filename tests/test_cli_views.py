@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from flows.cli import _mlflow_experiment, app, stage_line
 from perseval.report.tables import frame_table
-from perseval.setup.registry import BENCHMARKS
+from perseval.kernel.registry import BENCHMARKS
 
 from .conftest import CONFIGS
 

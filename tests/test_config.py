@@ -3,19 +3,20 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup.registry import agent_class
+from perseval.kernel.registry import agent_class
 from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
 from perseval.pipeline.controls import uses_history
-from perseval.setup.experiment import judge_specs, load_experiment
+from perseval.setup.experiment import BENCHMARKS_DIR, judge_specs, load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, shipped_yaml
+from perseval.setup.experiment import experiment_file
 
 
-@pytest.mark.parametrize("name", sorted(p.stem for p in (CONFIGS / "experiments").glob("*.yaml")))
+@pytest.mark.parametrize("name", sorted(p.stem for p in shipped_yaml("experiments")))
 def test_shipped_experiments_validate_and_plan(name, tmp_path, monkeypatch):
-    path = CONFIGS / "experiments" / f"{name}.yaml"
+    path = experiment_file(name)
     # a paper config reads a release the user downloads (`source:`): stand an empty folder in for it
     monkeypatch.chdir(tmp_path)
     for entry in yaml.safe_load(path.read_text())["benchmarks"]:
@@ -44,7 +45,7 @@ def test_shipped_experiments_validate_and_plan(name, tmp_path, monkeypatch):
 
 def test_all_model_and_deployment_configs_validate():
     for kind, model in (("models", ModelConfig), ("deployments", DeploymentConfig)):
-        paths = list((CONFIGS / kind).glob("*.yaml"))
+        paths = list(shipped_yaml(kind))
         assert paths and all(load_config(model, p).name == p.stem for p in paths)
 
 
@@ -90,7 +91,7 @@ def test_an_experiment_in_the_users_own_folder_finds_the_shipped_configs(tmp_pat
     assert exp.files["models/smollm2-135m"] == str(CONFIGS / "models" / "smollm2-135m.yaml")
     # a file of the same name beside the experiment overrides the shipped one
     (tmp_path / "judges").mkdir()
-    mine = yaml.safe_load((CONFIGS / "judges" / "smollm2-apeb-rubric.yaml").read_text())
+    mine = yaml.safe_load((BENCHMARKS_DIR / "apeb" / "configs" / "judges" / "smollm2-apeb-rubric.yaml").read_text())
     mine["sampling"] = {**(mine.get("sampling") or {}), "temperature": 0.3}
     (tmp_path / "judges" / "smollm2-apeb-rubric.yaml").write_text(yaml.safe_dump(mine))
     exp = load_experiment(path)
@@ -113,7 +114,7 @@ def test_a_deployment_must_fit_its_models_format(tmp_path):
 
 
 def test_iba_paper_grid_mirrors_the_paper():
-    exp = load_experiment(CONFIGS / "experiments" / "iba_paper.yaml")
+    exp = load_experiment(experiment_file("iba_paper"))
     entry = exp.experiment.benchmarks[0]
     assert entry.sample == 6962 and entry.params["full_size"] is True and exp.experiment.seed == 42
     assert len(exp.judges) == 3 and exp.judges["qwen3-4b-judge"].repeats == 5  # Tables 6-9
@@ -159,3 +160,21 @@ def test_a_baseline_must_be_one_of_the_entrys_agents(tmp_path):
     message = str(err.value)
     assert str(path) in message and "benchmarks.0.baseline" in message
     assert "apeb-oracle, apeb-no-history" in message and "'apeb-direct'" in message
+
+
+def test_no_shipped_config_name_is_defined_twice():
+    """configs/ and the benchmark folders' configs/ are one namespace per kind: a name found twice would
+    depend on the lookup order."""
+    for kind in ("agents", "judges", "experiments", "models", "deployments", "retrievers"):
+        stems = [p.stem for p in shipped_yaml(kind)]
+        assert len(stems) == len(set(stems)) and stems, kind
+
+
+def test_a_benchmark_s_agents_are_found_in_its_folder(tmp_path):
+    """An experiment outside the repository names an agent that lives in perseval/benchmarks/iba/configs/."""
+    exp = tmp_path / "mine.yaml"
+    exp.write_text(yaml.safe_dump({"name": "mine", "backbones": ["smollm2-135m"], "retrievers": ["minilm"],
+                                   "judges": ["smollm2-judge"],
+                                   "benchmarks": [{"name": "iba", "sample": 2, "agents": ["iba-oracle"]}]}))
+    resolved = load_experiment(exp)
+    assert "perseval/benchmarks/iba/configs/agents/iba-oracle.yaml" in resolved.files["agents/iba-oracle"]

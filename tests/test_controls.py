@@ -16,12 +16,13 @@ from perseval.pipeline.controls import SWAPPED_HISTORY, derangement, history_own
 from perseval.report.gains import instance_values
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import AgentOutput, Document, Instance, Passage
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.pipeline.stages import Runtime, load_instances
 from perseval.core.store import StageStore
 
 from .conftest import CONFIGS
 from .plan_runs import _compute, _tree
+from perseval.setup.experiment import experiment_file
 
 
 @register_agent("test.apeb-history-blind")
@@ -202,5 +203,5 @@ def test_the_no_history_reference_is_the_same_kind_without_history_else_the_name
     assert no_history_agent(exp, 0, "iba-rag") == "iba-no-history"
     assert no_history_agent(exp, 1, "bespoke-raw-history") == "bespoke-no-context"
     assert no_history_agent(exp, 2, "apeb-direct") == "apeb-no-history"
-    exp2 = load_experiment(CONFIGS / "experiments" / "iba_cpu.yaml")
+    exp2 = load_experiment(experiment_file("iba_cpu"))
     assert no_history_agent(exp2, 0, "iba-agent") == "iba-no-history"  # another kind: by its name

@@ -23,7 +23,7 @@ from perseval.pipeline.stages import Runtime, construct, judge, run_shard, score
 from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
 
-from .conftest import CONFIGS, cpu_overrides
+from .conftest import CONFIGS, cpu_overrides, copy_configs
 
 USAGE_IN, USAGE_OUT = 3, 2  # what tests/http_stub.completion reports per request
 
@@ -105,7 +105,7 @@ def test_spend_separates_this_run_from_total_and_prices_tokens_and_gpu_hours():
 def _configs(root: Path, price: dict | None) -> Path:
     """The shipped configs plus an API model behind an openai endpoint, and an APeB experiment ranking with it."""
     cfg = root / "configs"
-    shutil.copytree(CONFIGS, cfg)
+    copy_configs(cfg)
     model = {"name": "stub-api", "format": "api", "source": "stub", "deployment": "stub-endpoint",
              "sampling": {"temperature": 0.0, "max_tokens": 16}}
     if price is not None:
@@ -212,7 +212,7 @@ def test_a_gpu_hour_price_is_paid_for_every_gpu_of_a_vllm_deployment_and_changes
     from perseval.pipeline.cost import devices
 
     cfg = tmp_path / "configs"
-    shutil.copytree(CONFIGS, cfg)
+    copy_configs(cfg)
     before = make_plan(load_experiment(cfg / "experiments" / "gpu.yaml"))
     path = cfg / "models" / "qwen3-30b-a3b-instruct.yaml"
     path.write_text(path.read_text() + "price: {per_gpu_hour: 3.5}\n")

@@ -67,9 +67,12 @@ def test_headline_rows_carry_the_interval_and_the_paired_difference_to_the_basel
     by_name = {"/".join(r[k] for k in ("benchmark", "agent", "backbone", "retriever", "judge")): r for r in rows}
     rag = by_name[f"iba/iba-rag/smollm2-135m/minilm/{judge}"]
     base = by_name[f"iba/iba-no-history/smollm2-135m/-/{judge}"]
-    est = cluster_mean(RAG, USERS, resamples=400)
+    est = cluster_mean(RAG, USERS)
     assert (rag["score"], rag["ci_low"], rag["ci_high"], rag["se"], rag["n_users"]) == \
         (pytest.approx(est.mean), est.ci_low, est.ci_high, est.se, 4)
+    # Kish's effective users of the scored instances (2, 2, 2, 1 per user: 49 / 13) and the estimand, named
+    assert rag["effective_users"] == pytest.approx(7 ** 2 / 13) == est.effective_users
+    assert rag["weighting"] == "instance" and rag["interval_note"] is None
     # differences (i7 unscored in iba-rag: not a pair): 50, 10, 40, 40, 0, 60, 20 -> mean 220 / 7
     assert rag["delta_vs_baseline"] == pytest.approx(220 / 7) and rag["delta_paired"] is True
     assert rag["baseline"] == "iba-no-history" and base["delta_vs_baseline"] is None
@@ -88,6 +91,8 @@ def test_headline_rows_carry_the_interval_and_the_paired_difference_to_the_basel
     assert score_text(rag) == f"{est.mean:.1f} [{est.ci_low:.1f}, {est.ci_high:.1f}]"
     metrics = uncertainty_metrics(rag)
     assert metrics["n_users"] == 4.0 and metrics["delta_vs_baseline"] == pytest.approx(220 / 7)
+    assert metrics["effective_users"] == pytest.approx(49 / 13) and metrics["delta_effective_users"] == \
+        pytest.approx(d.effective_users) == pytest.approx(49 / 13)
     assert "delta_p" not in uncertainty_metrics(base) and uncertainty_metrics(base)["ci_low"] == base["ci_low"]
 
 

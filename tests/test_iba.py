@@ -21,7 +21,7 @@ from perseval.setup.config import AgentConfig, load_config
 from perseval.core.errors import ConfigError, InputError
 from perseval.core.records import AgentOutput
 from tests.scripted import ScriptedChat
-from .conftest import build, by_owner, context, evidence
+from .conftest import build, by_owner, context, evidence, shipped_config
 
 ROOT = Path(__file__).resolve().parents[1]
 GENERATE = ["Academic paper writing", "Weekly plan"]
@@ -282,9 +282,9 @@ def test_rag_agent_invalid_and_failed_answers():
 
 
 def test_agent_configs_and_registration():
-    from perseval.setup import registry
+    from perseval.kernel import registry
 
-    cfgs = {n: load_config(AgentConfig, ROOT / f"configs/agents/{n}.yaml") for n in ("iba-rag", "iba-no-history", "iba-oracle")}
+    cfgs = {n: load_config(AgentConfig, shipped_config("agents", n)) for n in ("iba-rag", "iba-no-history", "iba-oracle")}
     assert {c.name for c in cfgs.values()} == set(cfgs)
     assert cfgs["iba-no-history"].params["top_k"] == 0 and cfgs["iba-rag"].params["top_k"] == 3
     assert registry.agent_class(cfgs["iba-rag"].kind) is RagAgent

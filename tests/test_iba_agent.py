@@ -27,6 +27,8 @@ from tests.scripted import ScriptedChat
 from tests.iba_agent_helpers import (TASK, FakeRetriever, entry, instance, passage, prompts_of, responder,
                                      run, stage_of, steps)
 
+from .conftest import shipped_config
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -50,7 +52,7 @@ def test_one_yaml_per_table5_row_plus_fc():
         "iba-agent-rag-synth": ("pipeline", True, True, "rag"),
     }
     for name, want in expected.items():
-        cfg = load_config(AgentConfig, ROOT / "configs" / "agents" / f"{name}.yaml")
+        cfg = load_config(AgentConfig, shipped_config("agents", name))
         assert cfg.kind == "iba.agent" and cfg.name == name
         s = IbaAgent(cfg.params).settings
         assert (s.controller, s.deep_retrieval, s.broad_thinking, s.synthesis) == want, name
@@ -353,7 +355,7 @@ def test_deep_retrieval_mechanics_vs_plain_top_k_at_equal_budget(tmp_path):
     os.environ["HF_HUB_OFFLINE"] = "1"
     from perseval.setup.components import make_retriever
     from perseval.setup.config import RetrieverConfig
-    from perseval.setup.registry import benchmark_class
+    from perseval.kernel.registry import benchmark_class
 
     data = benchmark_class("iba")({"noise_per_evidence": 20}).build(sample=12, seed=42, source=None)
     retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))

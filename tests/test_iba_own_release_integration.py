@@ -1,7 +1,7 @@
 """Issue 14 as its user met it: an experiment file in the user's own folder (not under configs/), naming
 the shipped model, retriever, judge and agents, over an IBA release outside perseval's taxonomy, run by
 `perseval run` on real parts (MiniLM + FAISS, the embedded llama.cpp server, Prefect + Dask, MLflow).
-The shipped example configs/experiments/iba_own_release.yaml is this experiment, minus iba-rag."""
+The shipped example perseval/benchmarks/iba/configs/experiments/iba_own_release.yaml is this experiment, minus iba-rag."""
 from __future__ import annotations
 
 import json
@@ -17,6 +17,7 @@ import yaml
 from perseval.benchmarks.iba.release import load_release
 
 from .conftest import CONFIGS
+from perseval.setup.experiment import experiment_file
 
 pytestmark = pytest.mark.integration
 
@@ -26,7 +27,7 @@ RELEASE = CONFIGS.parent / "tests" / "data" / "iba_outside_release"
 @pytest.fixture(scope="module")
 def result(tmp_path_factory, prefect_api) -> tuple[Path, dict]:
     folder = tmp_path_factory.mktemp("own")
-    exp = yaml.safe_load((CONFIGS / "experiments" / "iba_own_release.yaml").read_text())
+    exp = yaml.safe_load((experiment_file("iba_own_release")).read_text())
     exp["benchmarks"][0].update(source=str(RELEASE), agents=["iba-no-history", "iba-oracle", "iba-agent"])
     (folder / "mine.yaml").write_text(yaml.safe_dump(exp))
     proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "mine.yaml", "--summary-json", "summary.json",

@@ -77,7 +77,7 @@ def test_annotation_csv_round_trip_and_errors(tmp_path):
     bad.write_text("instance_id,reasonableness,coherence,persona_consistency\nx1,1,1,1\nx1,0,1,1\n")
     with pytest.raises(InputError, match="row 3.*labelled twice"):
         read_label_csv(bad)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="nope.csv: missing: no annotation file"):
         read_label_csv(tmp_path / "nope.csv")
 
 

@@ -12,6 +12,7 @@ from perseval.setup.experiment import load_experiment
 from perseval.llm.deployments import vllm_command
 
 from .conftest import REPO
+from perseval.setup.experiment import experiment_file
 
 INFRA = REPO / "infra"
 
@@ -45,14 +46,14 @@ def test_h200_bench_dry_run_prints_the_benchmark_and_runs_nothing(tmp_path):
     assert commands[0].startswith("nvidia-smi")
     bench = commands[-1]
     assert bench.startswith("timeout 540 py-on-the-gpu-box scripts/bench_pipeline.py")
-    assert "--config configs/experiments/iba_h200_bench.yaml --p1" in bench and f"--json {out}/bench.json" in bench
+    assert "--config perseval/benchmarks/iba/configs/experiments/iba_h200_bench.yaml --p1" in bench and f"--json {out}/bench.json" in bench
     assert not out.exists()  # a dry run only prints
 
 
 def test_the_h200_bench_runs_on_the_gpu():
     """The experiment the script names loads, and what it measures runs on GPUs: every backbone is served
     by vLLM and every dense index is built on the GPU (a CPU setting here would benchmark the CPU)."""
-    config = REPO / "configs" / "experiments" / "iba_h200_bench.yaml"
+    config = experiment_file("iba_h200_bench")
     assert str(config.relative_to(REPO)) in H200_SCRIPT.read_text()
     exp = load_experiment(config)
     assert {exp.deployments[b].kind for b in exp.experiment.backbones} == {"vllm"}

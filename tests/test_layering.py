@@ -1,8 +1,12 @@
 """The layers and the wings, checked on every module (imports inside functions included).
 
 Layers: perseval/ never imports Prefect, tasks/ or flows/; tasks/ never imports flows/.
-Wings of perseval/: core/ imports nothing else of perseval; the components (agents, judges, retrieval, llm,
-metrics, benchmarks) never import pipeline/ or report/; pipeline/ never imports report/.
+Wings of perseval/ stack in LAYERS, and a wing imports only wings of the layers below its own:
+core/ (records, store, errors) < kernel/ (Params, registries, capabilities: the shared vocabulary) <
+the base components (llm, metrics, retrieval) < agents and judges < benchmarks < setup/ (loading an
+experiment) < pipeline/ < report/ < a benchmark's own command modules (named in its components.yaml), which
+nothing in perseval imports. So no component imports setup/, the agent contract never reaches into a
+benchmark, and nothing runs back up.
 """
 from __future__ import annotations
 
@@ -13,11 +17,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = {"perseval": ("prefect", "prefect_dask", "tasks", "flows"), "tasks": ("flows",)}
-COMPONENTS = ("agents", "judges", "retrieval", "llm", "metrics", "benchmarks")
-WINGS = ("core", "setup", "pipeline", "report", *COMPONENTS)
-# wing -> the perseval wings it may not import
-WING_RULES = {"core": tuple(w for w in WINGS if w != "core"), "pipeline": ("report",),
-              **{c: ("pipeline", "report") for c in COMPONENTS}}
+LAYERS = (("core",), ("kernel",), ("llm", "metrics", "retrieval"), ("agents", "judges"), ("benchmarks",),
+          ("setup",), ("pipeline",), ("report",))
+WINGS = tuple(w for layer in LAYERS for w in layer)
+LAYER_OF = {w: i for i, layer in enumerate(LAYERS) for w in layer}
+# wing -> the perseval wings it may not import: its own layer's other wings and every layer above
+WING_RULES = {w: tuple(v for v in WINGS if v != w and LAYER_OF[v] >= LAYER_OF[w]) for w in WINGS}
 
 
 def imported(path: Path, root: Path = ROOT) -> set[str]:
@@ -48,9 +53,17 @@ def test_no_layer_imports_a_layer_above_it(layer):
     assert {f: n for f, n in bad.items() if n} == {}
 
 
+def command_files() -> set[Path]:
+    """A benchmark's own command modules (components.yaml `commands:`): the top of the house, beside the
+    `perseval` command that mounts them, so they sit above every wing."""
+    from perseval.kernel.registry import command_modules
+
+    return {ROOT.joinpath(*m.split(".")).with_suffix(".py") for m in command_modules().values()}
+
+
 @pytest.mark.parametrize("wing", sorted(WING_RULES))
 def test_no_wing_imports_a_wing_it_may_not(wing):
-    files = sorted((ROOT / "perseval" / wing).rglob("*.py"))
+    files = sorted(set((ROOT / "perseval" / wing).rglob("*.py")) - command_files())
     assert files
     bad = {str(f.relative_to(ROOT)): sorted(n for n in imported(f) if wing_of(n) in WING_RULES[wing])
            for f in files}
@@ -70,6 +83,15 @@ def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path):
     found = imported(f, tmp_path)
     assert {"prefect", "flows.cli", "perseval.pipeline", "perseval.pipeline.plan"} <= found
     assert wing_of("perseval.pipeline.plan") in WING_RULES["metrics"]
+
+
+def test_the_rules_forbid_the_arrows_the_layers_exist_for():
+    """Spelled out, so a reordering of LAYERS that allowed one of them fails here."""
+    components = ("agents", "judges", "retrieval", "llm", "metrics", "benchmarks")
+    assert all("setup" in WING_RULES[c] for c in components)  # components never import the config phase
+    assert "benchmarks" in WING_RULES["agents"]  # the agent contract depends on no benchmark
+    assert set(WINGS) - set(WING_RULES["kernel"]) == {"core", "kernel"}  # the kernel imports no component
+    assert all("report" in WING_RULES[w] for w in WINGS if w != "report")  # nothing runs back up from views
 
 
 def imported_test_modules(name: str, root: Path = ROOT) -> set[str]:
@@ -102,3 +124,10 @@ def test_the_test_module_check_sees_relative_absolute_and_package_imports(tmp_pa
                  "from .conftest import y\nfrom tests.helpers import z\n")
     found = set().union(*(imported_test_modules(n, tmp_path) for n in imported(f, tmp_path)))
     assert found == {"tests/test_b.py", "tests/test_c.py", "tests/test_d.py"}
+
+
+def test_a_benchmark_s_commands_are_imported_by_nothing_in_perseval():
+    commands = {".".join(f.relative_to(ROOT).with_suffix("").parts) for f in command_files()}
+    assert "perseval.benchmarks.iba.cli" in commands
+    users = {str(f.relative_to(ROOT)) for f in (ROOT / "perseval").rglob("*.py") if imported(f) & commands}
+    assert users == set()

@@ -19,7 +19,7 @@ from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import Instance, Passage
 from perseval.report.show import at_path, effective_settings
-from tests.conftest import CONFIGS
+from tests.conftest import CONFIGS, copy_configs
 from tests.scripted import ScriptedChat
 
 QUICKSTART = CONFIGS / "experiments" / "quickstart.yaml"
@@ -51,7 +51,7 @@ def test_the_quickstart_keys_are_those_of_main():
 def _tree(tmp_path: Path, overrides: dict | None, name: str = "t") -> Path:
     """A copy of the shipped configs whose quickstart has `overrides` (None: none at all)."""
     root = tmp_path / name / "configs"
-    shutil.copytree(CONFIGS, root)
+    copy_configs(root)
     exp = root / "experiments" / "quickstart.yaml"
     data = yaml.safe_load(exp.read_text())
     data.pop("overrides", None)

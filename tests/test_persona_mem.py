@@ -33,6 +33,7 @@ from perseval.setup.experiment import load_experiment
 from tests.scripted import ScriptedChat
 
 from .conftest import REPO
+from perseval.setup.experiment import experiment_file
 
 SAMPLE = REPO / "tests" / "data" / "persona_mem"
 QUESTIONS, CONTEXTS = "questions_32k.csv", "shared_contexts_32k.jsonl"
@@ -320,7 +321,7 @@ def test_stats_count_questions_per_type_topic_and_context():
 
 
 def test_the_cpu_config_plans_the_agents_and_their_swapped_runs():
-    plan = make_plan(load_experiment(REPO / "configs" / "experiments" / "persona_mem_cpu.yaml"))
+    plan = make_plan(load_experiment(experiment_file("persona_mem_cpu")))
     runs = {(r.agent.name, r.control.name if r.control else None) for r in plan.runs()}
     assert ("persona-mem-long-context", "swapped-history") in runs and ("persona-mem-rag", "swapped-history") in runs
     assert ("persona-mem-oracle", "swapped-history") not in runs and ("persona-mem-no-history", None) in runs

@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 
-from .conftest import CONFIGS, REPO
+from .conftest import CONFIGS, REPO, copy_configs
 
 DATA = REPO / "tests" / "data"
 EXPERIMENT = {
@@ -47,8 +47,7 @@ EXPERIMENT = {
 def workdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("newbench")
     cfg = root / "configs"
-    for kind in ("agents", "retrievers", "deployments", "models"):
-        shutil.copytree(CONFIGS / kind, cfg / kind)
+    copy_configs(cfg, ("agents", "retrievers", "deployments", "models"))
     (cfg / "judges").mkdir()
     (cfg / "judges" / "tiny-judge.yaml").write_text(yaml.safe_dump(
         {"name": "tiny-judge", "model": "smollm2-135m", "sampling": {"temperature": 0.0, "max_tokens": 64}}))

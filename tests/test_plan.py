@@ -14,12 +14,12 @@ from perseval.setup.experiment import load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import Plan, make_plan
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, shipped_config, copy_configs
 
 
 def tree(tmp_path: Path, name: str = "t") -> Path:
     root = tmp_path / name / "configs"
-    shutil.copytree(CONFIGS, root)
+    copy_configs(root)
     return root
 
 
@@ -187,7 +187,7 @@ def test_an_agents_prompt_version_moves_its_run_keys_from_the_first_change_on():
     from perseval.setup.config import AgentConfig, ModelConfig, load_config
     from perseval.setup.experiment import agent_spec
 
-    spec = {name: agent_spec(load_config(AgentConfig, CONFIGS / "agents" / f"{name}.yaml"), name)
+    spec = {name: agent_spec(load_config(AgentConfig, shipped_config("agents", name)), name)
             for name in ("iba-agent", "iba-rag")}
     assert (spec["iba-agent"].prompt_version, spec["iba-rag"].prompt_version) == (2, 1)
     model = load_config(ModelConfig, CONFIGS / "models" / "smollm2-135m.yaml")

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup import registry
+from perseval.kernel import registry
 from perseval.setup.experiment import load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import InstanceScore
 from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score
 from perseval.core.store import StageStore
-from .conftest import PLUGIN, write_configs
+from .conftest import PLUGIN, write_configs, copy_configs
 
 def test_a_plugin_adds_all_four_kinds_and_runs_through_the_stages(tmp_path):
     exp = load_experiment(write_configs(tmp_path))
@@ -64,7 +64,7 @@ def test_an_installed_package_adds_components_through_its_entry_point(tmp_path, 
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: fakeplug\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text("[perseval.plugins]\nfake = fakeplug_judges\n")
     (tmp_path / "fakeplug_judges.py").write_text(
-        "from perseval.judges.base import Judge\nfrom perseval.setup.registry import register_judge\n\n"
+        "from perseval.judges.base import Judge\nfrom perseval.kernel.registry import register_judge\n\n"
         "@register_judge('fake.entrypoint')\nclass FakeJudge(Judge):\n"
         "    benchmark = 'apeb'\n    item = 'fake'\n    metrics = ('fake',)\n    uses_llm = False\n"
         "    async def judge(self, instance, output, binding):\n        return []\n"
@@ -94,7 +94,7 @@ def test_a_new_judge_on_an_existing_benchmark_is_one_module_and_one_yaml(tmp_pat
     from .conftest import CONFIGS
 
     root = tmp_path / "configs"
-    shutil.copytree(CONFIGS, root)
+    copy_configs(root)
     (root / "judges" / "intent.yaml").write_text(yaml.safe_dump({"name": "intent", "kind": "apeb.intent-match"}))
     exp_path = root / "experiments" / "quickstart.yaml"
     exp = yaml.safe_load(exp_path.read_text())

@@ -33,6 +33,7 @@ from perseval.setup.experiment import load_experiment
 from tests.scripted import ScriptedChat
 
 from .conftest import REPO
+from perseval.setup.experiment import experiment_file
 
 SAMPLE = REPO / "tests" / "data" / "prefeval"
 
@@ -171,12 +172,17 @@ def test_zero_shot_sends_preference_turns_then_the_inter_turns_then_the_question
     sent = chat.calls[0]["messages"]
     assert len(sent) == 4 + 2 * 2 + 1
     assert sent[0]["content"].startswith("What sauces could I keep") and sent[4]["content"].startswith("How many minutes")
-    assert sent[-1] == {"role": "user", "content": inst.query} and chat.calls[0]["json_schema"] is None
+    limit = " (Please respond within 300 words.)"  # the official scripts' length request, N = max_tokens
+    assert sent[-1] == {"role": "user", "content": inst.query + limit} and chat.calls[0]["json_schema"] is None
     assert chat.calls[0]["max_tokens"] == 300 and out.status == "ok" and out.parsed is None
     reminded = ScriptedChat("ok")
     asyncio.run(ZeroShotAgent(ZeroShotAgent.Params(reminder=True)).act(
         inst, AgentContext(llm=reminded, documents=_docs(data)), 0, "rem"))
-    assert reminded.calls[0]["messages"][-1]["content"] == f"{inst.query}\n\n{REMINDER}"
+    assert reminded.calls[0]["messages"][-1]["content"] == f"{inst.query}{limit}\n\n{REMINDER}"
+    unlimited = ScriptedChat("ok")
+    asyncio.run(ZeroShotAgent(ZeroShotAgent.Params(word_limit=False)).act(
+        inst, AgentContext(llm=unlimited, documents=_docs(data)), 0, "off"))
+    assert unlimited.calls[0]["messages"][-1]["content"] == inst.query
 
 
 def test_clipping_drops_the_oldest_inter_turns_never_the_preference():
@@ -373,7 +379,7 @@ def test_stats_count_preferences_per_topic_and_instances_per_setting():
 
 
 def test_the_cpu_config_plans_both_judges_and_the_swapped_runs():
-    plan = make_plan(load_experiment(REPO / "configs" / "experiments" / "prefeval_cpu.yaml"))
+    plan = make_plan(load_experiment(experiment_file("prefeval_cpu")))
     runs = {(r.agent.name, r.control.name if r.control else None) for r in plan.runs()}
     assert ("prefeval-zero-shot", "swapped-history") in runs and ("prefeval-rag", "swapped-history") in runs
     assert ("prefeval-no-history", "swapped-history") not in runs and ("prefeval-oracle", "swapped-history") not in runs
@@ -391,4 +397,20 @@ def test_files_pair_by_row_as_the_official_scripts_read_them(tmp_path):
     assert "pe-implicit-choice-lifestyle_dietary-1-t0-mcq" in got
     assert got["pe-explicit-lifestyle_dietary-1-t0-mcq"].user_id == "lifestyle_dietary-001"
     assert "pe-explicit-travel_hotel-2-t0-mcq" not in got and "pe-explicit-travel_hotel-2-t0-gen" in got
-    assert data.info["rows_without_mcq_options"] == 3  # travel_hotel row 2, in each of the three forms
+    assert data.info["release"]["rows_without_mcq_options"] == 3  # travel_hotel row 2, in each of the three forms
+
+
+def test_the_manifest_keeps_the_release_counts_and_the_sample_counts_apart():
+    """`release`: the selected release before sampling (every preference, every instance of each form);
+    `sample`: what the entry's `sample` kept. Never one flat mix of both."""
+    whole, one = load(inter_turns=[2]), build_all(PrefEval(PrefEval.Params(inter_turns=[2])), sample=1, seed=3,
+                                                  source=SAMPLE)
+    assert one.info["release"] == whole.info["release"]  # the release does not depend on the sample
+    release, sample = one.info["release"], one.info["sample"]
+    assert release["instances"] == len(whole.instances) and sum(release["by_form"].values()) == len(whole.instances)
+    assert release["preferences"] == len({i.user_id for i in whole.instances})
+    assert sample["preferences"] == 1 == len({i.user_id for i in one.instances})
+    assert sample["instances"] == len(one.instances) < release["instances"]
+    assert sum(sample["by_form"].values()) == len(one.instances) == sum(sample["by_task"].values())
+    assert sample["documents"] == len(one.documents)
+    assert not {"instances", "users", "by_form", "preferences"} & set(one.info)

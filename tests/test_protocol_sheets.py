@@ -11,7 +11,7 @@ import yaml
 from perseval.setup.experiment import load_experiment
 from perseval.report.protocols import Row, check_row, check_sheet, read_sheet
 from perseval.report.show import MISSING, effective_settings
-from tests.conftest import CONFIGS, REPO
+from tests.conftest import CONFIGS, REPO, copy_configs
 from tests.bespoke_official import official  # noqa: F401 (fixture)
 
 SHEETS = REPO / "docs" / "protocols"
@@ -41,7 +41,7 @@ def test_the_bespoke_configs_run_what_their_sheet_says(official, monkeypatch):
 def test_an_override_chain_that_replaces_a_paper_value_is_caught(tmp_path):
     """The bug class the sheets exist for: a paper config whose override quietly restores a CPU budget."""
     root = tmp_path / "configs"
-    shutil.copytree(CONFIGS, root)
+    copy_configs(root)
     exp = root / "experiments" / "iba_paper.yaml"
     data = yaml.safe_load(exp.read_text())
     agents = data["overrides"].setdefault("agents", {})
@@ -102,3 +102,44 @@ def test_the_persona_mem_and_prefeval_configs_run_what_their_sheet_says(name, tm
     paper = effective_settings(load_experiment(paper_config))
     cpu = effective_settings(load_experiment(cpu_config))
     assert check_sheet(sheet, paper, cpu) == []
+
+
+def test_the_prefeval_word_limit_is_on_the_sheet_and_in_what_the_paper_config_sends(tmp_path, monkeypatch):
+    """The official generation scripts end the question with "(Please respond within {max_tokens} words.)": the
+    sheet lists it, and the paper config's zero-shot and RAG agents send it (N = their max_tokens) on a
+    generation question, never on a classification one."""
+    import asyncio
+
+    from perseval.agents.base import AgentContext
+    from perseval.benchmarks.base import build_all
+    from perseval.benchmarks.prefeval.benchmark import PrefEval
+    from perseval.core.records import Passage
+    from perseval.setup.components import make_agent
+    from perseval.setup.experiment import bound
+    from tests.scripted import ScriptedChat
+
+    sheet = (SHEETS / "prefeval.md").read_text()
+    assert "(Please respond within {max_tokens} words.)" in sheet and "params/word_limit` | `true`" in sheet
+    monkeypatch.chdir(tmp_path)
+    shutil.copytree(REPO / "tests" / "data" / "prefeval", tmp_path / "data" / "prefeval")
+    agents = bound(load_experiment(REPO / read_sheet(SHEETS / "prefeval.md").paper_config)).agents
+    data = build_all(PrefEval(PrefEval.Params(inter_turns=[2])), sample=100, seed=3,
+                     source=REPO / "tests" / "data" / "prefeval")
+    gen = next(i for i in data.instances if i.payload["task"] == "generation")
+    mcq = next(i for i in data.instances if i.payload["task"] == "classification")
+
+    async def retrieve(owner: str, query: str, k: int) -> list[Passage]:
+        return []
+
+    for name in ("prefeval-zero-shot", "prefeval-rag"):
+        spec = agents[name]
+        assert spec.params.max_tokens == 300
+        agent = make_agent(spec)
+        for inst, want in ((gen, True), (mcq, False)):
+            chat = ScriptedChat('{"choice": "A"}')
+            ctx = AgentContext(llm=chat, retrieve=retrieve,
+                               documents=lambda owner: [d for d in data.documents if d.owner == owner])
+            asyncio.run(agent.act(inst, ctx, 0, name))
+            last = chat.calls[0]["messages"][-1]["content"]
+            assert ("(Please respond within 300 words.)" in last) is want, (name, last)
+            assert not want or last.endswith(f"{inst.query} (Please respond within 300 words.)")

@@ -18,12 +18,12 @@ import yaml
 from pydantic import BaseModel
 
 from perseval.setup.experiment import load_experiment
-from perseval.setup.params import Configurable, Params
+from perseval.kernel.params import Configurable, Params
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import AgentOutput
 from perseval.pipeline.stages import Runtime, analyze, construct, index, judge, run_shard, score
 
-from .conftest import CONFIGS, REPO
+from .conftest import CONFIGS, REPO, copy_configs
 from .conftest import write_configs
 
 QUICKSTART_KEYS = Path(__file__).parent / "data" / "quickstart_keys.json"
@@ -107,7 +107,7 @@ def test_a_plugins_params_unpickle_in_a_process_that_never_loaded_the_plugin(tmp
 
 def _random_experiment(root: Path, seed: int, entry_seed: int | None = None) -> Path:
     cfg = root / "configs"
-    shutil.copytree(CONFIGS, cfg)
+    copy_configs(cfg)
     entry = {"name": "apeb", "sample": 4, "agents": ["apeb-random"], **({"seed": entry_seed} if entry_seed else {})}
     exp = {"name": "seeded", "seed": seed, "shard_size": 8, "backbones": [], "retrievers": ["minilm"], "judges": [],
            "benchmarks": [entry]}

@@ -7,7 +7,7 @@ import pytest
 from perseval.setup.components import make_retriever
 from perseval.setup.config import RetrieverConfig, load_config
 from perseval.core.records import Document
-from perseval.setup.registry import retriever_class
+from perseval.kernel.registry import retriever_class
 
 from .conftest import CONFIGS
 

@@ -22,6 +22,7 @@ from perseval.judges.base import JudgeBinding
 from perseval.core.records import AgentOutput, Instance
 from tests.conftest import CONFIGS
 from tests.scripted import ScriptedChat
+from perseval.setup.experiment import experiment_file
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +156,7 @@ def test_a_judge_that_scored_slots_takes_no_rule_rows_for_them():
 
 
 def test_the_paper_config_binds_the_slot_judge_to_every_judge_and_the_quickstart_to_none():
-    paper = load_experiment(CONFIGS / "experiments" / "iba_paper.yaml")
+    paper = load_experiment(experiment_file("iba_paper"))
     specs = {s.name: s.kinds for s in judge_specs(paper, 0)}
     assert specs == {"deepseek-v3.2-judge": ("iba.checkpoint", "iba.slot_llm"),
                      "qwen3-4b-judge": ("iba.checkpoint", "iba.slot_llm"),

@@ -25,7 +25,7 @@ from mlflow.tracking import MlflowClient
 from perseval.llm.deployments import free_port
 from perseval.report.samples import trace_url
 
-from .conftest import CONFIGS, cpu_overrides
+from .conftest import CONFIGS, cpu_overrides, copy_configs
 from .trace_runs import make_run, track_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -45,8 +45,7 @@ EXPERIMENT = {
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory, prefect_api) -> Path:
     root = tmp_path_factory.mktemp("ui")
-    for kind in ("models", "deployments", "agents", "retrievers", "judges"):
-        shutil.copytree(CONFIGS / kind, root / "configs" / kind)
+    copy_configs(root / "configs", ("models", "deployments", "agents", "retrievers", "judges"))
     (root / "configs" / "experiments").mkdir()
     (root / "configs" / "experiments" / "ui.yaml").write_text(yaml.safe_dump(EXPERIMENT))
     for _ in range(2):

@@ -13,7 +13,7 @@ from perseval.benchmarks.base import build_all
 from perseval.benchmarks.views import KnownItemsGold, ScenarioPayload
 from perseval.core.errors import InputError
 from perseval.core.records import Instance
-from perseval.setup.registry import benchmark_class
+from perseval.kernel.registry import benchmark_class
 
 from .conftest import REPO
 

@@ -25,7 +25,7 @@ from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard
 from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
 
-from .conftest import CONFIGS
+from .conftest import CONFIGS, copy_configs
 
 MODEL = "stub-api"
 EXPERIMENT = {
@@ -72,7 +72,7 @@ def stub_llm() -> Iterator[str]:
 def write_configs(root: Path, experiment: dict[str, Any] | None = None) -> Path:
     """The shipped configs, the stand-in model behind an `openai` endpoint, its judge, and the experiment."""
     cfg = root / "configs"
-    shutil.copytree(CONFIGS, cfg, dirs_exist_ok=True)
+    copy_configs(cfg)
     (cfg / "models" / f"{MODEL}.yaml").write_text(yaml.safe_dump(
         {"name": MODEL, "format": "api", "source": "stub", "deployment": "stub-endpoint",
          "sampling": {"temperature": 0.0, "max_tokens": 64}}))

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The pipeline benchmark on one H200, in one command and at most 10 minutes: a 500-instance IBA-Bench sample
-# (configs/experiments/iba_h200_bench.yaml: Qwen3-4B-Instruct served by perseval's vLLM deployment
+# (perseval/benchmarks/iba/configs/experiments/iba_h200_bench.yaml: Qwen3-4B-Instruct served by perseval's vLLM deployment
 # qwen3-4b-vllm-1gpu as backbone and judge, BGE-M3 embeddings in faiss-gpu) run fresh by
 # `scripts/bench_pipeline.py --p1`, which then replays each stage's requests to a freshly started server of
 # the same deployment (stage seconds over replay seconds).
@@ -20,7 +20,7 @@ if [[ "${1:-}" == "--dry-run" ]]; then
 fi
 OUT=${1:-bench-h200}
 PYTHON=${PYTHON:-python}
-CONFIG=configs/experiments/iba_h200_bench.yaml
+CONFIG=perseval/benchmarks/iba/configs/experiments/iba_h200_bench.yaml
 LIMIT_S=${BENCH_LIMIT_S:-540}  # the benchmark's share of the 10 minutes; the checks before it take seconds
 
 export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1} TRANSFORMERS_OFFLINE=${TRANSFORMERS_OFFLINE:-${HF_HUB_OFFLINE:-1}}

@@ -1,6 +1,6 @@
 """The contract of a system under test. An agent never knows which judge scores it.
 
-An agent declares what it needs from the run (`requires`, perseval.setup.capabilities): its backbone (llm),
+An agent declares what it needs from the run (`requires`, perseval.kernel.capabilities): its backbone (llm),
 retrieval over the user's indexed history (retrieve), the user's raw history
 (documents), a search back end (search), and the benchmark's task format
 (task: how to ask and how to read an answer, for agents that are not written
@@ -14,10 +14,10 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, ClassVar
 
-from perseval.benchmarks.base import TaskFormat
-from perseval.setup.capabilities import Capability
+from perseval.agents.contract import TaskFormat
+from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatModel
-from perseval.setup.params import Configurable
+from perseval.kernel.params import Configurable, P
 from perseval.core.records import AgentOutput, Document, Instance, Passage
 
 Retrieve = Callable[[str, str, int], Awaitable[list[Passage]]]  # (owner, query, k) -> passages
@@ -37,7 +37,7 @@ class AgentContext:
     roles: dict[str, ChatModel] = field(default_factory=dict)  # role models by role (see Agent.role_models)
 
 
-class Agent(Configurable, ABC):
+class Agent(Configurable[P], ABC):
     """`params` is the validated `params:` mapping of the agent's YAML."""
 
     kind: ClassVar[str]  # set by @register_agent

@@ -1,7 +1,7 @@
 """Plain RAG, for any benchmark with a task format: top-k history passages concatenated with the task.
 
 With `top_k: 0` it is the no-history agent (it then needs no retrieval at all).
-The benchmark decides the prompt and reads the answer (perseval.benchmarks.base.TaskFormat);
+The benchmark decides the prompt and reads the answer (perseval.agents.contract.TaskFormat);
 for IBA-Bench this is the paper's RAG baseline (C.1: top-3 passages with the task).
 """
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Any, Callable
 from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
-from perseval.benchmarks.base import Answer
-from perseval.setup.capabilities import Capability
+from perseval.agents.contract import Answer
+from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatResult
 from perseval.llm.usage import prompt_record, trace_fields
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, Passage
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 class RagParams(Params):
@@ -67,9 +67,7 @@ def answered_output(instance: Instance, name: str, repeat: int, result: ChatResu
 
 
 @register_agent("rag")
-class RagAgent(Agent):
-    Params = RagParams
-    params: RagParams
+class RagAgent(Agent[RagParams]):
     needs = frozenset({Capability.LLM, Capability.TASK, Capability.RETRIEVE})
 
     def requires(self) -> frozenset[str]:

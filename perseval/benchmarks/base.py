@@ -19,9 +19,10 @@ import pandas as pd
 
 from perseval.core.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
-from perseval.setup.params import Configurable, Params
+from perseval.kernel.params import Configurable, P, Params
 from perseval.core.records import Document, Instance, InstanceScore, Passage
 from perseval.benchmarks.views import GoldView, PayloadView, check_instance
+from perseval.agents.contract import TaskFormat
 
 
 @dataclass
@@ -35,39 +36,6 @@ class BenchmarkData:
     instances: list[Instance]
     documents: list[Document]  # history items, and corpus passages (owner == CORPUS_OWNER)
     info: dict[str, Any] = field(default_factory=dict)  # counts and construction stats, logged to MLflow
-
-
-@dataclass
-class Prompt:
-    """What a generic agent sends for one task: the messages, and the JSON schema of a structured answer."""
-
-    messages: list[dict[str, Any]]
-    json_schema: dict[str, Any] | None = None
-
-
-@dataclass
-class Answer:
-    """An agent's raw text turned into the benchmark's action; `problem` says why it is unusable."""
-
-    parsed: dict[str, Any] | None = None
-    problem: str = ""
-    repairs: dict[str, Any] = field(default_factory=dict)
-
-
-class TaskFormat(ABC):
-    """A benchmark's task as generic agents see it: how to ask, and how to read the answer.
-
-    `extract` is the benchmark's one answer-extraction step: agents use it to accept or repair an answer,
-    and judges use the same function on the same text, so one format never has two parsers.
-    """
-
-    @abstractmethod
-    def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:
-        """The messages for `instance`, with the retrieved history `passages` (may be empty)."""
-
-    @abstractmethod
-    def extract(self, instance: Instance, text: str) -> Answer:
-        """The action in `text`: parsed structure (None for free text) or the problem that makes it unusable."""
 
 
 @dataclass
@@ -89,7 +57,7 @@ class AnalysisInputs:
     agents: Mapping[str, Params] = field(default_factory=dict)
 
 
-class Benchmark(Configurable, ABC):
+class Benchmark(Configurable[P], ABC):
     """One benchmark: `params` is the validated `params:` mapping of its entry in the experiment file."""
 
     name: ClassVar[str]  # set by @register_benchmark

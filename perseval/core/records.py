@@ -6,9 +6,11 @@ as JSON text in Parquet so every benchmark shares one schema per stage.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any, Literal
+
+from perseval.core.frozen import freeze
 
 CORPUS_OWNER = "__corpus__"  # owner id of documents that belong to a search corpus, not a user
 _EARLIEST = datetime.min.replace(tzinfo=timezone.utc)
@@ -25,7 +27,7 @@ def instant(timestamp: str) -> datetime:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Instance:
     """One task instance: a user, a query, what the agent may see, and the hidden gold."""
 
@@ -37,9 +39,18 @@ class Instance:
     payload: dict[str, Any] = field(default_factory=dict)
     gold: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # read-only from the moment it exists: a benchmark builds a new instance to change one (with_gold)
+        object.__setattr__(self, "payload", freeze(self.payload))
+        object.__setattr__(self, "gold", freeze(self.gold))
+
     def public(self) -> "Instance":
         """The instance as a non-oracle agent sees it: no gold."""
-        return Instance(self.instance_id, self.benchmark, self.user_id, self.group, self.query, dict(self.payload), {})
+        return Instance(self.instance_id, self.benchmark, self.user_id, self.group, self.query, self.payload, {})
+
+    def with_gold(self, **fields: Any) -> "Instance":
+        """A copy whose gold has `fields` added or replaced (a construction step that labels instances)."""
+        return replace(self, gold={**self.gold, **fields})
 
 
 @dataclass

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from perseval.llm.base import ChatModel
-from perseval.setup.params import Configurable
+from perseval.kernel.params import Configurable, P
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment, JudgmentStatus
 
 
@@ -42,7 +42,7 @@ class JudgeBinding:
     repeat: int = 0
 
 
-class Judge(Configurable, ABC):
+class Judge(Configurable[P], ABC):
     kind: ClassVar[str]  # set by @register_judge
     benchmark: ClassVar[str]  # the benchmark whose items it judges
     item: ClassVar[str]  # Judgment.kind of the judgments it writes

@@ -12,12 +12,12 @@ Bespoke criteria 1..5); an empty cell is not labelled and is left out.
 """
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.metrics.validity import Pairs
 from perseval.core.records import Instance, Judgment
@@ -53,12 +53,9 @@ def _value(text: str, path: Path, row: int, col: str) -> float | None:
 def read_labels(path: str | Path) -> list[Label]:
     """The labels of a long or wide CSV (see the module doc); InputError names the row and column."""
     path = Path(path)
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as fh:
-            rows = list(csv.DictReader(fh))
-            header = [h.strip() for h in (rows[0].keys() if rows else [])]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(path, f"cannot read the labels file: {exc}") from None
+    names, records = files.csv_rows(path, first_row=2)  # a bad byte or cell names its row; row 1 is the header
+    rows = [rec for _, rec in records]
+    header = [h.strip() for h in (names if rows else [])]
     if "instance_id" not in header:
         raise InputError(path, f"missing column 'instance_id'; expected a long layout ({', '.join(LONG_COLUMNS)}) "
                                "or a wide one (instance_id and one column per criterion)", row=1, field="instance_id")

@@ -27,7 +27,7 @@ from typing import Any
 import httpx
 import openai
 
-from perseval.setup.config import Sampling, default_dialect
+from perseval.llm.settings import Sampling, default_dialect
 from perseval.llm.usage import Usage
 from perseval.llm.base import ChatResult
 from perseval.llm.cache import RequestCache, request_key

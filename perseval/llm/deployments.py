@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping
 
 import httpx
 
-from perseval.setup.config import DeploymentConfig, ModelConfig
+from perseval.llm.settings import DeploymentConfig, ModelConfig
 from perseval.core.errors import DeploymentError
 from perseval.llm.embedded import HOST, embedded_command, serving
 from perseval.llm.endpoint import Endpoint, ServerExited

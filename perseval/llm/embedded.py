@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perseval.setup.config import DeploymentConfig, ModelConfig, default_dialect
+from perseval.llm.settings import DeploymentConfig, ModelConfig, default_dialect
 from perseval.core.errors import ConfigError
 
 HOST = "127.0.0.1"

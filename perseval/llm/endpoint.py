@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from perseval.core.errors import DeploymentError
-from perseval.setup.config import default_dialect
+from perseval.llm.settings import default_dialect
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from perseval.setup.config import ModelConfig
+from perseval.llm.settings import ModelConfig
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import content_key, file_digest
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from perseval.setup.config import STRUCTURED_OUTPUT
+from perseval.llm.settings import STRUCTURED_OUTPUT
 from perseval.core.errors import DeploymentError, EndpointRefused
 from perseval.llm.client import auth_hint, response_format
 from perseval.llm.endpoint import Endpoint

@@ -8,20 +8,20 @@ from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from perseval.setup.config import StatisticsSettings
-from perseval.metrics.aggregate import OVERALL
+from perseval.metrics.settings import StatisticsSettings
+from perseval.metrics.aggregate import OVERALL, numeric_scores
 from perseval.metrics.uncertainty import cluster_mean
 from perseval.metrics.variance import variance_components
 from perseval.core.records import Instance
 
-CI_COLUMNS = ["mean", "ci_low", "ci_high", "se", "n", "n_users"]
+CI_COLUMNS = ["mean", "ci_low", "ci_high", "se", "n", "n_users", "effective_users"]
 
 
 CLUSTER = "cluster"  # Instance.gold key: the user an instance's interval clusters by, where not its user_id
 
 
 def cluster_of(instance: Instance) -> str:
-    """The unit of independence of `instance` (DESIGN.md section 6): `gold["cluster"]` where the benchmark
+    """The unit of independence of `instance`: `gold["cluster"]` where the benchmark
     names one, else its user. IBA's constructed instances each own their history (so its gold rests on
     its own evidence) but share one of 400 seed personas: the persona is the user that repeats, and the
     cluster (docs/protocols/iba.md). Gold, not payload: no agent sees it, so no prompt changes."""
@@ -42,7 +42,8 @@ def with_users(frame: pd.DataFrame, instances: Iterable[Instance]) -> pd.DataFra
 def ci_long(inst: pd.DataFrame, by: Sequence[str], statistics: StatisticsSettings | None = None,
             overall: str | None = None) -> pd.DataFrame:
     """One row per combination of `by`: the mean of `value` over its rows (one per instance, with
-    `user_id`) and its user-clustered interval. `overall`: also the rows with the last `by` column set to
+    `user_id`; the mean of users' means where `statistics.weighting` is "user") and its user-clustered
+    interval, with the users and effective users it rests on. `overall`: also the rows with the last `by` column set to
     this label, over all of its values (a table's Overall column)."""
     st = statistics or StatisticsSettings()
     parts = [inst]
@@ -50,11 +51,10 @@ def ci_long(inst: pd.DataFrame, by: Sequence[str], statistics: StatisticsSetting
         parts.append(inst.assign(**{by[-1]: overall}))
     rows: list[dict[str, Any]] = []
     for key, sub in pd.concat(parts, ignore_index=True).groupby(list(by), sort=False, dropna=False):
-        e = cluster_mean(sub["value"].tolist(), sub["user_id"].tolist(), level=st.level, resamples=st.resamples,
-                         seed=st.seed)
+        e = cluster_mean(sub["value"].tolist(), sub["user_id"].tolist(), level=st.level, weighting=st.weighting)
         key = key if isinstance(key, tuple) else (key,)
         rows.append({**dict(zip(by, key)), "mean": e.mean, "ci_low": e.ci_low, "ci_high": e.ci_high, "se": e.se,
-                     "n": e.n, "n_users": e.n_users})
+                     "n": e.n, "n_users": e.n_users, "effective_users": e.effective_users})
     return pd.DataFrame(rows, columns=[*by, *CI_COLUMNS])
 
 
@@ -71,7 +71,7 @@ def uncertainty_tables(scores: pd.DataFrame, instances: Iterable[Instance], head
     Overall, with its interval) and, where a cell has repeats or several judges, `variance_components`."""
     if scores.empty:
         return {}
-    scores = with_users(scores.assign(value=pd.to_numeric(scores["value"], errors="coerce")), instances)
+    scores = with_users(numeric_scores(scores, "analysis scores", ("cell", "metric")), instances)
     inst = instance_level(scores, ["cell", "metric", "group"])
     out = {"scores_ci": ci_long(inst, ["cell", "metric", "group"], statistics, overall=OVERALL)
            .sort_values(["cell", "metric"], kind="stable").set_index("cell")}

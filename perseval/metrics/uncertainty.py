@@ -1,37 +1,50 @@
 """Means with user-clustered uncertainty, paired comparisons, multiple-comparison correction and power.
 
-The unit of independence is the user (DESIGN.md section 6): a user contributes several instances, so
-instances are correlated and a per-instance standard error is too small. Everything here sums over users
-(Miller, "Adding Error Bars to Evals", 2024), with small-sample methods that hold from 6 users up
-(perseval.metrics.small_sample, perseval.metrics.sign_flip; scripts/coverage_check.py shows the grid):
+The unit of independence is the user: a user contributes several instances, so instances are correlated
+and a per-instance standard error is too small. Everything here sums over users, with small-sample
+methods that hold from 6 users up (perseval.metrics.small_sample, perseval.metrics.sign_flip;
+scripts/coverage_check.py runs the grid, docs/numbers.md holds it).
 
-- the point estimate is the plain mean over the kept instances (the mean the score tables show);
-- the standard error is the cluster-robust CR2 one (Bell-McCaffrey), with its Satterthwaite degrees of
-  freedom (G - 1 for equal users, fewer when a few users hold most instances);
-- a mean on the 0-100 score scale (every value in [0, 100]) gets the Korn-Graubard interval: a Jeffreys
+Two estimands, named by `weighting`:
+- "instance" (the default): the mean over the scored instances, each instance one weight, so a user with
+  more instances counts more (the mean the score tables show);
+- "user": the mean of the users' means, each user one weight, whatever their instance counts.
+Each has its own interval: "user" treats each user's mean as one value.
+
+- The standard error is the cluster-robust CR2 one (Bell-McCaffrey), with its Satterthwaite degrees of
+  freedom (G - 1 for equal users, fewer when a few users hold most instances).
+- `effective_users`: Kish's effective number of users of the weights the estimate gives each user,
+  (sum w_g)^2 / sum w_g^2 (w_g = n_g, the user's instances, or 1 per user): G when every user weighs the
+  same, near 1 when one user holds nearly every instance. Below MIN_EFFECTIVE_USERS there is no honest
+  between-user variation to estimate from, and the interval, SE and p are withheld with the reason (`note`).
+- A mean on the 0-100 score scale (every value in [0, 100]) gets the Korn-Graubard interval: a Jeffreys
   interval on the effective sample size p(1-p) / Var, shrunk for the degrees of freedom, Var taken with
   a fraction of a pseudo-user at the far end of the scale (_ends_variance), and for graded scores the side
   towards the users' long tail lengthened by the Edgeworth skewness term (Johnson 1978; Hall 1992). It
-  stays inside the scale, is asymmetric near 0 and 100, and is never zero-width: where every value is
-  equal (all 100s) the data show no variation, and the interval is the one of one draw per user (Kish's
-  effective users);
-- any other mean gets mean +- t(df) x SE;
-- two cells on the same instances are compared paired: the sign-flip permutation test over users (exact
-  up to 12 users) and the interval that inverts it, so the interval excludes 0 exactly when p < alpha;
-- two cells on different instances: Welch's t on the two CR2 variances, interval and p from one t;
-- the minimum detectable difference (80% power, alpha 0.05) uses t quantiles with G - 1 degrees of
+  stays inside the scale, is asymmetric near 0 and 100, and is never zero-width: where every user's mean
+  is the same value (all 100s, or a constant graded score) the data show no variation, and the interval
+  is the one of one draw per user at that value (on the effective users).
+- Any other mean gets mean +- t(df) x SE.
+- Two cells on the same instances are compared paired: the sign-flip permutation test over users (exact
+  up to 12 users) and the interval that inverts it. Where every user's mean difference is the same the
+  sign flips cannot tell any difference from another; the test then also takes the one-draw-per-user
+  bound (_flat_floor), and the reported p and the interval come from that same combined test, so the
+  interval excludes 0 exactly when p < 1 - level, in every case.
+- Two cells on different instances: Welch's t on the two CR2 variances, interval and p from one t.
+- The minimum detectable difference (80% power, alpha 0.05) uses t quantiles with G - 1 degrees of
   freedom, so a handful of users reads as "only very large differences are detectable".
 
 `small_n` on an Estimate or Difference says the interval is wide because few users were sampled (fewer
 than SMALL_N_USERS): a report shows it beside the interval.
-Values are floats; NaN or None means unscored: dropped, and n counts only what is kept.
+Values are finite floats; NaN or None means unscored: dropped, and n counts only what is kept. inf and
+strings are refused, naming the value (`label` and the instance).
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -48,16 +61,19 @@ SCALE = (0.0, 100.0)  # scores are percentages: a mean whose values all lie here
 # for graded scores (whose instances rarely sit at the very end). Chosen on the coverage grid (docs/numbers.md).
 PSEUDO_USER = {"binary": 0.5, "graded": 0.2}
 SMALL_N_USERS = 10  # below this the t quantile alone widens the interval by more than 15% over z
+MIN_EFFECTIVE_USERS = 2.0  # below: one user's values are the estimate, and no interval is given
 METHOD = "CR2 Korn-Graubard Jeffreys"  # a mean on the score scale
 T_METHOD = "CR2 t"  # any other mean
 PAIRED_METHOD = "paired sign-flip, inverted"
 UNPAIRED_METHOD = "unpaired CR2 Welch t"
+Weighting = Literal["instance", "user"]
+WEIGHTINGS: tuple[str, ...] = ("instance", "user")
 Bounds = tuple[float, float] | None
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with its user-clustered uncertainty (None where it cannot be computed, e.g. one user)."""
+    """A mean with its user-clustered uncertainty (None where it cannot be computed: `note` says why)."""
 
     mean: float | None
     ci_low: float | None
@@ -69,6 +85,9 @@ class Estimate:
     method: str
     df: float | None = None  # the degrees of freedom the interval rests on
     small_n: bool = False  # fewer than SMALL_N_USERS users: wide because few users were sampled
+    effective_users: float | None = None  # Kish's, of the weights the estimate gives each user
+    weighting: str = "instance"  # the estimand: mean over instances, or mean of users' means
+    note: str | None = None  # why the interval is withheld
 
     @property
     def half_width(self) -> float | None:
@@ -96,6 +115,9 @@ class Difference:
     level: float
     method: str
     small_n: bool = False
+    effective_users: float | None = None  # paired: of the pairs; unpaired: the smaller cell's
+    weighting: str = "instance"
+    note: str | None = None  # why the interval and p are withheld
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,15 +147,63 @@ class _Clusters:
     def mean(self) -> float:
         return float(self.sums.sum() / self.counts.sum())
 
+    @property
+    def effective_users(self) -> float | None:
+        return kish_users(self.counts) if self.n_users else None
 
-def _kept(values: Sequence[float | None], clusters: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(values, np.ndarray) and values.dtype.kind in "fiu":  # already numbers: skip pandas (fast)
-        x = values.astype(float)
+    @property
+    def flat(self) -> bool:
+        """Every user's mean the same value (up to rounding): no variation between users to estimate."""
+        means = self.sums / self.counts
+        return bool(np.ptp(means) <= 1e-9 * max(1.0, float(np.max(np.abs(means)))))
+
+
+def _per_user(g: _Clusters) -> _Clusters:
+    """Each user as one value, its mean: the clusters of the mean of users' means (weighting "user")."""
+    if not g.n_users:
+        return g
+    means = g.sums / g.counts
+    binary = bool(np.all((means == SCALE[0]) | (means == SCALE[1])))
+    return _Clusters(means, np.ones(len(means)), float(means.min()), float(means.max()), binary)
+
+
+def _weighted(g: _Clusters, weighting: str) -> _Clusters:
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
+    return _per_user(g) if weighting == "user" else g
+
+
+def _where(values: Any, i: int) -> str:
+    """Value i named by its instance where the caller gave them (a Series indexed by instance id)."""
+    return f"instance {values.index[i]!r}" if isinstance(values, pd.Series) else f"value {i}"
+
+
+def numbers(values: Sequence[float | None], label: str = "values") -> np.ndarray:
+    """`values` as floats, NaN for unscored (None / NaN). A string or an infinite value is refused with
+    `label` (the caller's name for the cell) and the instance (a Series' index) in the message: it is
+    neither a score nor unscored."""
+    if isinstance(values, (np.ndarray, pd.Series)) and values.dtype.kind in "fiu":  # numbers: skip the parse
+        x = np.asarray(values, dtype=float)
     else:
-        x = np.asarray(pd.to_numeric(pd.Series(list(values), dtype=object), errors="raise"), dtype=float)
+        raw = pd.Series(list(values), dtype=object)
+        x = np.asarray(pd.to_numeric(raw, errors="coerce"), dtype=float)
+        bad = np.flatnonzero(np.isnan(x) & raw.notna().to_numpy())
+        if len(bad):
+            raise ValueError(f"{label}: {_where(values, int(bad[0]))} is {raw.iloc[bad[0]]!r}, not a number "
+                             "(a score is a finite number; an unscored instance is None or NaN)")
+    bad = np.flatnonzero(np.isinf(x))
+    if len(bad):
+        raise ValueError(f"{label}: {_where(values, int(bad[0]))} is {x[bad[0]]}: a score must be finite "
+                         "(an unscored instance is None or NaN)")
+    return x
+
+
+def _kept(values: Sequence[float | None], clusters: Sequence[Hashable],
+          label: str = "values") -> tuple[np.ndarray, np.ndarray]:
+    x = numbers(values, label)
     c = clusters if isinstance(clusters, np.ndarray) else np.asarray(list(clusters), dtype=object)
     if len(x) != len(c):
-        raise ValueError(f"{len(x)} values but {len(c)} cluster labels: one user id per value is needed")
+        raise ValueError(f"{label}: {len(x)} values but {len(c)} cluster labels: one user id per value is needed")
     keep = ~np.isnan(x)
     return x[keep], c[keep]
 
@@ -170,40 +240,58 @@ def cluster_se(values: Sequence[float | None], clusters: Sequence[Hashable]) -> 
     return float(math.sqrt(g.n_users / (g.n_users - 1) * float(np.sum(resid ** 2))) / g.n)
 
 
-def _check(level: float, resamples: int) -> None:
+def _check_level(level: float) -> None:
     if not 0 < level < 1:
         raise ValueError(f"level must be between 0 and 1 (e.g. 0.95), got {level}")
-    if resamples < 1:
-        raise ValueError(f"resamples must be >= 1, got {resamples}")
 
 
 def _t(level: float, df: float) -> float:
     return float(stats.t.ppf(1 - (1 - level) / 2, df))
 
 
-def _estimate(g: _Clusters, level: float, bounds: Bounds | str) -> Estimate:
+def withheld(g: _Clusters) -> str | None:
+    """Why no interval can be given for these users (None: one can)."""
+    if g.n_users < 2:
+        return "one user: no variation between users to estimate an interval from"
+    eff = g.effective_users or 0.0
+    if eff < MIN_EFFECTIVE_USERS:
+        return (f"{eff:.2f} effective users of {g.n_users} (one user holds nearly every instance): below "
+                f"{MIN_EFFECTIVE_USERS:g}, that user's values are the estimate and no interval is given")
+    return None
+
+
+def _estimate(g: _Clusters, level: float, bounds: Bounds | str, weighting: str = "instance",
+              n: int | None = None) -> Estimate:
+    """The estimate of clusters `g` (already weighted); `n`: the instances it rests on, where g's counts
+    are not instances (weighting "user")."""
     if g.n == 0:
-        return Estimate(None, None, None, None, 0, 0, level, METHOD)
-    if g.n_users < 2:  # one user: no between-user variation to estimate
-        return Estimate(g.mean, None, None, None, g.n, g.n_users, level, METHOD, None, True)
-    var, df, small = cr2_variance(g.sums, g.counts), bm_df(g.counts), g.n_users < SMALL_N_USERS
+        return Estimate(None, None, None, None, 0, 0, level, METHOD, weighting=weighting)
+    n = g.n if n is None else n
+    small, eff = g.n_users < SMALL_N_USERS, g.effective_users
+    if (why := withheld(g)) is not None:
+        return Estimate(g.mean, None, None, None, n, g.n_users, level, METHOD, None, small, eff, weighting, why)
+    flat = g.flat
+    var, df = 0.0 if flat else cr2_variance(g.sums, g.counts), bm_df(g.counts)
     se, scale = math.sqrt(var), _scale(g, bounds)
     if scale is None:
-        if se == 0:  # no variation and no scale to bound the mean by: no honest interval
-            return Estimate(g.mean, None, None, se, g.n, g.n_users, level, T_METHOD, df, small)
+        if flat:  # no variation and no scale to bound the mean by: no honest interval
+            return Estimate(g.mean, None, None, se, n, g.n_users, level, T_METHOD, df, small, eff, weighting,
+                            "every user's mean is the same and the values lie off the 0-100 scale")
         half = _t(level, df) * se
-        return Estimate(g.mean, g.mean - half, g.mean + half, se, g.n, g.n_users, level, T_METHOD, df, small)
+        return Estimate(g.mean, g.mean - half, g.mean + half, se, n, g.n_users, level, T_METHOD, df, small, eff,
+                        weighting)
     lo, width = scale[0], scale[1] - scale[0]
     # graded scores: the side towards the users' long tail lengthened by the Edgeworth skewness term
     # (small_sample.korn_graubard; 50 users at mean 95, ICC 0.5 covered 93.6% without it, 95.8% with it).
     # 0/100 scores: none, their Clopper-Pearson interval carries a binomial's skew and covers >= 95.8%
-    # without it (docs/numbers.md).
+    # without it (docs/numbers.md). Every user's mean equal: variance 0, so korn_graubard gives the
+    # interval of one draw per user at that value.
     skew = 0.0 if g.binary else cluster_skewness(g.sums, g.counts)
-    (p_low, p_high), _ = korn_graubard((g.mean - lo) / width, _ends_variance(g, scale) / width ** 2, df,
-                                       kish_users(g.counts), level, counts=g.binary, skewness=skew)
-    return Estimate(g.mean, lo + width * p_low, lo + width * p_high, se, g.n, g.n_users, level, METHOD, df, small)
-
-
+    interval_var = 0.0 if flat else _ends_variance(g, scale)
+    (p_low, p_high), _ = korn_graubard((g.mean - lo) / width, interval_var / width ** 2, df, eff, level,
+                                       counts=g.binary, skewness=skew)
+    return Estimate(g.mean, float(lo + width * p_low), float(lo + width * p_high), se, n, g.n_users, level, METHOD,
+                    df, small, eff, weighting)
 
 
 def _ends_variance(g: _Clusters, scale: tuple[float, float]) -> float:
@@ -220,19 +308,22 @@ def _ends_variance(g: _Clusters, scale: tuple[float, float]) -> float:
 
 
 def cluster_mean(values: Sequence[float | None], clusters: Sequence[Hashable], *, level: float = 0.95,
-                 resamples: int = 2000, seed: int = 0, bounds: Bounds | str = "auto") -> Estimate:
+                 bounds: Bounds | str = "auto", weighting: Weighting | str = "instance",
+                 label: str = "values") -> Estimate:
     """The mean of `values` with its user-clustered interval (`clusters[i]`: the user of value i) and the
-    CR2 SE. Unscored (NaN/None) values are dropped. `bounds`: the scale of the values ("auto": 0-100 when
-    every value lies there; None: unbounded). `resamples` and `seed` are kept for callers: the interval
-    is analytic and uses neither."""
-    _check(level, resamples)
-    return _estimate(_by_user(*_kept(values, clusters)), level, bounds)
+    CR2 SE. `weighting`: "instance" (the mean over the values) or "user" (the mean of the users' means).
+    Unscored (NaN/None) values are dropped; inf or a string raises, naming `label` and the value (a Series
+    indexed by instance id names the instance). `bounds`: the scale of the values ("auto": 0-100 when every
+    value lies there; None: unbounded)."""
+    _check_level(level)
+    g = _by_user(*_kept(values, clusters, label))
+    return _estimate(_weighted(g, weighting), level, bounds, weighting, g.n)
 
 
 def naive_mean(values: Sequence[float | None], *, level: float = 0.95) -> Estimate:
     """The per-instance interval (mean +- t * sd / sqrt(n)), as if every instance were independent: what
     a harness without clustering reports. Kept for comparison (scripts/coverage_check.py)."""
-    x = np.asarray(pd.to_numeric(pd.Series(list(values), dtype=object)), dtype=float)
+    x = numbers(values)
     x = x[~np.isnan(x)]
     if len(x) < 2:
         return Estimate(float(x.mean()) if len(x) else None, None, None, None, len(x), len(x), level, "naive-t")
@@ -304,46 +395,71 @@ def _bound(value: float, scale: Bounds) -> float | None:
     return min(max(value, scale[0]), scale[1])
 
 
-def _not_zero_width(low: float | None, high: float | None, g: _Clusters, scale: Bounds,
-                    level: float) -> tuple[float | None, float | None]:
-    """Every user's differences equal (two cells that agree on every instance): no pattern separates the
-    users and the inverted interval is one point. Then, as for a mean with no variation, the interval is
-    the one of one draw per user: an instance disagrees with chance at most 1 - (alpha/2)^(1/G*) (the
-    Clopper-Pearson bound for no disagreement in G* draws), and the difference is at most that x the scale."""
-    if low is None or high is None or high > low or scale is None:
-        return low, high
-    reach = (scale[1] - scale[0]) / 2 * (1 - ((1 - level) / 2) ** (1 / kish_users(g.counts)))
-    return max(scale[0], low - reach), min(scale[1], high + reach)
+def _flat_floor(d: float, effective_users: float, scale: tuple[float, float],
+                level: float) -> tuple[float, float, float]:
+    """(low, high, p of H0: 0) of the one-draw-per-user bound, for a difference d that every user shows.
+
+    The sign flips cannot tell such users apart from any other shift, so alone they would give the point
+    [d, d] and reject every other value. The bound asks instead how far the true difference could be from
+    d while G* users (G*: effective users) all showed none of it: an instance differs from d with chance q
+    at most, and all G* users show no deviation with probability (1 - q)^G*; two-sided, delta is rejected
+    when 2 (1 - |delta - d| / R)^G* < alpha (R: half the scale, 100 points), i.e. the Clopper-Pearson bound
+    for no event in G* draws. The paired test reports max(p of the flips, p of this bound) and its interval
+    is the union of both acceptance sets, so the two agree."""
+    half = (scale[1] - scale[0]) / 2
+    reach = half * (1 - ((1 - level) / 2) ** (1 / effective_users))
+    p0 = min(1.0, 2 * max(0.0, 1 - abs(d) / half) ** effective_users)
+    return max(scale[0], d - reach), min(scale[1], d + reach), p0
+
+
+def _paired_values(a: Sequence[float | None], b: Sequence[float | None], clusters: Sequence[Hashable],
+                   label: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    if not (len(a) == len(b) == len(clusters)):
+        raise ValueError(f"{label}: paired cells need one value each per instance: {len(a)}, {len(b)}, "
+                         f"{len(clusters)} given")
+    xa, xb = numbers(a, f"{label} (a)"), numbers(b, f"{label} (b)")
+    return xa, xb, *_kept(xa - xb, clusters, label)  # NaN in either cell: not a pair, dropped
 
 
 def paired_difference(a: Sequence[float | None], b: Sequence[float | None], clusters: Sequence[Hashable], *,
-                      level: float = 0.95, resamples: int = 2000, seed: int = 0) -> Difference:
-    """a - b over the instances scored in both cells (`a[i]`, `b[i]`: instance i; `clusters[i]`: its user).
+                      level: float = 0.95, resamples: int = 2000, seed: int = 0,
+                      weighting: Weighting | str = "instance", label: str = "paired cells") -> Difference:
+    """a - b over the instances scored in both cells (`a[i]`, `b[i]`: instance i; `clusters[i]`: its user);
+    `weighting` "user": the mean of the users' mean differences.
 
     p: the sign-flip permutation test over users (exact up to 12 users, else `resamples` random patterns
-    drawn with `seed`); interval: every difference that test does not reject at 1 - level, so it
-    excludes 0 exactly when p < 1 - level; SE: CR2; mde: the detectable difference at this many users."""
-    _check(level, resamples)
-    if not (len(a) == len(b) == len(clusters)):
-        raise ValueError(f"paired cells need one value each per instance: {len(a)}, {len(b)}, {len(clusters)} given")
-    xa = np.asarray(pd.to_numeric(pd.Series(list(a), dtype=object)), dtype=float)
-    xb = np.asarray(pd.to_numeric(pd.Series(list(b), dtype=object)), dtype=float)
-    g = _by_user(*_kept(xa - xb, clusters))  # NaN in either cell: not a pair, dropped
-    small = g.n_users < SMALL_N_USERS
+    drawn with `seed`), joined by the one-draw-per-user bound where every user's difference is the same
+    (_flat_floor); interval: every difference that same test does not reject at 1 - level, so it excludes
+    0 exactly when p < 1 - level; SE: CR2; mde: the detectable difference at this many users. Below 2
+    effective users the interval, SE and p are withheld (`note` says why)."""
+    _check_level(level)
+    if resamples < 1:
+        raise ValueError(f"resamples must be >= 1, got {resamples}")
+    xa, xb, x, c = _paired_values(a, b, clusters, label)
+    raw = _by_user(x, c)
+    g = _weighted(raw, weighting)
+    small, eff = g.n_users < SMALL_N_USERS, g.effective_users
     if g.n == 0:
-        return Difference(None, None, None, None, None, 0, 0, True, None, level, PAIRED_METHOD, small)
+        return Difference(None, None, None, None, None, 0, 0, True, None, level, PAIRED_METHOD, small, None,
+                          weighting)
+    if (why := withheld(g)) is not None:
+        return Difference(g.mean, None, None, None, None, raw.n, g.n_users, True, None, level, PAIRED_METHOD,
+                          small, eff, weighting, why)
     scale = _diff_scale(xa, xb)
     flip = sign_flip(g.sums, g.counts, alpha=1 - level, resamples=resamples, rng=np.random.default_rng(seed + 1))
-    low, high = _not_zero_width(_bound(flip.low, scale), _bound(flip.high, scale), g, scale, level)
-    se = math.sqrt(cr2_variance(g.sums, g.counts)) if g.n_users >= 2 else None
-    return Difference(g.mean, low, high, se, flip.p_value, g.n, g.n_users, True, mde(se, g.n_users), level,
-                      PAIRED_METHOD, small)
+    low, high, p = _bound(flip.low, scale), _bound(flip.high, scale), flip.p_value
+    if g.flat and scale is not None:  # the floor enters the test before it is inverted, never after
+        f_low, f_high, f_p = _flat_floor(g.mean, eff or 1.0, scale, level)
+        low, high, p = min(low, f_low), max(high, f_high), max(p, f_p)  # type: ignore[type-var]
+    se = math.sqrt(cr2_variance(g.sums, g.counts))
+    return Difference(g.mean, low, high, se, p, raw.n, g.n_users, True, mde(se, g.n_users), level, PAIRED_METHOD,
+                      small, eff, weighting)
 
 
 def _welch_var(g: _Clusters, level: float) -> tuple[float, float]:
     """(CR2 variance, its df) of one cell's mean; a cell on the score scale with no variation gets the
     variance its own (non-zero-width) interval implies, so a difference of two such cells has a width."""
-    var, df = cr2_variance(g.sums, g.counts), bm_df(g.counts)
+    var, df = (0.0 if g.flat else cr2_variance(g.sums, g.counts)), bm_df(g.counts)
     if var == 0:
         e = _estimate(g, level, "auto")
         if e.ci_low is not None and e.ci_high is not None:
@@ -352,31 +468,37 @@ def _welch_var(g: _Clusters, level: float) -> tuple[float, float]:
 
 
 def unpaired_difference(a: Sequence[float | None], clusters_a: Sequence[Hashable], b: Sequence[float | None],
-                        clusters_b: Sequence[Hashable], *, level: float = 0.95, resamples: int = 2000,
-                        seed: int = 0) -> Difference:
+                        clusters_b: Sequence[Hashable], *, level: float = 0.95,
+                        weighting: Weighting | str = "instance", label: str = "unpaired cells") -> Difference:
     """a - b for cells on different instances: never paired. Welch's t on the two cells' CR2 variances
     with Satterthwaite's degrees of freedom (each cell's Bell-McCaffrey df); interval and p from that one
-    t, so they agree. n and n_users count both cells (users once each)."""
-    _check(level, resamples)
-    ka, kb = _kept(a, clusters_a), _kept(b, clusters_b)
-    ga, gb = _by_user(*ka), _by_user(*kb)
-    n, n_users = ga.n + gb.n, len(set(map(str, ka[1])) | set(map(str, kb[1])))
+    t, so they agree. n and n_users count both cells (users once each); effective_users is the smaller
+    cell's, and below 2 the interval and p are withheld."""
+    _check_level(level)
+    ka, kb = _kept(a, clusters_a, f"{label} (a)"), _kept(b, clusters_b, f"{label} (b)")
+    ra, rb = _by_user(*ka), _by_user(*kb)
+    ga, gb = _weighted(ra, weighting), _weighted(rb, weighting)
+    n, n_users = ra.n + rb.n, len(set(map(str, ka[1])) | set(map(str, kb[1])))
     small = min(ga.n_users, gb.n_users) < SMALL_N_USERS
     if ga.n == 0 or gb.n == 0:
-        return Difference(None, None, None, None, None, n, n_users, False, None, level, UNPAIRED_METHOD, small)
-    diff = ga.mean - gb.mean
-    if ga.n_users < 2 or gb.n_users < 2:
-        return Difference(diff, None, None, None, None, n, n_users, False, None, level, UNPAIRED_METHOD, small)
+        return Difference(None, None, None, None, None, n, n_users, False, None, level, UNPAIRED_METHOD, small,
+                          None, weighting)
+    diff, eff = ga.mean - gb.mean, min(ga.effective_users or 0.0, gb.effective_users or 0.0)
+    why = withheld(ga) or withheld(gb)
+    if why is not None:
+        return Difference(diff, None, None, None, None, n, n_users, False, None, level, UNPAIRED_METHOD, small,
+                          eff, weighting, why)
     (va, dfa), (vb, dfb) = _welch_var(ga, level), _welch_var(gb, level)
     se = math.sqrt(va + vb)
     if se == 0:
         p = 1.0 if diff == 0 else 0.0
-        return Difference(diff, None, None, se, p, n, n_users, False, None, level, UNPAIRED_METHOD, small)
+        return Difference(diff, None, None, se, p, n, n_users, False, None, level, UNPAIRED_METHOD, small, eff,
+                          weighting, "no variation in either cell and no scale to bound them by")
     df = (va + vb) ** 2 / (va ** 2 / dfa + vb ** 2 / dfb)
     half = _t(level, df) * se
     p = float(2 * stats.t.sf(abs(diff) / se, df))
     return Difference(diff, diff - half, diff + half, se, p, n, n_users, False,
-                      mde(se, min(ga.n_users, gb.n_users)), level, UNPAIRED_METHOD, small)
+                      mde(se, min(ga.n_users, gb.n_users)), level, UNPAIRED_METHOD, small, eff, weighting)
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -134,16 +134,16 @@ class PlanCost:
     total: Spend
 
     def by_benchmark(self, plan: "Plan") -> dict[str, Spend]:
-        """Construction per benchmark name (two entries of one benchmark add up)."""
+        """Construction per benchmark entry, by the name its cells carry (perseval.setup.entries)."""
         out: dict[str, Spend] = {}
         for u in plan.data:
-            out[u.entry.name] = out.get(u.entry.name, Spend()) + self.construct[u.key]
+            out[u.name] = out.get(u.name, Spend()) + self.construct[u.key]
         return out
 
     def summary(self, plan: "Plan") -> dict[str, Any]:
         return {"total": self.total.row(),
                 "construct": {name: s.row() for name, s in self.by_benchmark(plan).items()},
-                "index": {f"{u.data.entry.name}/{u.retriever.name}": self.index[u.key].row() for u in plan.index},
+                "index": {f"{u.data.name}/{u.retriever.name}": self.index[u.key].row() for u in plan.index},
                 "cells": {c.name: {stage: s.row() for stage, s in self.cells[c.key].items()} for c in plan.cells}}
 
 

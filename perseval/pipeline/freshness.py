@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from perseval.setup.capabilities import needs_model
+from perseval.kernel.capabilities import needs_model
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan
 from perseval.core.store import MANIFEST, StageStore
 

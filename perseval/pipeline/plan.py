@@ -15,14 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from perseval.pipeline import stages
-from perseval.setup.capabilities import needs_index, needs_model
+from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, Sampling, StatisticsSettings
 from perseval.pipeline.controls import control_runs
+from perseval.setup.entries import entry_ids
 from perseval.setup.experiment import bound
 from perseval.core.hashing import content_key
 from perseval.llm.identity import model_identity
-from perseval.setup.params import Params
-from perseval.setup.registry import benchmark_class
+from perseval.kernel.params import Params
+from perseval.kernel.registry import benchmark_class
 from perseval.setup.specs import AgentSpec, JudgeSpec
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan, RunUnit, shards
 
@@ -47,8 +48,10 @@ def model_fingerprint(model: ModelConfig, sampling: Sampling) -> dict[str, Any]:
 
 def data_key(entry: BenchmarkEntry, params: Params, seed: int, construction: dict[str, ModelConfig]) -> str:
     models = {role: model_fingerprint(m, m.sampling) for role, m in sorted(construction.items())}
+    # a label enters only when set: unlabelled entries keep their keys, two labelled ones never share theirs
+    label = [{"label": entry.label}] if entry.label is not None else []
     return content_key(*stages.DATA.key_head, entry.name, entry.sample, seed, params.model_dump(mode="json"),
-                       entry.source, source_fingerprint(entry.source), models)
+                       entry.source, source_fingerprint(entry.source), models, *label)
 
 
 def index_key(dkey: str, retriever: RetrieverConfig) -> str:
@@ -73,8 +76,20 @@ def judge_key(rkey: str, spec: JudgeSpec) -> str:
 
 
 def score_key(jkey: str, statistics: StatisticsSettings | None = None) -> str:
-    """The statistics settings enter: the score table holds intervals made with them."""
-    return content_key(*stages.SCORE.key_head, jkey, (statistics or StatisticsSettings()).model_dump())
+    """The statistics settings enter: the score table holds intervals made with them. The weighting enters
+    only when it is not the default, so the keys of instance-weighted tables stay as they were."""
+    settings = (statistics or StatisticsSettings()).model_dump()
+    if settings.get("weighting") == "instance":
+        del settings["weighting"]
+    return content_key(*stages.SCORE.key_head, jkey, settings)
+
+
+def entry_statistics(exp: ResolvedExperiment, entry: BenchmarkEntry) -> StatisticsSettings:
+    """The statistics of one benchmark entry: the experiment's, with the fields the entry sets over them."""
+    own = entry.statistics
+    if own is None:
+        return exp.experiment.statistics
+    return exp.experiment.statistics.model_copy(update={k: getattr(own, k) for k in own.model_fields_set})
 
 
 def entry_seed(exp: ResolvedExperiment, entry: BenchmarkEntry) -> int:
@@ -88,30 +103,32 @@ def entry_seed(exp: ResolvedExperiment, entry: BenchmarkEntry) -> int:
 def make_plan(exp: ResolvedExperiment) -> Plan:
     e, b = exp.experiment, bound(exp)
     plan = Plan(exp)
+    names = entry_ids(e.benchmarks)
     for bi, entry in enumerate(e.benchmarks):
         params = b.benchmarks[bi]
         roles = benchmark_class(entry.name).construction_models(params, e.backbones)
         construction = {role: exp.models[name] for role, name in roles.items()}
         seed = entry_seed(exp, entry)
-        data = DataUnit(data_key(entry, params, seed, construction), entry, seed, params, construction)
+        data = DataUnit(data_key(entry, params, seed, construction), entry, seed, params, construction, names[bi])
         plan.data.append(data)
         indexes = [IndexUnit(index_key(data.key, exp.retrievers[r]), data, exp.retrievers[r], b.retrievers[r])
                    for r in e.retrievers]
         plan.index += indexes
         cells = {}
         controls = entry.controls if entry.controls is not None else e.controls
+        statistics = entry_statistics(exp, entry)
         for aname in entry.agents:
             plain = _runs(exp, data, indexes, b.agents[aname])
             for run in plain + control_runs(plain, b.agents[aname].needs, controls, seed):
                 for spec in b.judges[bi]:
                     judged = JudgeUnit(judge_key(run.key, spec), run, spec, seed)
-                    cell = Cell(score_key(judged.key, e.statistics), bi, judged, e.statistics)
+                    cell = Cell(score_key(judged.key, statistics), bi, judged, statistics)
                     cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
         plan.cells += cells.values()
         cell_list = [c for c in cells.values() if c.run.control is None]  # the paper's tables: plain runs only
         ids = [(c.name, c.agent, c.run.agent.kind, c.key) for c in cell_list]
         plan.analyses.append(AnalysisUnit(content_key(*stages.ANALYSIS.key_head, params.model_dump(mode="json"), ids),
-                                          bi, data, cell_list, e.statistics))
+                                          bi, data, cell_list, statistics))
     plan.index = [i for i in plan.index if i.key in {r.index.key for r in plan.runs() if r.index}]  # only used ones
     return plan
 

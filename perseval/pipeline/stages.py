@@ -21,7 +21,7 @@ import pandas as pd
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import ANALYSIS_COLUMNS, AnalysisInputs, Benchmark
-from perseval.setup.capabilities import Capability, needs_model
+from perseval.kernel.capabilities import Capability, needs_model
 from perseval.setup.components import make_agent, make_benchmark, make_judges, make_retriever
 from perseval.pipeline.freshness import analysis_done, data_done, index_done, judge_done, part_final, score_done
 from perseval.setup.config import ModelConfig, Sampling
@@ -39,7 +39,7 @@ from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, Jud
 from perseval.core.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
                               instant)
 from perseval.core.redact import redact_records
-from perseval.setup.registry import benchmark_class, load_plugins
+from perseval.kernel.registry import benchmark_class, load_plugins
 from perseval.retrieval.base import ChunkIndex
 from perseval.pipeline.runner import judge_shard, run_agent_shard, score_outputs
 from perseval.core.schema import from_table
@@ -215,7 +215,7 @@ def _documents_by_owner(docs: list[Document]) -> dict[str, list[Document]]:
 
 def _context(unit: RunUnit, rt: Runtime, owners: set[str], by_id: dict[str, Instance]) -> AgentContext:
     """Only what the agent requires: no index is opened, no history read, for an agent that does not use it.
-    The plan gave the unit an index exactly when its agent needs one (perseval.setup.capabilities.needs_index)."""
+    The plan gave the unit an index exactly when its agent needs one (perseval.kernel.capabilities.needs_index)."""
     needs = unit.agent.needs
     ctx = AgentContext(seed=unit.seed)
     searcher: ChunkIndex | None = None
@@ -356,7 +356,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
                          "headline_metric": headline, "group_label": bench.group_label,
                          "outputs": dict(Counter(o.status for o in outputs)),
                          "judgments": dict(Counter(j.status for j in judgments)),
-                         "table": group_table(scores, metrics, failed, cell.statistics).reset_index()
+                         "table": group_table(scores, metrics, failed, cell.statistics, cell.name).reset_index()
                                   .to_dict("records"),
                          "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
 

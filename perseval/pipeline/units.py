@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, StatisticsSettings
 from perseval.pipeline.controls import Control, control_label
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.setup.specs import AgentSpec, JudgeSpec
 
 
@@ -28,6 +28,10 @@ class DataUnit:
     seed: int  # the entry's seed, or the experiment's: the same one reaches its runs and judgings
     params: Params  # the entry's params, validated once
     construction: dict[str, ModelConfig] = field(default_factory=dict)  # role -> model (LLM-mode builds)
+    name: str = ""  # what its cells are called: the benchmark's name, or with a label or digest (perseval.setup.entries)
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.entry.name
 
 
 @dataclass
@@ -60,7 +64,7 @@ class RunUnit:
 
     @property
     def label(self) -> str:
-        return f"{self.data.entry.name}/{self.agent.name}/{self.backbone or '-'}{control_label(self.control)}"
+        return f"{self.data.name}/{self.agent.name}/{self.backbone or '-'}{control_label(self.control)}"
 
 
 @dataclass
@@ -96,6 +100,11 @@ class Cell:
         return self.run.data.entry.name
 
     @property
+    def entry(self) -> str:
+        """The entry's name in every view and key of this cell (`benchmark` is the registry's name)."""
+        return self.run.data.name
+
+    @property
     def agent(self) -> str:
         return self.run.agent.name
 
@@ -117,7 +126,7 @@ class Cell:
 
     @property
     def name(self) -> str:
-        return "/".join([self.benchmark, self.agent, self.backbone or "-", self.retriever, self.judge]) + \
+        return "/".join([self.entry, self.agent, self.backbone or "-", self.retriever, self.judge]) + \
             control_label(self.run.control)
 
 

@@ -88,7 +88,8 @@ def comparison_fields(comparison: Comparison | None, baseline: str | None) -> di
     return {"baseline": baseline, "delta_vs_baseline": d.mean if d else None,
             "delta_ci_low": d.ci_low if d else None, "delta_ci_high": d.ci_high if d else None,
             "delta_p": comparison.p_holm if comparison else None, "delta_paired": d.paired if d else None,
-            "delta_n_users": d.n_users if d else None, "mde": mde, **({"mde_reason": reason} if reason else {})}
+            "delta_n_users": d.n_users if d else None, "mde": mde, **({"mde_reason": reason} if reason else {}),
+            "delta_effective_users": d.effective_users if d else None}
 
 
 def difference_mde(d: Difference | None) -> tuple[float | None, str | None]:

@@ -19,7 +19,7 @@ import pandas as pd
 from perseval.pipeline.controls import uses_history
 from perseval.setup.config import ResolvedExperiment
 from perseval.setup.experiment import bound
-from perseval.setup.registry import agent_class
+from perseval.kernel.registry import agent_class
 
 ROLES = ("history", "no history", "oracle")
 

@@ -167,7 +167,7 @@ ROW_IDENTITY = ("benchmark", "agent", "backbone", "retriever", "judge")
 
 
 def _row_identity(cell: Cell) -> tuple[str, ...]:
-    return cell.benchmark, cell.agent, cell.backbone or "-", cell.retriever, cell.judge
+    return cell.entry, cell.agent, cell.backbone or "-", cell.retriever, cell.judge
 
 
 def with_controls(plan: Plan, root: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -46,8 +46,9 @@ def is_complete(score: Mapping[str, Any] | ScoreManifest) -> bool:
 
 
 def cell_status(score: Mapping[str, Any] | ScoreManifest) -> str:
-    """complete / incomplete, or "no items": the judge had nothing of the data to judge (the slot rule on a
-    release without CallAPI instances; the plan is made before the data exists), never "complete" with n 0."""
+    """complete / partly scored / unscored / incomplete, or "no items": the judge had nothing of the data to
+    judge (the slot rule on a release without CallAPI instances; the plan is made before the data exists),
+    never "complete" with n 0 (perseval.report.rows.ScoreManifest.status)."""
     return ScoreManifest.of(score).status
 
 
@@ -81,15 +82,18 @@ def _row(plan: Plan, cell: Cell, s: ScoreManifest, comparison: Any, costs: PlanC
     table = cell_frame(s.table)
     overall = table.loc[OVERALL] if OVERALL in table.index else {}
     fields: dict[str, Any] = {
-        "benchmark": cell.benchmark, "agent": cell.agent, "backbone": cell.backbone or "-",
+        "benchmark": cell.entry, "agent": cell.agent, "backbone": cell.backbone or "-",
         "retriever": cell.retriever, "judge": cell.judge, "metric": s.headline_metric,
         "score": _float(overall.get(s.headline_metric)), "n": _int(overall.get("n")) or 0,
         "unscored_items": _int(overall.get("unscored_items")) or 0, "unscored_share": _float(overall.get("unscored_share")),
         "invalid_outputs": s.outputs.get("invalid", 0), "failed_outputs": s.outputs.get("failed", 0),
         "failed_judgments": s.judgments.get("failed", 0), "status": s.status,
+        **({"scored_share": round(100 * s.scored_share, 1)} if s.scored_share is not None else {}),
         **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high")},
         **_spread_fields("se", _float(overall.get("se")), _float(overall.get("ci_low")), _float(overall.get("ci_high"))),
-        "n_users": _int(overall.get("n_users")), "level": plan.exp.experiment.statistics.level,
+        "n_users": _int(overall.get("n_users")), "level": cell.statistics.level,
+        "effective_users": _float(overall.get("effective_users")), "weighting": cell.statistics.weighting,
+        "interval_note": overall.get("interval_note") if isinstance(overall.get("interval_note"), str) else None,
         **comparison_fields(comparison, _baseline(plan, cell)),
         **(costs.cells[cell.key]["cell"].row() if costs else {})}
     return HeadlineRow.of(fields)
@@ -109,6 +113,10 @@ def headline_note(rows: Sequence[Mapping[str, Any]], wide: bool = False) -> str:
     level = next((r["level"] for r in rows if r.get("level")), 0.95)
     note = (f"[CI]: the two ends of the {100 * level:g}% user-clustered interval of the score (asymmetric near 0 "
             "and 100); users/n: the users it rests on and the instances scored.")
+    if any(r.get("weighting") == "user" for r in rows):
+        note += " Where statistics.weighting is user, a score is the mean of its users' means."
+    if withheld := [r for r in rows if r.get("interval_note")]:
+        note += (f" {len(withheld)} score(s) without an interval: {withheld[0]['interval_note']}.")
     tests = sum(r.get("delta_p") is not None for r in rows)
     if any(r.get("baseline") for r in rows):
         note += (" Δ: difference to the benchmark's baseline agent over the instances both cells scored, with its "
@@ -151,7 +159,8 @@ def track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dict
         return _track(exp, plan, root, scores, analyses, stats, costs, base, [HeadlineRow.of(r) for r in rows])
 
 
-UNCERTAINTY_METRICS = ("ci_low", "ci_high", "se", "n_users", "delta_vs_baseline", "delta_ci_low", "delta_ci_high",
+UNCERTAINTY_METRICS = ("ci_low", "ci_high", "se", "n_users", "effective_users", "delta_effective_users",
+                       "delta_vs_baseline", "delta_ci_low", "delta_ci_high",
                        "delta_p", "mde")
 
 
@@ -188,7 +197,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
         for unit in plan.analyses:  # the paper's tables and figures, per benchmark
             if analyses[unit.key]["files"]:
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
-                                     f"analysis/{unit.data.entry.name}")
+                                     f"analysis/{unit.data.name}")
         selection, traced = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells)), []
         records = {c.key: cell_record(c, row_of[c.key], _overall(scores[c.key]), None) for c in plain}
         for cell in plan.cells:  # a control cell has no headline row of its own: its gains are on its plain cell
@@ -205,7 +214,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
             extra |= control_metrics(cell, rows)  # the gains beside the score (perseval.report.gains)
             dirs = {stage: StageStore(root, stage, key).dir for stage, key in
                     (("run", cell.run.key), ("judge", cell.judged.key), ("score", cell.key))}
-            traced.append((cell, log_cell(exp, cell, table, s.metrics, extra, dirs, complete=s.complete),
+            traced.append((cell, log_cell(exp, cell, table, s.metrics, extra, dirs, status=s.status),
                            s.headline_metric))
         runs = log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
         log_samples_pages(MlflowClient(), runs, experiment.experiment_id)  # a score -> its instances

@@ -73,6 +73,23 @@ def probe_units(plan: Plan) -> list[ProbeUnit]:
     return out
 
 
+def unprobed(plan: Plan) -> list[str]:
+    """With `judge_probes` set, one line per benchmark entry whose LLM judges have no kind with items of known
+    verdict (PROBED_ITEMS), so no probe runs and no AUC line comes for it; empty when probes are off."""
+    if not getattr(plan.exp.experiment, "judge_probes", 0):
+        return []
+    probed = {u.data.key for u in probe_units(plan)}
+    out = []
+    for bi, data in enumerate(plan.data):
+        llm = [s for s in judge_specs(plan.exp, bi) if s.uses_llm]
+        if llm and data.key not in probed:
+            kinds = sorted({k for s in llm for k in s.kinds})
+            out.append(f"judge_probes: {data.name} is not probed: its judge kinds {', '.join(kinds)} have no items "
+                       f"of known verdict (probes cover {' and '.join(PROBED_ITEMS)} items), so no AUC is reported "
+                       "for its judges")
+    return out
+
+
 # --- the known answers -------------------------------------------------------------------------------------
 
 def _items(inst: Instance) -> list[tuple[str, str, str]]:
@@ -154,7 +171,7 @@ def probe_done(root: str, unit: ProbeUnit) -> bool:
 def probe(unit: ProbeUnit, rt: Any) -> dict[str, Any]:
     """The probe stage of one unit (rt: perseval.pipeline.stages.Runtime): judgments under probe/<key>/, the report
     in its manifest. A unit with a failed judgment is not marked complete: the next run redoes it."""
-    from perseval.setup.registry import load_plugins
+    from perseval.kernel.registry import load_plugins
     from perseval.pipeline.stages import load_instances
 
     store = StageStore(rt.root, "probe", unit.key)
@@ -186,7 +203,7 @@ def probe_reports(plan: Plan, root: str) -> dict[tuple[str, str], dict[str, Any]
     for unit in probe_units(plan):
         store = StageStore(root, "probe", unit.key)
         if store.is_complete():
-            out[(unit.data.entry.name, unit.judge.name)] = store.manifest()["report"]
+            out[(unit.data.name, unit.judge.name)] = store.manifest()["report"]
     return out
 
 

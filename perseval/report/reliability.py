@@ -80,7 +80,7 @@ def reliability_table(plan: Plan, root: str) -> pd.DataFrame:
         outputs = {(o.instance_id, o.repeat): len(o.text) for o in
                    (run_store.read_records(AgentOutput) if run_store.parts() else [])}
         for c in cells:
-            rows.append({"benchmark": c.benchmark, "run": c.run.label, "judge": c.judge,
+            rows.append({"benchmark": c.entry, "run": c.run.label, "judge": c.judge,
                          "judge_model": c.judge_model, "items": len({(j.instance_id, j.item_id, j.repeat)
                                                                      for j in judged[c.judge]}),
                          "inter_judge_alpha": inter, "inter_judge_items": n_inter,

@@ -12,12 +12,14 @@ score table, its metrics and the count of outputs and judgments by status.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+
+from perseval.metrics.aggregate import OVERALL
 
 CORE = ("benchmark", "agent", "backbone", "retriever", "judge", "metric", "score", "n", "unscored_items",
         "unscored_share", "invalid_outputs", "failed_outputs", "failed_judgments", "status", "ci_low", "ci_high", "se",
@@ -29,6 +31,7 @@ PROBE = ("judge_auc", "judge_pass_rate_gold", "judge_pass_rate_bad", "judge_disc
          "judge_probe_items", "judge_probe_gold", "judge_probe_bad")
 
 
+PARTLY_SCORED = 0.5  # a cell with a smaller share of its instances scored is "partly scored", whatever its score
 Number = (Real,)  # numpy's floats and ints too
 Flag = (bool, np.bool_, type(None))
 TYPES: dict[str, tuple[type, ...]] = {
@@ -39,6 +42,10 @@ TYPES: dict[str, tuple[type, ...]] = {
                                           "delta_n_users", "mde", *COST, "judge_auc", "judge_pass_rate_gold",
                                           "judge_pass_rate_bad", "judge_probe_items", "judge_probe_gold",
                                           "judge_probe_bad")},
+    # the estimate's effective users and estimand (issue 43): always filled now, absent from older summaries
+    **{k: Number + (type(None),) for k in ("effective_users", "delta_effective_users")},
+    "weighting": (str, type(None)), "interval_note": (str, type(None)),
+    "scored_share": Number + (type(None),),
     "baseline": (str, type(None)), "delta_paired": Flag, "judge_discriminates": Flag,
     "judge_flag": (str, type(None)), "se_reason": (str, type(None)), "mde_reason": (str, type(None)),
 }
@@ -74,7 +81,8 @@ class HeadlineRow(dict):  # type: ignore[type-arg]
     invalid_outputs: int
     failed_outputs: int
     failed_judgments: int
-    status: str  # complete / incomplete / no items
+    scored_share: float | None  # percent of the cell's instances with a score (set when some were judged)
+    status: str  # complete / partly scored / unscored / incomplete / no items (ScoreManifest.status)
     ci_low: float | None
     ci_high: float | None
     se: float | None
@@ -90,6 +98,10 @@ class HeadlineRow(dict):  # type: ignore[type-arg]
     mde: float | None
     se_reason: str | None  # why se is None though the interval has a width (rows.spread)
     mde_reason: str | None
+    effective_users: float | None  # Kish's effective users of the score's weights (perseval.metrics.uncertainty)
+    weighting: str | None  # the score's estimand: "instance" (mean over instances) or "user" (mean of users' means)
+    interval_note: str | None  # why the score's interval is withheld
+    delta_effective_users: float | None
     # the cost pass (headline_rows given costs)
     tokens_in: int | None
     tokens_out: int | None
@@ -144,6 +156,16 @@ class HeadlineRow(dict):  # type: ignore[type-arg]
         return dict(self)
 
 
+def without_score(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Benchmark entry (as the rows name it) -> the statuses of its cells, for each entry none of whose cells
+    has a score: a benchmark that produced no number (every verdict unreadable, nothing to judge, all failed)."""
+    by_entry: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_entry.setdefault(str(r["benchmark"]), []).append(r)
+    return {entry: sorted({str(r["status"]) for r in members}) for entry, members in by_entry.items()
+            if all(r.get("score") is None for r in members)}
+
+
 @dataclass
 class ScoreManifest:
     """What the score stage reports of one cell."""
@@ -168,9 +190,28 @@ class ScoreManifest:
         return not self.outputs.get("failed", 0) and not self.judgments.get("failed", 0)
 
     @property
+    def scored_share(self) -> float | None:
+        """The share (0-1) of the cell's instances with a score: from the overall row of its table (n instances
+        judged, of which unscored_instances have no score), else from its judgments; None when nothing counts."""
+        overall = next((r for r in self.table if r.get("group") == OVERALL), None)
+        if overall is not None and overall.get("n") is not None:
+            unscored = float(overall.get("unscored_instances") or 0)
+            scored = float(overall.get("n") or 0) - unscored
+        else:
+            scored, unscored = self.judgments.get("scored", 0), self.judgments.get("unscored", 0)
+        return scored / (scored + unscored) if scored + unscored else None
+
+    @property
     def status(self) -> str:
-        """complete / incomplete, or "no items": the judge had nothing of the data to judge (never "complete"
-        with n 0)."""
+        """"no items": the judge had nothing of the data to judge; "incomplete": some output or judgment
+        failed (a re-run redoes it); "unscored": judged, but no instance got a score (every verdict unreadable);
+        "partly scored": fewer than PARTLY_SCORED of its instances have a score; else "complete". Never
+        "complete" with n 0."""
         if not sum(self.judgments.values()) and not self.outputs.get("failed", 0):
             return "no items"
-        return "complete" if self.complete else "incomplete"
+        if not self.complete:
+            return "incomplete"
+        share = self.scored_share
+        if not share:
+            return "unscored"
+        return "partly scored" if share < PARTLY_SCORED else "complete"

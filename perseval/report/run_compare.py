@@ -42,6 +42,15 @@ class CellRun:
         return self.tags.get("perseval.cell", self.run.info.run_name)
 
     @property
+    def control(self) -> str | None:
+        """The control this run is of (swapped-history), None for a plain cell (runs logged before the tag:
+        from the name's bracket)."""
+        tag = self.tags.get("perseval.control")
+        if tag is not None:
+            return None if tag == "-" else tag
+        return self.name.split(" [", 1)[1].rstrip("]") if " [" in self.name else None
+
+    @property
     def metric(self) -> str:
         return self.tags.get("perseval.headline_metric", "")
 
@@ -148,6 +157,7 @@ def within_pairs(client: MlflowClient, parent: Any, baseline: str) -> list[Pair]
         if cell.tag("agent") == baseline:
             continue
         base = pick_baseline(cell.attrs(), [(c.attrs(), c) for c in cells.values() if c.tag("agent") == baseline
+                                            and c.control == cell.control  # a control against its own kind
                                             and c.tag("benchmark") == cell.tag("benchmark")
                                             and c.tag("judge") == cell.tag("judge")])
         if base is not None and base.metric == cell.metric:
@@ -205,7 +215,7 @@ def scored_cells(client: MlflowClient, parents: list[Any], cost: bool = False) -
         for name, c in cell_runs(client, p).items():
             m = c.run.data.metrics
             entry = cells.setdefault(f"{name} ({c.metric})", {
-                "cell": name, "metric": c.metric, "runs": {},
+                "cell": name, "metric": c.metric, "runs": {}, "control": c.control,
                 **{k: c.tags.get(f"perseval.{k}", name.split("/")[i] if len(name.split("/")) > i else "-")
                    for i, k in enumerate(PARTS)}})
             costs = {k: m[k] for k in COST_METRICS if cost and k in m}
@@ -213,5 +223,12 @@ def scored_cells(client: MlflowClient, parents: list[Any], cost: bool = False) -
             entry["runs"][p.info.run_id] = Scored(
                 held.estimate.point, held.estimate.low, held.estimate.high, held.estimate.users, costs) if held else \
                 Scored(m.get(c.metric), m.get("ci_low"), m.get("ci_high"), m.get("n_users"), costs)
-    order = list(dict.fromkeys(k for k in ordered if k in cells))
-    return [cells[k] for k in order + sorted(set(cells) - set(order))]  # a run logged before records: by name
+    # the headline's order (from the records; a run logged before records: by name), a control's run right
+    # under its cell (its name is the cell's, then " [control]")
+    order = {k: i for i, k in enumerate(dict.fromkeys(ordered))}
+
+    def place(k: str) -> tuple[int, str, str, str]:
+        base = f"{cells[k]['cell'].split(' [')[0]} ({cells[k]['metric']})"
+        return order.get(base, len(order)), base, cells[k]["metric"], cells[k]["control"] or ""
+
+    return [cells[k] for k in sorted(cells, key=place)]

@@ -13,21 +13,22 @@ in, a role's sampling is the one the request cache keys on. Nothing is started. 
                         retrievers), judges/<name> (kinds, params per kind, model, sampling, repeats)
   cells                 one row per cell: its name, parts and run / judge / score keys
 
-`<entry>` is the benchmark's name, or `name#i` (i its position) when the experiment lists that benchmark twice.
+`<entry>` is the name the entry's cells carry (perseval.setup.entries): the benchmark's name, `name:<label>`, or
+`name:<digest>` for an unlabelled entry of a benchmark listed twice.
 Tests and the protocol sheets (docs/protocols/) address values by a path of these keys joined with '/'.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import asdict
 from typing import Any
 
 from perseval.setup.config import ModelConfig, ResolvedExperiment
+from perseval.setup.entries import entry_ids
 from perseval.setup.experiment import bound, judge_specs
 from perseval.llm.embedded import serving
-from perseval.setup.params import EVERY_FIELD
+from perseval.kernel.params import EVERY_FIELD
 from perseval.pipeline.plan import Plan, make_plan
-from perseval.setup.registry import benchmark_class
+from perseval.kernel.registry import benchmark_class
 
 MISSING = object()
 
@@ -40,9 +41,8 @@ def _model(cfg: ModelConfig, exp: ResolvedExperiment) -> dict[str, Any]:
 
 
 def entry_names(exp: ResolvedExperiment) -> list[str]:
-    """The key of each benchmark entry under `benchmarks` (its name, or name#i when listed twice)."""
-    counts = Counter(e.name for e in exp.experiment.benchmarks)
-    return [e.name if counts[e.name] == 1 else f"{e.name}#{i}" for i, e in enumerate(exp.experiment.benchmarks)]
+    """The key of each benchmark entry under `benchmarks`: the name its cells carry (perseval.setup.entries)."""
+    return entry_ids(exp.experiment.benchmarks)
 
 
 def _agents(exp: ResolvedExperiment, plan: Plan, index: int) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from itertools import combinations
 from typing import Any, Iterable, Mapping, Sequence
 
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 IDENTITY = ("benchmark", "agent", "backbone", "retriever", "judge")
@@ -94,7 +95,7 @@ STATUS_LEGEND = {
     "incompl": "incomplete (some outputs or judgments failed and are left out; the same command redoes them)",
     "no items": "the judge had nothing of this data to judge (n 0, no score)",
     "unscored": "no instance has a score (failed, unscored and zero are different facts)",
-    "partly": "partly scored (fewer scored instances than the threshold)",
+    "partly": "partly scored (under half of the instances scored; the share beside it)",
     "fail out": "agent outputs that failed", "fail judg": "judgments that failed",
     "unsc": "items a judge left unscored (unreadable verdict), their share"}
 
@@ -103,6 +104,8 @@ def status_text(row: Row) -> str:
     """The cell's status with what was left out: failed outputs and judgments, unscored items (the words of
     the wide table and Markdown)."""
     parts = [str(row.get("status") or "")]
+    if parts[0] == "partly scored" and row.get("scored_share") is not None:  # the share of instances scored
+        parts[0] += f" ({row['scored_share']:.0f}% scored)"
     failed_out, failed_judg = row.get("failed_outputs") or 0, row.get("failed_judgments") or 0
     if failed_out:
         parts.append(f"{failed_out} failed out")
@@ -121,6 +124,8 @@ def status_short(row: Row) -> str:
     STATUS_LEGEND)."""
     status = str(row.get("status") or "")
     parts = [STATUS_WORDS.get(status, status)]
+    if status == "partly scored" and row.get("scored_share") is not None:  # the share of instances scored
+        parts[0] += f" {row['scored_share']:.0f}%"
     if row.get("failed_outputs"):
         parts.append(f"{row['failed_outputs']} fail out")
     if row.get("failed_judgments"):
@@ -229,7 +234,11 @@ LEFT = {"benchmark", "agent", "backbone", "retriever", "judge", "metric", "statu
 def wide_table(rows: Sequence[Row]) -> Table:
     """Every column of the headline (what `--wide` prints)."""
 
-    cols = dict(WIDE_COLUMNS)
+    cols, uneven = {}, any(uneven_users(r) for r in rows)
+    for column, label in WIDE_COLUMNS.items():
+        cols[column] = label
+        if column == "n_users" and uneven:  # a few users hold most instances somewhere: say how few count
+            cols["effective_users"] = "eff. users"
     if any(r.get("baseline") for r in rows):
         cols |= {"delta": "Δ vs baseline [CI]", "delta_p": "p (Holm)", "mde": "MDE"}
     if any(judge_text(r) for r in rows):
@@ -244,8 +253,19 @@ def wide_table(rows: Sequence[Row]) -> Table:
     return table
 
 
+UNEVEN = 0.2  # effective users this far below the users: shown (--wide) beside them
+
+
+def uneven_users(row: Row) -> bool:
+    """Effective users (Kish's) differ from the users by more than UNEVEN of them."""
+    eff, users = row.get("effective_users"), row.get("n_users")
+    return eff is not None and bool(users) and abs(users - eff) > UNEVEN * users
+
+
 def _cell_text(column: str, row: Row) -> str:
     value = row.get(column)
+    if column == "effective_users" and value is not None:
+        return f"{value:.1f}"
     if column == "delta_p" and value is not None:
         return p_text(value)
     if column == "mde" and value is not None:
@@ -362,7 +382,9 @@ def compare_tables(cells: Sequence[Mapping[str, Any]], parents: Sequence[Any], c
     ids = [p.info.run_id for p in parents]
     by_bench: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
     for c, name in zip(cells, names):
-        label = name + (" [" + str(c["cell"]).split(" [", 1)[1] if " [" in str(c["cell"]) else "")
+        # a control's run under its cell, labelled; escaped, or rich takes "[swapped-history]" for markup and
+        # drops it, leaving a second row of the cell's own name
+        label = escape(name + (" [" + str(c["cell"]).split(" [", 1)[1] if " [" in str(c["cell"]) else ""))
         by_bench.setdefault(str(c["benchmark"]), []).append((c, label))
     tables = []
     for bench, members in by_bench.items():

@@ -298,9 +298,9 @@ def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
     Generate); the instance's short scalar payload fields (scenario, dynamic, ...) too."""
     cell, outcome = judged[0]
     inst = outcome.instance
-    tags = {"benchmark": cell.benchmark, "agent": cell.agent, "agent_kind": cell.run.agent.kind,
+    tags = {"benchmark": cell.entry, "agent": cell.agent, "agent_kind": cell.run.agent.kind,
             "backbone": cell.backbone or "-", "retriever": cell.retriever, "run_key": cell.run.key,
-            "cell": "/".join((cell.benchmark, cell.agent, cell.backbone or "-", cell.retriever)),
+            "cell": "/".join((cell.entry, cell.agent, cell.backbone or "-", cell.retriever)),
             # the user the statistics cluster on (IBA: the persona), as `samples` and the record name it
             "instance_id": inst.instance_id, "user_id": outcome.cluster or cluster_of(inst), "group": inst.group,
             "repeat": str(outcome.output.repeat), "judges": ",".join(c.judge for c, _ in judged)}
@@ -328,7 +328,7 @@ def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tupl
     out, inst = outcome.output, outcome.instance
     clock = Clock(time.time_ns())
     root = mlflow.start_span_no_context(
-        f"{cell.benchmark}/{cell.agent} {inst.instance_id}", SpanType.AGENT, start_time_ns=clock.now,
+        f"{cell.entry}/{cell.agent} {inst.instance_id}", SpanType.AGENT, start_time_ns=clock.now,
         inputs={"query": inst.query, "instance_id": inst.instance_id, "user_id": inst.user_id, "group": inst.group},
         tags=trace_tags(judged), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
         attributes={"agent": cell.agent, "backbone": cell.backbone or "-", "repeat": out.repeat,

@@ -145,30 +145,44 @@ def table_metrics(table: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
     return out
 
 
+# Columns that hold fractions or probabilities, not 0-100 scores: to 0.1 they would lose their meaning (a 0.95
+# level shown as 0.9, a p of 0.03 as 0.0); they keep three significant digits in a table's Markdown.
+FRACTION_COLUMNS = ("level", "delta_p", "p_value", "p_holm", "p (Holm)", "judge_auc", "auc", "kappa", "alpha")
+
+
+def table_markdown(table: pd.DataFrame) -> str:
+    """A table as Markdown: scores to 0.1, the FRACTION_COLUMNS to three significant digits (as in its CSV)."""
+    if table.empty:
+        return "(empty)\n"
+    index = [".1f"] * (table.index.nlevels)
+    return table.to_markdown(floatfmt=index + [".3g" if str(c) in FRACTION_COLUMNS else ".1f" for c in table.columns])
+
+
 def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables") -> None:
     with tempfile.TemporaryDirectory() as tmp:
         table.to_csv(Path(tmp) / f"{name}.csv")
-        (Path(tmp) / f"{name}.md").write_text(table.to_markdown(floatfmt=".1f") if not table.empty else "(empty)\n")
+        (Path(tmp) / f"{name}.md").write_text(table_markdown(table))
         mlflow.log_artifacts(tmp, artifact_dir)
 
 
 def cell_tags(exp: ResolvedExperiment, cell: Cell, metrics: list[str]) -> dict[str, str]:
     """The same tags on every benchmark's cells: what the cell is, and the keys that locate its outputs."""
-    return {"perseval.cell": cell.name, "perseval.benchmark": cell.benchmark, "perseval.agent": cell.agent,
+    return {"perseval.cell": cell.name, "perseval.benchmark": cell.entry, "perseval.agent": cell.agent,
             "perseval.agent_kind": cell.run.agent.kind, "perseval.backbone": cell.backbone or "-",
             "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
             "perseval.judge_model": cell.judge_model or "-", "perseval.repeats": str(cell.run.repeats),
             "perseval.judge_repeats": str(cell.judged.judge.repeats if cell.judged.judge.uses_llm else 1),
             "perseval.data_key": cell.run.data.key, "perseval.score_key": cell.key,
+            "perseval.control": cell.run.control.name if cell.run.control else "-",
             "perseval.headline_metric": mlflow_key(metrics[0]) if metrics else ""}
 
 
 def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: list[str],
-             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path], complete: bool = True) -> str:
-    """`complete` False: some output or judgment failed, so the scores cover only the rest (tag
-    perseval.status = incomplete; a re-run redoes the failed parts)."""
+             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path], status: str = "complete") -> str:
+    """`status`: the cell's (perseval.report.rows.ScoreManifest.status), tag perseval.status: "incomplete" when
+    some output or judgment failed (a re-run redoes those), "unscored" when nothing got a score."""
     with mlflow.start_run(run_name=cell.name, nested=True) as run:
-        mlflow.set_tags({**cell_tags(exp, cell, metrics), "perseval.status": "complete" if complete else "incomplete"})
+        mlflow.set_tags({**cell_tags(exp, cell, metrics), "perseval.status": status})
         mlflow.log_params(cell_params(exp, cell))
         values = table_metrics(table, metrics)
         # every benchmark's headline also under one name, so runs of different benchmarks sort and chart together

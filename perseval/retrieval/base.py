@@ -18,8 +18,8 @@ from typing import Any, ClassVar, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from perseval.setup.config import ChunkingConfig
-from perseval.setup.params import Configurable, Params
+from perseval.retrieval.settings import ChunkingConfig
+from perseval.kernel.params import Configurable, P, Params
 from perseval.core.records import Document, Passage
 from perseval.retrieval.chunking import Tokenizer, chunk_text
 from perseval.core.schema import CHUNKS
@@ -38,7 +38,7 @@ def owner_slug(owner: str) -> str:
     return f"{safe}-{hashlib.sha1(owner.encode()).hexdigest()[:8]}"
 
 
-class Retriever(Configurable, ABC):
+class Retriever(Configurable[P], ABC):
     """`params` is the validated `params:` of the retriever's YAML; `chunking` its chunking block."""
 
     kind: ClassVar[str]  # set by @register_retriever

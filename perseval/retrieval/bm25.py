@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 import bm25s
 
-from perseval.setup.params import Params
-from perseval.setup.registry import register_retriever
+from perseval.kernel.params import Params
+from perseval.kernel.registry import register_retriever
 from perseval.retrieval.base import Retriever
 
 _WORD = re.compile(r"\S+")
@@ -37,9 +37,7 @@ class BM25Params(Params):
 
 
 @register_retriever("bm25")
-class BM25Retriever(Retriever):
-    Params = BM25Params
-    params: BM25Params
+class BM25Retriever(Retriever[BM25Params]):
 
     def tokenizer(self) -> WordTokenizer:
         return WordTokenizer()

@@ -10,8 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from perseval.setup.params import Params
-from perseval.setup.registry import register_retriever
+from perseval.kernel.params import Params
+from perseval.kernel.registry import register_retriever
 from perseval.retrieval.base import Retriever
 from perseval.retrieval.chunking import Tokenizer
 from perseval.retrieval.embedder import Embedder, EmbedderConfig
@@ -57,9 +57,7 @@ def to_device(index: Any, cfg: IndexConfig) -> Any:
 
 
 @register_retriever("dense")
-class DenseRetriever(Retriever):
-    Params = DenseParams
-    params: DenseParams
+class DenseRetriever(Retriever[DenseParams]):
 
     def __init__(self, *args: Any, embedder: Embedder | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)

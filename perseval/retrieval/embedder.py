@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 
 from perseval.core.errors import ConfigError
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 
 class EmbedderConfig(Params):

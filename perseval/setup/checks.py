@@ -5,10 +5,12 @@ Called once from `load_experiment`, after every named config is resolved and bef
 validated, so `perseval validate` (and `run`, before any server starts) refuses them with one line naming
 the file, the key and what is allowed: an experiment with no benchmarks, an entry with no agents, an agent
 that gets no cell (it needs a backbone or a retriever the experiment does not list), a name listed twice,
-a benchmark entry repeated, a GGUF `source` that is a folder or not a GGUF file, an embedded deployment
+a benchmark entry repeated, two entries whose cells would share a name, a GGUF `source` that is a folder or
+not a GGUF file, an embedded deployment
 on llama-server where no llama-server binary is installed, or on llama-cpp-python where that optional
 extra is not installed, a `request_cache` that is a folder or another program's file (perseval would
-open it, and set it aside as damaged), an `mlflow.tracking_uri` whose scheme MLflow does not know.
+open it, and set it aside as damaged), an `output_root` it cannot write in, an `mlflow.tracking_uri` whose
+scheme MLflow does not know.
 """
 from __future__ import annotations
 
@@ -16,14 +18,16 @@ from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlsplit
 
-from perseval.setup.capabilities import needs_index, needs_model
+from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment
+from perseval.core import files
+from perseval.setup.entries import entry_ids
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import content_key
 from perseval.llm.cache import foreign
 from perseval.llm.embedded import llama_server_binary, require_llama_cpp_python
 from perseval.llm.identity import resolve_gguf
-from perseval.setup.registry import BENCHMARKS
+from perseval.kernel.registry import BENCHMARKS
 from perseval.setup.specs import AgentSpec
 
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's format)
@@ -41,6 +45,7 @@ def check_experiment(exp: ResolvedExperiment, roots: Sequence[Path]) -> None:
     for i, entry in enumerate(exp.experiment.benchmarks):
         _entry_has_agents(exp, i, entry, roots)
     _no_repeated_entry(exp)
+    _output_root(exp)
     _request_cache(exp)
     _tracking_uri(exp)
     for name, model in exp.models.items():
@@ -57,6 +62,7 @@ def check_cells(exp: ResolvedExperiment, agents: dict[str, AgentSpec], roots: Se
     """Every agent of every entry gets at least one cell, given what its validated params make it use."""
     for i, entry in enumerate(exp.experiment.benchmarks):
         _entry_has_cells(exp, i, entry, agents, roots)
+    _cell_names_differ(exp)
 
 
 def known(roots: Sequence[Path], kind: str) -> list[str]:
@@ -105,17 +111,36 @@ def _entry_has_cells(exp: ResolvedExperiment, i: int, entry: BenchmarkEntry, age
 
 
 def _no_repeated_entry(exp: ResolvedExperiment) -> None:
-    """Two entries of one benchmark on the same data (source and params) give cells of the same name: the
-    headline would list each twice (with another sample or seed, under the same name)."""
+    """Two entries of one benchmark on the same data (source and params) and with the same `label` are one
+    entry listed twice (with another sample or seed, the label is what tells them apart)."""
     first: dict[str, int] = {}
     for i, entry in enumerate(exp.experiment.benchmarks):
-        same = content_key(entry.name, entry.source, entry.params)
+        same = content_key(entry.name, entry.source, entry.params, entry.label)
         if same in first:
             raise ConfigError(f"{exp.path}: key 'benchmarks.{i}': the same benchmark as benchmarks.{first[same]} "
                               f"({entry.name!r}, same source and params), so every cell would be listed twice; "
-                              "merge their agents into one entry, or run another sample or seed as another "
-                              "experiment")
+                              "merge their agents into one entry, or give each entry its own `label:` (e.g. "
+                              f"label: sample{entry.sample}) to run both")
         first[same] = i
+
+
+def _cell_names_differ(exp: ResolvedExperiment) -> None:
+    """No two cells share a name: two entries called alike (perseval.setup.entries) that list one agent under
+    one judge would (backbones and retrievers are the experiment's, the same for both), and their headline
+    rows, costs, controls and MLflow runs would be crossed."""
+    entries, judges = exp.experiment.benchmarks, exp._bound.judges if exp._bound else None
+    ids = entry_ids(entries)
+    for j in range(len(entries)):
+        for i in range(j):
+            if ids[i] != ids[j]:
+                continue
+            shared = [a for a in entries[j].agents if a in entries[i].agents]
+            same_judge = judges is None or {s.name for s in judges[i]} & {s.name for s in judges[j]}
+            if shared and same_judge:
+                raise ConfigError(
+                    f"{exp.path}: key 'benchmarks.{j}': its cells would have the same names as those of "
+                    f"benchmarks.{i} ({ids[i]!r}, agent {shared[0]!r}); tell the entries apart with "
+                    f"`label:` (e.g. label: {entries[j].name}-{j}), which names their cells {entries[j].name}:<label>")
 
 
 def _gguf_file(model: ModelConfig, where: str) -> None:
@@ -152,6 +177,15 @@ def _llama_cpp_python(where: str) -> None:
         require_llama_cpp_python()
     except ConfigError as exc:
         raise ConfigError(f"{where}: key 'server': llama-cpp-python: {exc}") from None
+
+
+def _output_root(exp: ResolvedExperiment) -> None:
+    """Outputs can be written under `output_root` (a read-only folder, or one under /proc, failed the run
+    only at its first write, after the servers had started)."""
+    problem = files.unwritable(Path(exp.experiment.output_root))
+    if problem:
+        raise ConfigError(f"{exp.path}: key 'output_root': {exp.experiment.output_root!r}: {problem}; name a folder "
+                          "perseval can create files in")
 
 
 def _request_cache(exp: ResolvedExperiment) -> None:

@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from perseval.setup.config import RetrieverConfig
 from perseval.core.errors import ConfigError
-from perseval.setup.params import Params, validate_params
-from perseval.setup.registry import agent_class, benchmark_class, judge_class, retriever_class
+from perseval.kernel.params import Params, validate_params
+from perseval.kernel.registry import agent_class, benchmark_class, judge_class, retriever_class
 from perseval.setup.specs import AgentSpec, JudgeSpec
 
 

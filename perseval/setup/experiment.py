@@ -9,24 +9,29 @@ Every check runs here, before any server starts.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from perseval.setup import checks
-from perseval.setup.capabilities import capabilities
+from perseval.kernel.capabilities import capabilities
 from perseval.setup.components import lookup
 from perseval.setup.config import (DEPLOYMENT_FORMATS, AgentConfig, BenchmarkEntry, DeploymentConfig, ExperimentConfig,
                              JudgeConfig, ModelConfig, ResolvedExperiment, RetrieverConfig, Strict, load_config)
+from perseval.core import files
 from perseval.core.errors import ConfigError
 from perseval.setup.overrides import apply_overrides
-from perseval.setup.params import Params, validate_params
-from perseval.setup.registry import (agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
+from perseval.kernel.params import Params, validate_params
+from perseval.kernel.registry import (BENCHMARKS, agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
                                retriever_class)
 from perseval.setup.specs import AgentSpec, JudgeSpec
 
-# The configs perseval ships (models, agents, judges, ...), for experiment files kept elsewhere.
+# The configs perseval ships that no one benchmark owns (models, deployments, retrievers, generic agents and
+# judges, cross-benchmark experiments), for experiment files kept elsewhere.
 SHIPPED_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+# Each benchmark keeps its own agents, judges and experiments in its folder: perseval/benchmarks/<name>/configs/.
+BENCHMARKS_DIR = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @dataclass
@@ -47,13 +52,35 @@ def config_root_for(experiment_path: Path) -> Path:
     return parent.parent if parent.name == "experiments" else parent
 
 
+def benchmark_config_roots() -> list[Path]:
+    """The configs/ folder of every benchmark folder: perseval's own, then those of benchmark plugins (the
+    folder beside the module that registers a benchmark), so a benchmark added as one folder brings its
+    agents, judges and experiments with it."""
+    own = sorted(p for p in BENCHMARKS_DIR.glob("*/configs") if p.is_dir())
+    plugins = sorted({Path(inspect.getfile(cls)).resolve().parent / "configs"
+                      for cls in BENCHMARKS.table.values() if not cls.__module__.startswith("perseval.")})
+    return own + [p for p in plugins if p.is_dir() and p not in own]
+
+
 def config_roots(experiment_path: Path, config_root: str | Path | None = None) -> list[Path]:
     """Where named configs are looked up, first hit wins: the experiment's own root (a user's file of
-    the same name overrides a shipped one), then perseval's shipped configs, so an experiment file
-    written in the user's own folder can name `smollm2-135m` or `iba-agent` without copying them."""
-    own = Path(config_root) if config_root else config_root_for(experiment_path)
-    shipped = [SHIPPED_CONFIGS] if SHIPPED_CONFIGS.is_dir() and SHIPPED_CONFIGS != own.resolve() else []
+    the same name overrides a shipped one), then perseval's shipped configs, then each benchmark folder's, so
+    an experiment file written in the user's own folder can name `smollm2-135m` or `iba-agent` without
+    copying them. Call it after the experiment's plugins are loaded: a plugin benchmark's folder counts."""
+    own = (Path(config_root) if config_root else config_root_for(experiment_path)).resolve()
+    shipped = [p for p in (SHIPPED_CONFIGS, *benchmark_config_roots()) if p.is_dir() and p.resolve() != own]
     return [own, *shipped]
+
+
+def experiment_file(name: str) -> Path:
+    """The shipped experiment file called `name` (configs/experiments/<name>.yaml, or the experiments/ folder
+    of the benchmark that owns it); a ConfigError listing the known names otherwise."""
+    folders = [SHIPPED_CONFIGS / "experiments", *(root / "experiments" for root in benchmark_config_roots())]
+    for folder in folders:
+        if (folder / f"{name}.yaml").is_file():
+            return folder / f"{name}.yaml"
+    known = sorted({p.stem for folder in folders for p in folder.glob("*.yaml")})
+    raise ConfigError(f"no experiment file named {name!r} (known: {', '.join(known)})")
 
 
 class _Resolver:
@@ -72,7 +99,7 @@ class _Resolver:
                               f"configs/{kind}/<name>.yaml, without a folder, '..' or a path separator (known: "
                               f"{self.known(kind)})")
         tried = [root / kind / f"{name}.yaml" for root in self.roots]
-        path = next((p for p in tried if p.exists()), None)
+        path = next((p for p in tried if p.is_symlink() or p.exists()), None)  # a link loop is named by the read
         if path is None:
             known = self.known(kind)
             missing = " or ".join(str(p) for p in tried)
@@ -95,9 +122,11 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
     """Load an experiment file, every config it references by name, and validate every component's params."""
     path = Path(path)
     exp: ExperimentConfig = load_config(ExperimentConfig, path)
-    res = _Resolver(config_roots(path, config_root))
     plugins = resolve_plugins(exp.plugins, path.resolve().parent, str(path))
     load_plugins(plugins, str(path))
+    for i, bench in enumerate(exp.benchmarks):  # loaded first: a benchmark plugin's folder holds its configs
+        lookup(benchmark_class, bench.name, str(path), f"benchmarks.{i}.name")
+    res = _Resolver(config_roots(path, config_root))
     models: dict[str, ModelConfig] = {}
 
     def need_model(name: str, referrer: Path | str, key: str) -> None:
@@ -115,9 +144,10 @@ def load_experiment(path: str | Path, config_root: str | Path | None = None) -> 
     agents: dict[str, AgentConfig] = {}
     bench_params = []
     for i, bench in enumerate(exp.benchmarks):
-        if bench.source and not Path(bench.source).exists():
-            raise ConfigError(f"{path}: key 'benchmarks.{i}.source': {bench.source!r} does not exist (a relative "
-                              "path is read from the folder perseval runs in)")
+        if bench.source and (problem := files.path_problem(bench.source, "any")):
+            raise ConfigError(f"{path}: key 'benchmarks.{i}.source': {bench.source!r} "
+                              f"{'does not exist' if problem == 'missing' else problem} (a relative path is read from "
+                              "the folder perseval runs in)")
         for name in bench.agents:
             agents[name] = res.named("agents", AgentConfig, name, path, f"benchmarks.{i}.agents")
         params = benchmark_params(bench, str(path), i)

@@ -23,8 +23,8 @@ from typing import Any, Mapping, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from perseval.core.errors import ConfigError
-from perseval.setup.params import error_lines, invalid, validate_params
-from perseval.setup.registry import agent_class, judge_class
+from perseval.kernel.params import error_lines, invalid, validate_params
+from perseval.kernel.registry import agent_class, judge_class
 
 C = TypeVar("C", bound=BaseModel)
 

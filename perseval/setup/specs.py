@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from perseval.setup.capabilities import Capability
+from perseval.kernel.capabilities import Capability
 from perseval.setup.config import ModelConfig, Sampling
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 
 @register_judge("apeb.intent-match")

@@ -18,9 +18,9 @@ from pydantic import Field
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.base import Benchmark, BenchmarkData
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_agent, register_benchmark, register_judge, register_retriever
+from perseval.kernel.registry import register_agent, register_benchmark, register_judge, register_retriever
 from perseval.retrieval.base import Retriever
 from perseval.retrieval.bm25 import WordTokenizer
 

@@ -14,6 +14,7 @@ import pandas as pd
 
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA
 from perseval.benchmarks.apeb.stats import OVERALL, dataset_tables
+from perseval.benchmarks.apeb.views import ApebPayload
 from perseval.benchmarks.iba.plots import grouped_bars
 from perseval.metrics.ci_tables import ci_long, with_users
 from perseval.core.records import Instance
@@ -47,8 +48,9 @@ def _cell_order(sets: list[str]) -> list[str]:
 
 def prepare(scores: pd.DataFrame, instances: list[Instance]) -> pd.DataFrame:
     """One row per (system, judge, instance, metric): the mean over repeats, with the instance's cell."""
-    meta = pd.DataFrame([{"instance_id": i.instance_id, "query_level": i.payload.get("query_level", "?"),
-                          "candidate_set": i.payload.get("candidate_set", "?")} for i in instances])
+    cells = [(i.instance_id, ApebPayload.of(i)) for i in instances]
+    meta = pd.DataFrame([{"instance_id": iid, "query_level": v.query_level, "candidate_set": v.candidate_set}
+                         for iid, v in cells])
     frame = with_users(scores.assign(system=_systems(scores)), instances).merge(meta, on="instance_id", how="left")
     keys = ["system", "judge", "instance_id", "user_id", "group", "query_level", "candidate_set", "metric"]
     return frame.groupby(keys, sort=False, dropna=False).agg(value=("value", "mean"),

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from perseval.benchmarks.apeb.prompts import ranking_messages, ranking_schema
-from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.core.parsing import extract_json
 from perseval.core.records import AgentOutput, Instance, Passage
 from perseval.benchmarks.views import RankingPayload

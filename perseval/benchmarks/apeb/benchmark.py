@@ -39,9 +39,9 @@ from perseval.benchmarks.apeb.sessions import FILTER_REASONS, MiningConfig, Sess
 from perseval.benchmarks.apeb.stats import dataset_tables
 from perseval.benchmarks.apeb.synth_logs import LogConfig, generate_logs
 from perseval.benchmarks.base import Benchmark, BenchmarkData
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.apeb.views import ApebGold, ApebPayload
 
 QueryLevel = Literal["intent", "refined"]
@@ -67,10 +67,8 @@ class ApebParams(Params):
 
 
 @register_benchmark("apeb")
-class APeB(Benchmark):
+class APeB(Benchmark[ApebParams]):
     Payload, Gold = ApebPayload, ApebGold
-    Params = ApebParams
-    params: ApebParams
     headline_metric = "hit@1"
     group_label = "category"
     rule_judges = ("apeb.ranking",)

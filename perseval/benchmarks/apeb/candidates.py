@@ -15,7 +15,7 @@ from pydantic import Field, model_validator
 
 from perseval.benchmarks.apeb.catalog import Catalog
 from perseval.benchmarks.apeb.sessions import Session
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 CandidateSet = Literal["hard", "random"]
 

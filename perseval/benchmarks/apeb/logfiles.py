@@ -34,10 +34,13 @@ def find_table(folder: Path, stem: str) -> Path:
 def read_table(path: Path, stem: str) -> pd.DataFrame:
     """The table with its known columns (missing optional ones empty); a required one missing is an error."""
     try:
-        if path.suffix == ".csv":
-            df = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[])
-        else:
-            df = pd.read_parquet(path)
+        with files.open_bytes(path) as fh:  # a file perseval may not read is named so, not "cannot read as CSV"
+            if path.suffix == ".csv":
+                df = pd.read_csv(fh, dtype=str, keep_default_na=False, na_values=[], encoding="utf-8")
+            else:
+                df = pd.read_parquet(fh)
+    except InputError:
+        raise
     except UnicodeDecodeError:
         for _ in files.utf8_lines(path, header_lines=1):  # raises naming the first row that is not UTF-8
             pass
@@ -94,7 +97,7 @@ def _attributes(path: Path, value: Any, row: int) -> tuple[str, ...]:
         try:
             items = json.loads(value)
         except json.JSONDecodeError as exc:
-            raise InputError(path, f"not a JSON list: {exc.msg}", row=row, field="attributes") from None
+            raise InputError(path, f"not a JSON list: {files.json_problem(exc)}", row=row, field="attributes") from None
     else:
         items = value.split(";")
     if not isinstance(items, list) or not all(isinstance(x, str) for x in items):

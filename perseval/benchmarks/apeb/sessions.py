@@ -28,7 +28,7 @@ from typing import Literal
 from pydantic import Field
 
 from perseval.benchmarks.apeb.logs import Event
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 FILTER_REASONS = ("outside_session_window", "no_reformulation", "few_browsed", "intent_mismatch", "sparse_history")
 

@@ -6,10 +6,12 @@ Computed from the instances alone (their gold session summary), so the same tabl
 """
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
+from perseval.benchmarks.apeb.views import ApebGold, ApebPayload
 from perseval.core.records import Instance
-from perseval.benchmarks.views import RankingPayload
 
 OVERALL = "Overall"
 
@@ -18,8 +20,8 @@ def _sessions(instances: list[Instance]) -> pd.DataFrame:
     """One row per mined session (a user's instances share it)."""
     rows = {}
     for inst in instances:
-        s = inst.gold.get("session", {})
-        hard = len(RankingPayload.of(inst).candidates) if inst.payload.get("candidate_set", "").startswith("hard") else None
+        s, payload = ApebGold.of(inst).session, ApebPayload.of(inst)
+        hard = len(payload.candidates) if payload.candidate_set.startswith("hard") else None
         row = rows.setdefault(inst.user_id, {
             "category": inst.group, "queries": len(s.get("queries", [])), "session_events": s.get("n_events"),
             "session_minutes": s.get("minutes"), "browsed_products": s.get("browsed"),
@@ -43,10 +45,13 @@ def by_category(sessions: pd.DataFrame) -> pd.DataFrame:
     return table.astype({"sessions": int})
 
 
+def _cell_row(instance: Instance, payload: ApebPayload) -> dict[str, Any]:
+    return {"query_level": payload.query_level, "candidate_set": payload.candidate_set, "user": instance.user_id,
+            "category": instance.group, "candidates": len(payload.candidates), "query_words": len(instance.query.split())}
+
+
 def by_cell(instances: list[Instance]) -> pd.DataFrame:
-    frame = pd.DataFrame([{"query_level": i.payload.get("query_level"), "candidate_set": i.payload.get("candidate_set"),
-                           "user": i.user_id, "category": i.group, "candidates": len(RankingPayload.of(i).candidates),
-                           "query_words": len(i.query.split())} for i in instances])
+    frame = pd.DataFrame([_cell_row(i, ApebPayload.of(i)) for i in instances])
     return frame.groupby(["query_level", "candidate_set"]).agg(
         instances=("user", "size"), sessions=("user", "nunique"), categories=("category", "nunique"),
         candidates_min=("candidates", "min"), candidates_mean=("candidates", "mean"),

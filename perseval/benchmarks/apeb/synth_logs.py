@@ -28,7 +28,7 @@ from perseval.benchmarks.apeb.catalog import Catalog, Product
 from perseval.benchmarks.apeb.logs import BehaviourLogs, Event
 from perseval.benchmarks.apeb.synth_catalog import (CATEGORIES, CATEGORY_BY_KEY, MAX_PER_CATEGORY, CategorySpec,
                                                     band_of, build_catalog)
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 LOG_START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 DECOY_KINDS = ("no_reformulation", "order_outside_delta", "few_browsed", "intent_mismatch")

@@ -17,7 +17,7 @@ import pandas as pd
 from perseval.benchmarks.base import AnalysisInputs
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
 from perseval.metrics.ci_tables import ci_long, instance_level, with_users
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 TABLE4_COLUMNS = {"need_alignment": "Need Align.", "content_depth": "Content Depth", "tone": "Tone",
                   "explanation_style": "Style", "recall": "Recall"}

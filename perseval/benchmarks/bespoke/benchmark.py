@@ -21,16 +21,19 @@ from typing import Any, Sequence
 import pandas as pd
 import pyarrow.parquet as pq
 
-from perseval.benchmarks.base import AnalysisInputs, Answer, Benchmark, BenchmarkData, Prompt, TaskFormat
+from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
+
+from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.records import BespokeQuery, BespokeRelease
 from perseval.benchmarks.bespoke.respond import answer_messages, raw_context
 from perseval.benchmarks.bespoke.sample import QUERIES_PER_USER, write_sample
+from perseval.core import files
 from perseval.core.errors import InputError
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import CORPUS_OWNER, Document, Instance, InstanceScore, Passage
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.bespoke.views import BespokeGold, BespokePayload
 
 AVG_PARTS = (*CRITERIA, "recall")  # Table 4's Avg. is the mean of these five columns
@@ -55,10 +58,8 @@ class BespokeTask(TaskFormat):
 
 
 @register_benchmark("bespoke")
-class BespokeBenchmark(Benchmark):
+class BespokeBenchmark(Benchmark[BespokeParams]):
     Payload, Gold = BespokePayload, BespokeGold
-    Params = BespokeParams
-    params: BespokeParams
     headline_metric = "avg"
     group_label = "user"
     llm_judges = ("bespoke.recall", "bespoke.criteria")
@@ -172,10 +173,10 @@ def page_summary_documents(release: BespokeRelease) -> list[Document]:
 
 
 def _corpus_file(path: Path) -> list[Document]:
-    if path.is_dir():
-        raise InputError(path, "corpus_path: is a directory, expected a file (a Parquet file with columns id, text)")
-    if not path.is_file():
-        raise InputError(path, "corpus_path: file missing (expected a Parquet file with columns id, text)")
+    problem = files.path_problem(path)
+    if problem is not None:
+        raise InputError(path, f"corpus_path: {'file missing' if problem == 'missing' else problem} (expected a "
+                               "Parquet file with columns id, text)")
     try:
         table = pq.read_table(path)
     except Exception as exc:  # pyarrow raises several types for a corrupt or non-Parquet file

@@ -39,7 +39,7 @@ from perseval.judges.binary import REASON_CHARS
 from perseval.judges.quoting import data_rule, quote
 from perseval.llm.base import ChatModel
 from perseval.llm.usage import prompt_record
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 CHARS_PER_TOKEN = 4  # a budget in tokens is applied as characters at this rate (no tokenizer of the judge here)
 FIELDS_MAX_TOKENS = 1024  # the official line format after a <think> block (and uncapped JSON feedback)

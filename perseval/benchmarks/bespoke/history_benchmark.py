@@ -20,10 +20,11 @@ from pydantic import Field
 from perseval.benchmarks.base import AnalysisInputs, BenchmarkData
 from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark, BespokeParams
 from perseval.benchmarks.bespoke.context import Memo, select_sessions
+from perseval.benchmarks.bespoke.views import BespokeGold, HistoryGold
 from perseval.core.errors import ConfigError
 from perseval.llm.base import ChatModel
 from perseval.core.records import CORPUS_OWNER, Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 
 
 class HistoryParams(BespokeParams):
@@ -36,6 +37,7 @@ class HistoryParams(BespokeParams):
 class BespokeHistoryBenchmark(BespokeBenchmark):
     Params = HistoryParams
     params: HistoryParams
+    Gold = HistoryGold
     headline_metric = "ndcg@10"
     llm_judges = ()
     rule_judges = ("bespoke.history_ndcg",)
@@ -59,19 +61,22 @@ class BespokeHistoryBenchmark(BespokeBenchmark):
             if d.owner != CORPUS_OWNER:
                 by_user.setdefault(d.owner, []).append(d)
         memo = Memo()
-        for inst in data.instances:
-            await self._label(models["oracle"], memo, inst, by_user.get(inst.user_id, []))
-        data.info["oracle_sessions_per_query"] = (sum(len(i.gold["oracle"]) for i in data.instances)
-                                                  / max(len(data.instances), 1))
-        yield data
+        labelled = [await self._label(models["oracle"], memo, inst, by_user.get(inst.user_id, []))
+                    for inst in data.instances]
+        info = {**data.info, "oracle_sessions_per_query": (sum(len(HistoryGold.of(i).oracle) for i in labelled)
+                                                           / max(len(labelled), 1))}
+        yield BenchmarkData(labelled, data.documents, info)
 
-    async def _label(self, model: ChatModel, memo: Memo, inst: Instance, sessions: list[Document]) -> None:
+    async def _label(self, model: ChatModel, memo: Memo, inst: Instance, sessions: list[Document]) -> Instance:
+        """The instance with its oracle labels added to the gold (a new instance: a built one is not changed)."""
         decisions = await select_sessions(model, memo, inst.query, sessions, repeat=0,
-                                          max_tokens=self.params.oracle_max_tokens, rubric=inst.gold["rubric"])
-        inst.gold["oracle"] = [s.doc.doc_id for s in decisions if s.keep]
-        inst.gold["oracle_decisions"] = [{"doc_id": s.doc.doc_id, "keep": s.keep, "status": s.status,
-                                          "reason": s.reason} for s in decisions]
-        inst.gold["sessions"] = len(sessions)
+                                          max_tokens=self.params.oracle_max_tokens,
+                                          rubric=BespokeGold.of(inst).rubric)
+        labels = {"oracle": [s.doc.doc_id for s in decisions if s.keep],
+                  "oracle_decisions": [{"doc_id": s.doc.doc_id, "keep": s.keep, "status": s.status,
+                                        "reason": s.reason} for s in decisions],
+                  "sessions": len(sessions)}
+        return inst.with_gold(**labels)
 
     def instances(self, q: Any) -> list[Instance]:
         inst = super().instances(q)[0]

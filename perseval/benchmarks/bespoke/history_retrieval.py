@@ -10,7 +10,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from perseval.setup.params import Params
+from perseval.benchmarks.bespoke.views import HistoryGold
+from perseval.kernel.params import Params
 
 
 def cot_messages(query: str) -> list[dict[str, str]]:
@@ -53,7 +54,7 @@ def table5(scores: pd.DataFrame, instances: list, agents: Mapping[str, Params]) 
     with the mean number of oracle sessions per query beside them. `agents`: validated params by agent."""
     if scores.empty:
         return pd.DataFrame()
-    oracle = [len(i.gold.get("oracle", [])) for i in instances]
+    oracle = [len(HistoryGold.of(i).oracle) for i in instances]
     rows = []
     for (agent, backbone, retriever), grp in scores.groupby(["agent", "backbone", "retriever"]):
         expansion = getattr(agents.get(agent), "expansion", "none")

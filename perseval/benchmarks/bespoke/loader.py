@@ -9,6 +9,7 @@ inside the value, e.g. `evaluation_shot_value.response_list[1].tone.score`.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from perseval.benchmarks.bespoke.records import (
     BespokeQuery, BespokeRelease, CorpusPassage, CriterionRating, RatedResponse, Session,
 )
 from perseval.benchmarks.bespoke.sessions import CHAT_EXPECTED, session_meta, split_chat
+from perseval.core import files
 from perseval.core.errors import InputError
 
 Row = dict[str, Any]
@@ -29,8 +31,10 @@ QueryKey = tuple[str, str]
 def load_release(root: str | Path) -> BespokeRelease:
     """Read the release under `root`; the optional `corpus/` table is read when present."""
     root = Path(root)
-    if not root.is_dir():
-        raise InputError(root, "not a folder (expected a Bespoke release with queries/, gold_information/, ...)")
+    problem = files.path_problem(root, "folder")
+    if problem is not None:
+        raise InputError(root, f"{'not a folder' if problem == 'missing' else problem} (expected a Bespoke release "
+                               "with queries/, gold_information/, ...)")
     queries, rows_of = _read_queries(root)
     _attach_gold(root, queries)
     _attach_rubrics(root, queries)
@@ -49,16 +53,16 @@ def load_release(root: str | Path) -> BespokeRelease:
 def read_rows(root: Path, spec: L.TableSpec) -> list[Row]:
     """All rows of one release table, after checking the folder, the file and the columns."""
     folder, path = root / spec.folder, spec.path(root)
-    if not folder.is_dir():
-        raise InputError(folder, f"folder missing; the release layout needs {spec.relpath}")
-    if path.is_dir():
-        raise InputError(path, f"is a directory, expected a file (the release layout needs {spec.relpath})")
-    if not path.is_file():
-        raise InputError(path, "file missing")
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:  # pyarrow raises several types for a corrupt or non-Parquet file
-        raise InputError(path, f"cannot be read as Parquet: {exc}") from None
+    files.require(folder, f"folder missing; the release layout needs {spec.relpath}", "folder")
+    problem = files.path_problem(path)
+    if problem is not None:
+        raise InputError(path, "file missing" if problem == "missing" else
+                         f"{problem} (the release layout needs {spec.relpath})")
+    with files.open_bytes(path) as fh:  # a file perseval may not read is named so
+        try:
+            table = pq.read_table(fh)
+        except Exception as exc:  # pyarrow raises several types for a corrupt or non-Parquet file
+            raise InputError(path, f"cannot be read as Parquet: {exc}") from None
     for col in spec.columns:
         if col not in table.column_names:
             raise InputError(path, f"missing column (found {table.column_names})", field=col)
@@ -90,7 +94,7 @@ def _json(path: Path, row: int, field: str, value: Any) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"not valid JSON ({exc.msg} at char {exc.pos})", row=row, field=field) from None
+        raise InputError(path, f"not valid JSON ({files.json_problem(exc)})", row=row, field=field) from None
 
 
 # --- queries and their attachments ---------------------------------------------------------
@@ -266,7 +270,7 @@ def _check_histories(root: Path, queries: dict[QueryKey, BespokeQuery], rows_of:
 
 def _attach_task_types(root: Path, queries: dict[QueryKey, BespokeQuery]) -> None:
     """perseval's optional query_types/ table (the sample writes it; the official release has none)."""
-    if not L.QUERY_TYPES.path(root).exists():  # a folder of that name is read, and refused, below
+    if not os.path.lexists(L.QUERY_TYPES.path(root)):  # a folder or a link loop of that name is refused below
         return
     path = L.QUERY_TYPES.path(root)
     for i, rec in enumerate(read_rows(root, L.QUERY_TYPES)):
@@ -278,7 +282,7 @@ def _attach_task_types(root: Path, queries: dict[QueryKey, BespokeQuery]) -> Non
 
 
 def _read_corpus(root: Path) -> list[CorpusPassage]:
-    if not L.CORPUS.path(root).exists():
+    if not os.path.lexists(L.CORPUS.path(root)):
         return []  # optional: perseval's own offline search corpus, absent from the official release
     path, passages, seen = L.CORPUS.path(root), [], set()
     for i, rec in enumerate(read_rows(root, L.CORPUS)):

@@ -13,7 +13,8 @@ from typing import Mapping
 import pandas as pd
 
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
-from perseval.setup.params import Params
+from perseval.benchmarks.bespoke.views import MetaGold
+from perseval.kernel.params import Params
 from perseval.core.records import Instance
 
 
@@ -38,14 +39,14 @@ def table3(scores: pd.DataFrame, instances: list[Instance], agents: Mapping[str,
     """`agents`: each agent's validated params, by name."""
     if scores.empty:
         return pd.DataFrame()
-    human = {i.instance_id: i.gold["human"] for i in instances}
+    human = {i.instance_id: MetaGold.of(i).human for i in instances}
     rows = []
     for (agent, backbone), grp in scores.groupby(["agent", "backbone"]):
         params = agents.get(agent)
         per = []
         for c in CRITERIA:
             ev = grp[(grp["metric"] == c) & grp["value"].notna()]
-            pairs = [(v / 20, human[iid][c]["score"]) for iid, v in zip(ev["instance_id"], ev["value"])]
+            pairs = [(v / 20, human[iid][c].score) for iid, v in zip(ev["instance_id"], ev["value"])]
             r, rho = correlations([p[0] for p in pairs], [p[1] for p in pairs])
             fb = grp[(grp["metric"] == f"feedback.{c}") & grp["value"].notna()]["value"]
             per.append({"Evaluator": agent, "Variant": _variant(params), "Model": backbone,

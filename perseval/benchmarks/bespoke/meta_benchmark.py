@@ -14,7 +14,7 @@ from perseval.benchmarks.base import AnalysisInputs
 from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark, to_instance
 from perseval.benchmarks.bespoke.records import BespokeQuery
 from perseval.core.records import Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.bespoke.views import MetaGold
 
 

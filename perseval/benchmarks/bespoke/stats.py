@@ -13,6 +13,7 @@ from statistics import mean
 import pandas as pd
 
 from perseval.benchmarks.bespoke.layout import TASK_TYPES
+from perseval.benchmarks.bespoke.views import BespokeGold
 from perseval.core.records import CORPUS_OWNER, Document, Instance
 
 
@@ -45,7 +46,7 @@ def per_user_table(documents: list[Document]) -> pd.DataFrame:
 
 
 def query_type_table(instances: list[Instance]) -> pd.DataFrame:
-    counts = Counter(i.gold.get("task_type") or "unknown" for i in _queries(instances))
+    counts = Counter(gold.task_type or "unknown" for _, gold in _queries(instances))
     rows = [{"task_type": t, "queries": counts.get(t, 0)} for t in (*TASK_TYPES, "unknown") if counts.get(t, 0)]
     return pd.DataFrame(rows, columns=["task_type", "queries"]).set_index("task_type")
 
@@ -54,9 +55,10 @@ def overview_table(instances: list[Instance], documents: list[Document]) -> pd.D
     """Table 2 (users, sessions by source, sessions per user) with the query-side counts of the release."""
     queries = _queries(instances)
     history = [d for d in documents if d.owner != CORPUS_OWNER]
-    users = {d.owner for d in history} | {i.user_id for i in queries}
+    users = {d.owner for d in history} | {i.user_id for i, _ in queries}
+    golds = [gold for _, gold in queries]
     chat = [d for d in history if d.meta.get("source") == "chat"]
-    types = Counter(i.gold.get("task_type") for i in queries if i.gold.get("task_type"))
+    types = Counter(g.task_type for g in golds if g.task_type)
     rows = {
         "users": len(users),
         "queries": len(queries),
@@ -65,10 +67,10 @@ def overview_table(instances: list[Instance], documents: list[Document]) -> pd.D
         "chat_sessions": len(chat),
         "avg_sessions_per_user": len(history) / len(users) if users else None,
         "avg_turns_per_chat": mean(int(d.meta.get("user_turns", 0)) for d in chat) if chat else None,
-        "avg_gold_claims_per_query": mean(len(i.gold["claims"]) for i in queries) if queries else None,
-        "avg_rubric_words": mean(len(i.gold["rubric"].split()) for i in queries) if queries else None,
-        "avg_rj_shots_per_query": mean(len(i.gold["shots"]) for i in queries) if queries else None,
-        "avg_meta_test_pairs_per_query": mean(len(i.gold.get("meta_test", [])) for i in queries) if queries else None,
+        "avg_gold_claims_per_query": mean(len(g.claims) for g in golds) if golds else None,
+        "avg_rubric_words": mean(len(g.rubric.split()) for g in golds) if golds else None,
+        "avg_rj_shots_per_query": mean(len(g.shots) for g in golds) if golds else None,
+        "avg_meta_test_pairs_per_query": mean(len(g.meta_test) for g in golds) if golds else None,
         "query_type_equitability": shannon_equitability([types.get(t, 0) for t in TASK_TYPES]),
         "corpus_passages": sum(d.owner == CORPUS_OWNER for d in documents),
     }
@@ -80,9 +82,10 @@ def dataset_tables(instances: list[Instance], documents: list[Document]) -> dict
             "query_types": query_type_table(instances)}
 
 
-def _queries(instances: list[Instance]) -> list[Instance]:
-    """One instance per (user, query): bespoke-meta makes several per query."""
-    seen: dict[tuple[str, str], Instance] = {}
+def _queries(instances: list[Instance]) -> list[tuple[Instance, BespokeGold]]:
+    """One instance (with its gold) per (user, query): bespoke-meta makes several per query."""
+    seen: dict[tuple[str, str], tuple[Instance, BespokeGold]] = {}
     for i in instances:
-        seen.setdefault((i.user_id, str(i.gold.get("query_id", i.instance_id))), i)
+        gold = BespokeGold.of(i)
+        seen.setdefault((i.user_id, gold.query_id or i.instance_id), (i, gold))
     return list(seen.values())

@@ -24,6 +24,15 @@ class BespokeGold(GoldView):
     query_id: str = ""
 
 
+class HistoryGold(BespokeGold):
+    """A bespoke-history query: the oracle's kept sessions (the relevant set), each of its decisions and
+    how many sessions it judged, labelled when the data is built."""
+
+    oracle: list[str] = []
+    oracle_decisions: list[dict[str, Any]] = []
+    sessions: int | None = None
+
+
 class HumanRating(GoldView):
     score: float
     feedback: str | None = None

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from perseval.benchmarks.apeb.answers import ApebTask
-from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.benchmarks.custom.views import CustomPayload
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.core.records import Instance, Passage
 
@@ -19,7 +20,7 @@ TYPE_NAMES = {TEXT: "free text", API: "API call", RANKING: "ranking"}
 
 
 def action_type(instance: Instance) -> str:
-    return instance.payload["action_type"]
+    return CustomPayload.of(instance).action_type
 
 
 class CustomTask(TaskFormat):

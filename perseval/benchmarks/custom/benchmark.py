@@ -25,7 +25,7 @@ from perseval.benchmarks.custom.rows import instance_row, turn_row
 from perseval.benchmarks.iba.release import Layout, load_release, sample_release
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.custom.views import CustomGold, CustomPayload
 from perseval.benchmarks.views import RankingPayload
 
@@ -34,11 +34,11 @@ LAYOUT_DOC = "see docs/custom-data-layout.md for the layout of a user's own data
 
 def scored_items(instance: Instance) -> int:
     """How many items an instance is scored on: checkpoints, gold slots or candidates."""
-    kind = action_type(instance)
+    kind, gold = action_type(instance), CustomGold.of(instance)
     if kind == TEXT:
-        return len(instance.gold["checkpoints"])
+        return len(gold.checkpoints or [])
     if kind == API:
-        return len(instance.gold["slots"])
+        return len(gold.slots or {})
     return len(RankingPayload.of(instance).candidates)
 
 

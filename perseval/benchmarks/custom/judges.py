@@ -11,7 +11,7 @@ from perseval.benchmarks.custom.answers import API, RANKING, TEXT, action_type
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
 from perseval.benchmarks.iba.judges.slots import SlotJudge
 from perseval.core.records import Instance
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 
 @register_judge("custom.checkpoint")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from perseval.benchmarks.views import GoldView, PayloadView
+from perseval.benchmarks.iba.views import ActionPayload
+from perseval.benchmarks.views import GoldView
 
 
-class CustomPayload(PayloadView):
+class CustomPayload(ActionPayload):
     action_type: str
-    api: dict[str, Any] | None = None
     candidates: list[dict[str, Any]] | None = None
 
 

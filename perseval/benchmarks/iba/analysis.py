@@ -29,7 +29,7 @@ from perseval.benchmarks.iba.analysis_tables import (ablation_table, default_bas
                                                      retriever_swap)
 from perseval.benchmarks.iba.plots import grouped_bars, line_figure
 from perseval.metrics.ci_tables import with_users
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import Instance
 
 

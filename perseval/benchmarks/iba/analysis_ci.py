@@ -14,7 +14,7 @@ import pandas as pd
 
 from perseval.benchmarks.iba.analysis_frame import OVERALL, _present, domain_order, instance_means, reorder
 from perseval.metrics.differences import compare_values
-from perseval.setup.config import StatisticsSettings
+from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.ci_tables import ci_long
 from perseval.metrics.uncertainty import holm
 

@@ -13,6 +13,8 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from perseval.benchmarks.iba.qa import task_instances
+from perseval.benchmarks.views import ScenarioPayload
 from perseval.core.records import Document, Instance
 
 STEPS = ("first_retrieval", "expansion", "dedup", "salience", "compact_evidence", "context")
@@ -50,7 +52,7 @@ def step_passages(trace: list[dict[str, Any]] | str | None) -> dict[str, set[str
 def gold_evidence(instance: Instance, documents: Iterable[Document]) -> set[str]:
     """The instance's evidence turns: its user's turns with `supports`, of its scenario (or of none) - another
     scenario's evidence in a shared persona history is a distractor, not this task's evidence."""
-    scenario = instance.payload.get("scenario")
+    scenario = ScenarioPayload.of(instance).scenario
     return {d.doc_id for d in documents if d.owner == instance.user_id and d.meta.get("supports")
             and d.meta.get("scenario") in (None, "", scenario)}
 
@@ -63,7 +65,7 @@ def held_by_step(trace: Any, gold: set[str]) -> dict[str, int | None]:
 def evidence_by_step(outputs: pd.DataFrame, documents: list[Document], instances: list[Instance]) -> pd.DataFrame | None:
     """Per cell (agent, backbone, retriever): instances, gold evidence turns, and the share of them each step
     held (pooled over instances and repeats). None when no task instance has evidence turns."""
-    tasks = {i.instance_id: i for i in instances if i.payload.get("action_type") != "qa"}
+    tasks = {i.instance_id: i for i in task_instances(instances)}
     by_owner: dict[str, list[Document]] = {}
     for d in documents:
         by_owner.setdefault(d.owner, []).append(d)

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.core.records import Instance
 
 OVERALL = "Overall"
@@ -58,20 +59,25 @@ def system_label(agent: str, backbone: Any, retriever: Any = None) -> str:
     return f"{agent} ({', '.join(parts)})" if parts else str(agent)
 
 
-def is_dynamic(instance: Instance) -> bool | None:
-    """payload['dynamic'] when the instance says so, else gold n_dynamic > 0; None when unknown."""
-    if "dynamic" in instance.payload:
-        return bool(instance.payload["dynamic"])
-    if "n_dynamic" in instance.gold:
-        return int(instance.gold["n_dynamic"]) > 0
+def is_dynamic(payload: IbaPayload, gold: IbaGold) -> bool | None:
+    """The payload's `dynamic` when the instance says so, else gold n_dynamic > 0; None when unknown."""
+    if payload.dynamic is not None:
+        return payload.dynamic
+    if gold.n_dynamic is not None:
+        return gold.n_dynamic > 0
     return None
+
+
+def _instance_row(instance: Instance) -> dict[str, Any]:
+    payload = IbaPayload.of(instance)
+    return {"instance_id": instance.instance_id, "action_type": payload.action_type,
+            "n_evidence": payload.n_evidence, "n_constraints": payload.n_constraints,
+            "dynamic": is_dynamic(payload, IbaGold.of(instance)), "base_instance": payload.base_instance}
 
 
 def instance_frame(instances: list[Instance]) -> pd.DataFrame:
     """The instance attributes the analyses slice by, one row per instance."""
-    rows = [{"instance_id": i.instance_id, "action_type": i.payload.get("action_type"),
-             "n_evidence": i.payload.get("n_evidence"), "n_constraints": i.payload.get("n_constraints"),
-             "dynamic": is_dynamic(i), "base_instance": i.payload.get("base_instance")} for i in instances]
+    rows = [_instance_row(i) for i in instances]
     cols = ["instance_id", "action_type", "n_evidence", "n_constraints", "dynamic", "base_instance"]
     return pd.DataFrame(rows, columns=cols).drop_duplicates("instance_id")
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
+from perseval.benchmarks.iba.views import ActionPayload
 from perseval.core.parsing import extract_object
 from perseval.core.records import AgentOutput, Instance, Passage
 
@@ -35,7 +36,7 @@ def canonical_slot(value: Any, allowed: list[str]) -> Any:
 
 
 def is_api_task(instance: Instance) -> bool:
-    return instance.payload.get("action_type") == "call_api"
+    return ActionPayload.of(instance).is_api_call
 
 
 def open_slots(api: dict[str, Any]) -> list[dict[str, Any]]:
@@ -57,9 +58,10 @@ def parse_api_call(text: str, api: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def extract(instance: Instance, text: str) -> Answer:
-    if not is_api_task(instance):
+    view = ActionPayload.of(instance)
+    if not view.is_api_call:
         return Answer(None, "" if text.strip() else "empty answer")
-    parsed = parse_api_call(text, instance.payload["api"])
+    parsed = parse_api_call(text, view.api)
     return Answer(parsed, "" if parsed is not None else "no JSON object in the answer")
 
 
@@ -74,8 +76,9 @@ class IbaTask(TaskFormat):
     """Generate/QA: the task with the retrieved history; CallAPI: the open slots as one JSON object."""
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:
-        if is_api_task(instance):
-            api = instance.payload["api"]
+        view = ActionPayload.of(instance)
+        if view.is_api_call:
+            api = view.api
             slots = open_slots(api)
             return Prompt(api_messages(instance.query, api, slots, list(passages), passage_chars), api_schema(slots))
         return Prompt(generate_messages(instance.query, list(passages), passage_chars))

@@ -31,7 +31,7 @@ from perseval.benchmarks.iba.analysis_evidence import evidence_by_step
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.construct import ConstructParams, build_stats, iter_build, plan_build
 from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
-from perseval.benchmarks.iba.qa import QA_ACTION, make_qa_probes
+from perseval.benchmarks.iba.qa import make_qa_probes
 from perseval.benchmarks.iba.release import load_release, sample_release
 from perseval.benchmarks.iba.slot_agreement import slot_agreement_tables
 from perseval.benchmarks.iba.stats import ConstructionStats
@@ -39,7 +39,7 @@ from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
 from perseval.core.records import Document, Instance
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 
 QA_METRIC = "qa_score"
@@ -59,10 +59,8 @@ def chunks(pairs: Iterable[Pair], size: int) -> Iterator[list[Pair]]:
 
 
 @register_benchmark("iba")
-class IbaBenchmark(Benchmark):
+class IbaBenchmark(Benchmark[IbaParams]):
     Payload, Gold = IbaPayload, IbaGold
-    Params = IbaParams
-    params: IbaParams
     headline_metric = "score"
     group_label = "domain"
     llm_judges = ("iba.checkpoint",)
@@ -123,7 +121,7 @@ class IbaBenchmark(Benchmark):
     def _probes(self, instances: list[Instance]) -> list[Instance]:
         if not self.params.qa_probes:
             return []
-        return make_qa_probes([i for i in instances if i.payload.get("action_type") != QA_ACTION])
+        return make_qa_probes(instances)  # task instances only: a twin is not probed again
 
     def _writer(self, taxonomy: Any, models: Mapping[str, ChatModel] | None) -> SurfaceWriter | None:
         if self.params.construction.mode != "llm":
@@ -136,7 +134,7 @@ class IbaBenchmark(Benchmark):
                              self.params.construction)
 
     def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
-        api_ids = {i.instance_id for i in inputs.instances if i.payload.get("action_type") == "call_api"}
+        api_ids = {i.instance_id for i in inputs.instances if IbaPayload.of(i).is_api_call}
         steps = evidence_by_step(inputs.outputs(), inputs.documents(), inputs.instances)  # traces, not scores
         return {**super().analyze_run(inputs), **slot_agreement_tables(inputs.scores, api_ids, inputs.judgments),
                 **({"evidence_by_step": steps} if steps is not None else {})}

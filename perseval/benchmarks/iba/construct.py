@@ -41,7 +41,7 @@ from perseval.benchmarks.iba.personas import Persona, persona_cluster, sample_pe
 from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.core.errors import ConfigError
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import Document, Instance
 from perseval.metrics.ci_tables import CLUSTER
 

@@ -24,8 +24,9 @@ from pydantic import Field
 
 from perseval.benchmarks.iba import llm_prompts as P
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
+from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.llm.base import ChatModel
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import Document, Instance
 
 Pair = tuple[Instance, list[Document]]
@@ -80,8 +81,8 @@ class SurfaceWriter:
             self.stats[f"empty.{role}"] += 1
         return text or None
 
-    async def task_text(self, inst: Instance, scenario: Scenario) -> str:
-        keep = [str(v) for v in (inst.gold.get("task_case") or {}).values()]
+    async def task_text(self, inst: Instance, gold: IbaGold, scenario: Scenario) -> str:
+        keep = [str(v) for v in gold.task_case.values()]
         text = await self._ask(self.writers.task, P.TASK_SYSTEM,
                                P.task_request(scenario.name, scenario.action_type, inst.query, keep), "task")
         if text is None or not P.keeps_details(text, keep):
@@ -89,9 +90,9 @@ class SurfaceWriter:
             return inst.query
         return text
 
-    def _signals(self, doc: Document, inst: Instance, scenario: Scenario) -> list[dict[str, str]]:
-        previous = {p["dimension"]: p["previous"] for p in inst.gold["preferences"]}
-        persona = inst.gold.get("persona") or {}
+    def _signals(self, doc: Document, gold: IbaGold, scenario: Scenario) -> list[dict[str, str]]:
+        previous = {p["dimension"]: p["previous"] for p in gold.preferences}
+        persona = gold.persona
         out = []
         for s in doc.meta["supports"]:
             dim = scenario.dimension(s["dimension"])
@@ -114,9 +115,9 @@ class SurfaceWriter:
         self.stats[f"rewritten.{kind}"] += 1
         return replace(doc, text=f"User: {user}\nAssistant: {answer or template_assistant}")
 
-    async def _turn(self, doc: Document, inst: Instance, scenario: Scenario, system: str) -> Document:
+    async def _turn(self, doc: Document, gold: IbaGold, scenario: Scenario, system: str) -> Document:
         if doc.meta.get("supports"):
-            brief = P.evidence_request(scenario.name, self._signals(doc, inst, scenario), split_turn(doc.text)[0])
+            brief = P.evidence_request(scenario.name, self._signals(doc, gold, scenario), split_turn(doc.text)[0])
             return await self._exchange(doc, system, brief, "evidence")
         if self.params.rewrite_noise:
             return await self._exchange(doc, system, P.noise_request(split_turn(doc.text)[0]), "noise")
@@ -124,11 +125,12 @@ class SurfaceWriter:
 
     async def rewrite(self, inst: Instance, docs: list[Document]) -> Pair:
         """The instance with a written query, and its history with written turns; ids, meta, gold unchanged."""
-        scenario = self.taxonomy.scenario(inst.payload["scenario"])
-        system = P.user_system(inst.gold.get("persona") or {})
+        gold = IbaGold.of(inst)  # one view per instance, read by every turn
+        scenario = self.taxonomy.scenario(IbaPayload.of(inst).scenario)
+        system = P.user_system(gold.persona)
         async with self._slots:
-            query, *turns = await asyncio.gather(self.task_text(inst, scenario),
-                                                 *(self._turn(d, inst, scenario, system) for d in docs))
+            query, *turns = await asyncio.gather(self.task_text(inst, gold, scenario),
+                                                 *(self._turn(d, gold, scenario, system) for d in docs))
         return replace(inst, query=query), list(turns)
 
     async def rewrite_chunk(self, chunk: list[Pair]) -> list[Pair]:

@@ -11,9 +11,10 @@ QA answer cannot meet literally. The original statement is kept under `task_stat
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from perseval.benchmarks.iba.taxonomy import Scenario, load_taxonomy
+from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.core.records import Instance
 
 QA_ACTION = "qa"
@@ -54,55 +55,55 @@ def slot_dimensions(scenario: Scenario | None) -> dict[str, str]:
     return {s.name: str(s.dimension) for s in scenario.api.personal_slots}
 
 
-def asked_dimensions(instance: Instance) -> list[str]:
+def task_instances(instances: Iterable[Instance]) -> list[Instance]:
+    """The task instances, QA twins left out."""
+    return [i for i in instances if IbaPayload.of(i).action_type != QA_ACTION]
+
+
+def asked_dimensions(payload: IbaPayload, gold: IbaGold) -> list[str]:
     """Constrained dimension ids in gold order (gold preferences, else checkpoints, else slots)."""
-    prefs = instance.gold.get("preferences") or []
-    if prefs:
-        return [p["dimension"] for p in prefs]
-    if instance.gold.get("checkpoints"):
-        return [c.get("dimension", c["id"]) for c in instance.gold["checkpoints"]]
-    slots = slot_dimensions(known_scenario(instance.payload.get("scenario")))
-    return [slots.get(name, name) for name in instance.gold.get("slots", {})]
+    if gold.preferences:
+        return [p["dimension"] for p in gold.preferences]
+    if gold.checkpoints:
+        return [c.get("dimension", c["id"]) for c in gold.checkpoints]
+    slots = slot_dimensions(known_scenario(payload.scenario))
+    return [slots.get(name, name) for name in gold.slots]
 
 
-def qa_query(instance: Instance, scenario: Scenario | None) -> str:
-    names = [dimension_name(scenario, d) for d in asked_dimensions(instance)]
+def qa_query(instance: Instance, payload: IbaPayload, gold: IbaGold, scenario: Scenario | None) -> str:
+    names = [dimension_name(scenario, d) for d in asked_dimensions(payload, gold)]
     aspects = "\n".join(f"- {n}" for n in names)
-    where = instance.payload.get("scenario", "this kind of task")
+    where = payload.scenario or "this kind of task"
     return (f"A question about my preferences ({where}); do not carry out the task.\n"
             f"The task I have in mind: {instance.query}\n"
             f"From what you know about me, what do I currently prefer for each of these aspects?\n{aspects}\n"
             "Answer with one line per aspect.")
 
 
-def _is_dynamic(instance: Instance, dim_id: str) -> bool:
-    return any(p.get("dimension") == dim_id and p.get("dynamic") for p in instance.gold.get("preferences") or [])
-
-
-def _qa_statement(instance: Instance, dim_name: str, dim_id: str, wants: str) -> str:
-    when = "now " if _is_dynamic(instance, dim_id) else ""
+def _qa_statement(gold: IbaGold, dim_name: str, dim_id: str, wants: str) -> str:
+    when = "now " if gold.shifted(dim_id) else ""
     return f'The answer says that, for "{dim_name}", the user {when}wants this: {wants}'
 
 
-def checkpoints_from_checkpoints(instance: Instance, scenario: Scenario | None) -> list[dict[str, Any]]:
+def checkpoints_from_checkpoints(gold: IbaGold, scenario: Scenario | None) -> list[dict[str, Any]]:
     """Generate(text): the original checkpoints, their statements turned into claims about the answer."""
     out = []
-    for cp in instance.gold.get("checkpoints", []):
+    for cp in gold.checkpoints:
         dim_id = cp.get("dimension", cp["id"])
         wants = value_label(scenario, dim_id, cp.get("value", "")) or cp["statement"]
-        statement = _qa_statement(instance, dimension_name(scenario, dim_id), dim_id, wants)
+        statement = _qa_statement(gold, dimension_name(scenario, dim_id), dim_id, wants)
         out.append({**cp, "statement": statement, "task_statement": cp["statement"]})
     return out
 
 
-def checkpoints_from_slots(instance: Instance, scenario: Scenario | None) -> list[dict[str, Any]]:
+def checkpoints_from_slots(gold: IbaGold, scenario: Scenario | None) -> list[dict[str, Any]]:
     """CallAPI(params): one checkpoint per personalization slot: the user prefers <value> for <slot>."""
     dims = slot_dimensions(scenario)
     out = []
-    for slot, value in instance.gold.get("slots", {}).items():
+    for slot, value in gold.slots.items():
         dim_id = dims.get(slot, slot)
         label = value_label(scenario, dim_id, str(value))
-        when = "now " if _is_dynamic(instance, dim_id) else ""
+        when = "now " if gold.shifted(dim_id) else ""
         gloss = f"{dimension_name(scenario, dim_id)}" + (f": {label[0].lower()}{label[1:]}" if label else "")
         statement = f"The answer says that the user {when}prefers '{value}' for {slot} ({gloss.rstrip('.')})."
         out.append({"id": slot, "dimension": dim_id, "value": value, "statement": statement})
@@ -111,22 +112,23 @@ def checkpoints_from_slots(instance: Instance, scenario: Scenario | None) -> lis
 
 def make_qa_probe(instance: Instance) -> Instance:
     """The QA twin of one task instance: same user, group and gold preferences; id + '-qa'."""
-    scenario = known_scenario(instance.payload.get("scenario"))
-    from_slots = instance.payload.get("action_type") == "call_api" or not instance.gold.get("checkpoints")
-    checkpoints = (checkpoints_from_slots if from_slots else checkpoints_from_checkpoints)(instance, scenario)
-    payload = {"scenario": instance.payload.get("scenario"), "action_type": QA_ACTION,
-               "base_instance": instance.instance_id, "base_action_type": instance.payload.get("action_type"),
-               "n_evidence": instance.payload.get("n_evidence"),
-               "n_constraints": instance.payload.get("n_constraints")}
-    if "dynamic" in instance.payload:
-        payload["dynamic"] = instance.payload["dynamic"]
-    gold = {"checkpoints": checkpoints, "preferences": [dict(p) for p in instance.gold.get("preferences", [])]}
-    if "n_dynamic" in instance.gold:
-        gold["n_dynamic"] = instance.gold["n_dynamic"]  # static vs dynamic slicing of the twins
+    view, gold = IbaPayload.of(instance), IbaGold.of(instance)
+    scenario = known_scenario(view.scenario)
+    from_slots = view.is_api_call or not gold.checkpoints
+    checkpoints = (checkpoints_from_slots if from_slots else checkpoints_from_checkpoints)(gold, scenario)
+    # a task without a scenario gives its twin None, as the twin was always written
+    payload = {"scenario": view.scenario or None, "action_type": QA_ACTION,
+               "base_instance": instance.instance_id, "base_action_type": view.action_type,
+               "n_evidence": view.n_evidence, "n_constraints": view.n_constraints}
+    if view.dynamic is not None:
+        payload["dynamic"] = view.dynamic
+    twin_gold = {"checkpoints": checkpoints, "preferences": [dict(p) for p in gold.preferences]}
+    if gold.n_dynamic is not None:
+        twin_gold["n_dynamic"] = gold.n_dynamic  # static vs dynamic slicing of the twins
     return Instance(instance.instance_id + QA_SUFFIX, instance.benchmark, instance.user_id, instance.group,
-                    qa_query(instance, scenario), payload, gold)
+                    qa_query(instance, view, gold, scenario), payload, twin_gold)
 
 
 def make_qa_probes(instances: list[Instance]) -> list[Instance]:
     """One QA twin per task instance, in input order; instances that are QA probes already are skipped."""
-    return [make_qa_probe(i) for i in instances if i.payload.get("action_type") != QA_ACTION]
+    return [make_qa_probe(i) for i in task_instances(instances)]

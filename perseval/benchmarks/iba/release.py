@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -20,6 +20,7 @@ from perseval.benchmarks.base import BenchmarkData
 from perseval.benchmarks.iba.distribution import bucket
 from perseval.benchmarks.iba.release_rows import UNSPECIFIED, HistoryRow, Rows, history_row, instance_from_row
 from perseval.core.errors import InputError
+from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.core.records import Document, Instance, instant
 
 INSTANCES, HISTORIES = "instances", "histories"
@@ -48,7 +49,7 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             row = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputError(path, f"not valid JSON: {exc.msg} at column {exc.colno}", row=n) from None
+            raise InputError(path, f"not valid JSON: {files.json_problem(exc)}", row=n) from None
         if not isinstance(row, dict):
             raise InputError(path, f"expected a JSON object per line, got {type(row).__name__}", row=n)
         yield n, row
@@ -57,15 +58,16 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     import pyarrow.parquet as pq
 
-    try:
-        pf = pq.ParquetFile(path)
-    except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise InputError(path, f"cannot read as Parquet: {exc}") from None
-    n = 0
-    for batch in pf.iter_batches(batch_size=50_000):  # a full-size histories file has ~1.4M rows
-        for row in batch.to_pylist():
-            n += 1
-            yield n, row
+    with files.open_bytes(path) as fh:  # a file perseval may not read is named so
+        try:
+            pf = pq.ParquetFile(fh)
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise InputError(path, f"cannot read as Parquet: {exc}") from None
+        n = 0
+        for batch in pf.iter_batches(batch_size=50_000):  # a full-size histories file has ~1.4M rows
+            for row in batch.to_pylist():
+                n += 1
+                yield n, row
 
 
 def load_histories(path: Path,
@@ -98,8 +100,8 @@ def load_instances(path: Path, histories: dict[str, list[Document]], hist_path: 
         docs = histories.get(inst.user_id)
         if not docs:
             raise InputError(path, f"user {inst.user_id!r} has no turns in {hist_path.name}", row=n, field="user_id")
-        if "n_evidence" not in inst.payload:  # derive from the history's evidence tags when given
-            inst.payload["n_evidence"] = sum(1 for d in docs if d.meta.get("supports"))
+        if IbaPayload.of(inst, str(path)).n_evidence is None:  # derive from the history's evidence tags when given
+            inst = replace(inst, payload={**inst.payload, "n_evidence": sum(1 for d in docs if d.meta.get("supports"))})
         instances.append(inst)
     if not instances:
         raise InputError(path, "no instance rows")
@@ -152,13 +154,14 @@ def sample_release(data: BenchmarkData, sample: int, seed: int, layout: Layout |
 
 def release_info(folder: Path, instances: list[Instance], documents: list[Document], n_users: int) -> dict:
     n_evidence = sum(1 for d in documents if d.meta.get("supports"))
+    payloads = [IbaPayload.of(i) for i in instances]
     return {
         "source": str(folder), "n_instances": len(instances), "n_users": len({i.user_id for i in instances}),
         "n_users_in_histories": n_users, "n_documents": len(documents), "n_evidence": n_evidence,
         "by_domain": dict(Counter(i.group for i in instances)),
-        "by_action_type": dict(Counter(i.payload["action_type"] for i in instances)),
-        "evidence_hist": dict(Counter(bucket(i.payload["n_evidence"]) for i in instances)),
-        "constraints_hist": dict(Counter(bucket(i.payload["n_constraints"]) for i in instances)),
+        "by_action_type": dict(Counter(p.action_type for p in payloads)),
+        "evidence_hist": dict(Counter(bucket(p.n_evidence) for p in payloads)),
+        "constraints_hist": dict(Counter(bucket(p.n_constraints) for p in payloads)),
     }
 
 
@@ -169,19 +172,19 @@ IBA_LAYOUT = Layout(instance_from_row, history_row, release_info, NOT_PUBLIC)
 
 
 def instance_row(inst: Instance) -> dict[str, Any]:
-    p, g = inst.payload, inst.gold
+    p, g = IbaPayload.of(inst), IbaGold.of(inst)
     row: dict[str, Any] = {"instance_id": inst.instance_id, "user_id": inst.user_id, "domain": inst.group,
-                           "scenario": p["scenario"], "action_type": p["action_type"], "query": inst.query,
+                           "scenario": p.scenario, "action_type": p.action_type, "query": inst.query,
                            "preferences": [{k: x.get(k) for k in ("dimension", "value", "previous")}
-                                           for x in g["preferences"]],
-                           "persona": g.get("persona") or None, "n_evidence": p.get("n_evidence"),
-                           "n_constraints": p.get("n_constraints")}
-    if "task_case" in g:
-        row["task_case"] = g["task_case"]
-    if p["action_type"] == "call_api":
-        row.update(api=p["api"], gold_slots=g["slots"])
+                                           for x in g.preferences],
+                           "persona": g.persona or None, "n_evidence": p.n_evidence,
+                           "n_constraints": p.n_constraints}
+    if "task_case" in g.model_fields_set:  # written only when the build kept one
+        row["task_case"] = g.task_case
+    if p.action_type == "call_api":
+        row.update(api=p.api, gold_slots=g.slots)
     else:
-        row["checkpoints"] = g["checkpoints"]
+        row["checkpoints"] = g.checkpoints
     return row
 
 
@@ -197,7 +200,7 @@ def write_release(data: BenchmarkData, folder: str | Path, fmt: str = "jsonl") -
     """Write `data` in the release layout (jsonl, or parquet with nested fields as JSON text)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    tables = {INSTANCES: [instance_row(i) for i in data.instances if i.payload.get("action_type") != "qa"],
+    tables = {INSTANCES: [instance_row(i) for i in data.instances if IbaPayload.of(i).action_type != "qa"],
               HISTORIES: [history_row_of(d) for d in data.documents]}
     for stem, rows in tables.items():
         if fmt == "jsonl":

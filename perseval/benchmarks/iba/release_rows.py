@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from perseval.benchmarks.iba.distribution import OVERALL, TABLE2
 from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
 from perseval.benchmarks.iba.personas import persona_cluster
+from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
 from perseval.metrics.ci_tables import CLUSTER
@@ -65,7 +66,7 @@ class Rows:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise self.fail(where, f"a string that is not valid JSON ({exc.msg})") from None
+            raise self.fail(where, f"a string that is not valid JSON ({files.json_problem(exc)})") from None
 
     def need(self, key: str, kind: type | tuple[type, ...] = str, obj: dict | None = None, where: str = "") -> Any:
         return self.get(self.raw if obj is None else obj, key, where or key, kind, True)

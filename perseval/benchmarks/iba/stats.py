@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from perseval.benchmarks.iba.distribution import bucket, distribution_report
 from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD
+from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.core.records import Document, Instance
 
 
@@ -27,19 +28,19 @@ class ConstructionStats:
         self.per_domain: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
 
     def add(self, inst: Instance, docs: list[Document]) -> None:
-        p = inst.payload
+        p, n_dynamic = IbaPayload.of(inst), IbaGold.of(inst).n_dynamic
         self.n_instances += 1
         self.users.add(inst.user_id)
         self.n_documents += len(docs)
-        self.n_evidence += p["n_evidence"]
-        self.n_dynamic += inst.gold["n_dynamic"]
-        for key, value in (("by_action_type", p["action_type"]), ("by_scenario", p["scenario"]),
-                           ("by_domain", inst.group), ("evidence_hist", bucket(p["n_evidence"])),
-                           ("constraints_hist", bucket(p["n_constraints"]))):
+        self.n_evidence += p.n_evidence
+        self.n_dynamic += n_dynamic
+        for key, value in (("by_action_type", p.action_type), ("by_scenario", p.scenario),
+                           ("by_domain", inst.group), ("evidence_hist", bucket(p.n_evidence)),
+                           ("constraints_hist", bucket(p.n_constraints))):
             self.counters[key][value] += 1
         ev, con = self.per_domain[inst.group]
-        ev.append(p["n_evidence"])
-        con.append(p["n_constraints"])
+        ev.append(p.n_evidence)
+        con.append(p.n_constraints)
         for d in docs:
             supports = d.meta.get("supports")
             if supports:

@@ -12,14 +12,11 @@ from typing import Any, Iterable
 import pandas as pd
 
 from perseval.benchmarks.iba.distribution import BUCKETS, OVERALL, bucket
-from perseval.benchmarks.iba.qa import QA_ACTION
+from perseval.benchmarks.iba.qa import task_instances
+from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.core.records import Instance
 
 SCENARIO_COLUMNS = ["domain", "scenario", "D", "P", "I", "Dyn.", "action"]
-
-
-def task_instances(instances: Iterable[Instance]) -> list[Instance]:
-    return [i for i in instances if i.payload.get("action_type") != QA_ACTION]
 
 
 def _values(preferences: list[dict[str, Any]]) -> set[tuple[str, str]]:
@@ -31,16 +28,17 @@ def _values(preferences: list[dict[str, Any]]) -> set[tuple[str, str]]:
 
 def scenario_table(instances: Iterable[Instance]) -> pd.DataFrame:
     """Table 13: per scenario, dimensions (D), preference values (P), instances (I), dynamic support, action."""
-    by_scenario: dict[tuple[str, str], list[Instance]] = defaultdict(list)
+    by_scenario: dict[tuple[str, str], list[tuple[IbaPayload, IbaGold]]] = defaultdict(list)
     for inst in task_instances(instances):
-        by_scenario[(inst.group, inst.payload["scenario"])].append(inst)
+        payload = IbaPayload.of(inst)
+        by_scenario[(inst.group, payload.scenario)].append((payload, IbaGold.of(inst)))
     rows = []
     for (domain, scenario), group in sorted(by_scenario.items()):
-        prefs = [p for i in group for p in i.gold["preferences"]]
+        prefs = [p for _, gold in group for p in gold.preferences]
         rows.append({"domain": domain, "scenario": scenario, "D": len({p["dimension"] for p in prefs}),
                      "P": len(_values(prefs)), "I": len(group),
-                     "Dyn.": "yes" if any(i.payload.get("dynamic") for i in group) else "no",
-                     "action": "/".join(sorted({i.payload["action_type"] for i in group}))})
+                     "Dyn.": "yes" if any(payload.dynamic for payload, _ in group) else "no",
+                     "action": "/".join(sorted({payload.action_type for payload, _ in group}))})
     return pd.DataFrame(rows, columns=SCENARIO_COLUMNS)
 
 
@@ -48,10 +46,12 @@ def _domain_row(scenarios: pd.DataFrame, group: list[Instance]) -> dict[str, Any
     row: dict[str, Any] = {"S": len(scenarios), "D": int(scenarios["D"].sum()),
                            "P": int(scenarios["P"].mean()) if len(scenarios) else 0,  # integer-truncated mean
                            "I": len(group)}
-    for label, field in (("evidence", "n_evidence"), ("constraints", "n_constraints")):
+    payloads = [IbaPayload.of(inst) for inst in group]
+    for label, values in (("evidence", [p.n_evidence for p in payloads]),
+                          ("constraints", [p.n_constraints for p in payloads])):
         counts = {b: 0 for b in BUCKETS}
-        for inst in group:
-            counts[bucket(int(inst.payload[field]))] += 1
+        for value in values:
+            counts[bucket(int(value))] += 1  # a task instance has both counts
         row.update({f"#{label} {b}": n for b, n in counts.items()})
     return row
 

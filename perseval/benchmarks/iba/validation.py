@@ -20,8 +20,9 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
+from perseval.benchmarks.iba.qa import task_instances
 from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.records import Instance
@@ -30,6 +31,7 @@ DIMENSIONS = ("reasonableness", "coherence", "persona_consistency")
 CATEGORIES = (0, 1)
 _TRUE = {"1", "yes", "y", "true", "t"}
 _FALSE = {"0", "no", "n", "false", "f"}
+CELL_LIMIT = 131_072  # characters of one cell: the csv module's usual limit; no instance id or label is longer
 
 Label = int | None
 
@@ -106,7 +108,7 @@ def agreement_report(a: LabelSet, b: LabelSet, dimensions: Sequence[str] = DIMEN
 
 def sample_for_validation(instances: Sequence[Instance], n: int = 200, seed: int = 42) -> list[Instance]:
     """A seeded random sample of n task instances (the paper samples 200), in id order."""
-    pool = [i for i in instances if i.payload.get("action_type") != "qa"]
+    pool = task_instances(instances)
     picked = random.Random(f"iba-validation:{seed}").sample(pool, min(n, len(pool)))
     return sorted(picked, key=lambda i: i.instance_id)
 
@@ -130,29 +132,17 @@ def _label(text: str, path: Path, row: int, col: str) -> Label:
 def read_label_csv(path: str | Path, dimensions: Sequence[str] = DIMENSIONS, name: str | None = None) -> LabelSet:
     """A human annotation file: a header with `instance_id` and one column per dimension."""
     path = Path(path)
-    # row by row: a line that is not UTF-8, or a cell over the csv module's size limit, names its row
-    at = [0]
-
-    def lines() -> Iterator[str]:
-        for at[0], line in files.utf8_lines(path):
-            yield line.removeprefix("\ufeff") if at[0] == 1 else line
-
-    try:
-        return _labels(path, csv.DictReader(lines()), dimensions, name)
-    except OSError as exc:
-        raise InputError(path, f"cannot read the annotation file: {exc.strerror}") from None
-    except csv.Error as exc:
-        raise InputError(path, f"not a readable CSV: {exc}", row=at[0]) from None
-
-
-def _labels(path: Path, reader: csv.DictReader, dimensions: Sequence[str], name: str | None) -> LabelSet:
-    header = {_column(h): h for h in reader.fieldnames or []}
+    # row by row: a line that is not UTF-8, or a cell over the csv module's usual limit (no id is that long),
+    # names its row; row 1 is the header
+    header_names, rows = files.csv_rows(path, first_row=2, max_field=CELL_LIMIT,
+                                        missing="missing: no annotation file at this path")
+    header = {_column(h): h for h in header_names}
     for col in ("instance_id", *dimensions):
         if col not in header:
             raise InputError(path, f"missing column {col!r}; expected columns: instance_id, "
                                    f"{', '.join(dimensions)}", row=1, field=col)
     out = LabelSet(name or path.stem)
-    for n, rec in enumerate(reader, start=2):  # row 1 is the header
+    for n, rec in rows:
         iid = (rec.get(header["instance_id"]) or "").strip()
         if not iid:
             raise InputError(path, "empty instance_id", row=n, field="instance_id")

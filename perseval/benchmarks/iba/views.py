@@ -5,20 +5,41 @@ from __future__ import annotations
 
 from typing import Any
 
-from perseval.benchmarks.views import GoldView, ScenarioPayload
+from perseval.benchmarks.views import GoldView, PayloadView, ScenarioPayload
+
+API_ACTION = "call_api"
 
 
-class IbaPayload(ScenarioPayload):
-    action_type: str
+class ActionPayload(PayloadView):
+    """What IBA's task format and judges read: the action type and, for an API call, the API. The custom
+    layout's free-text and API-call instances have this shape too, so one task format serves both. An
+    instance that names no action is free text (IBA's and the custom layout's own views require one)."""
+
+    action_type: str = "generate"
     api: dict[str, Any] | None = None
+
+    @property
+    def is_api_call(self) -> bool:
+        return self.action_type == API_ACTION
+
+
+class IbaPayload(ScenarioPayload, ActionPayload):
+    action_type: str
     n_evidence: int | None = None
     n_constraints: int | None = None
-    dynamic: bool | None = None
+    dynamic: bool | None = None  # None: the instance does not say
+    base_instance: str | None = None  # a QA twin's task instance
+    base_action_type: str | None = None  # and that task's action type
 
 
 class IbaGold(GoldView):
     checkpoints: list[dict[str, Any]] = []
     slots: dict[str, Any] = {}
     preferences: list[dict[str, Any]] = []
-    n_dynamic: int = 0
+    n_dynamic: int | None = None  # None: the instance does not say
     persona: dict[str, Any] = {}
+    task_case: dict[str, Any] = {}  # the task's concrete details (LLM-mode construction keeps them)
+
+    def shifted(self, dim_id: str) -> bool:
+        """Whether the user's preference on `dim_id` changed over the history (a dynamic preference)."""
+        return any(p.get("dimension") == dim_id and p.get("dynamic") for p in self.preferences)

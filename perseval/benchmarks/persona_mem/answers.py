@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.persona_mem.layout import LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.records import Instance, Passage

@@ -25,8 +25,8 @@ from perseval.benchmarks.persona_mem.loader import context_documents, read_relea
 from perseval.benchmarks.persona_mem.stats import dataset_tables
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
-from perseval.setup.params import Params
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.params import Params
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.persona_mem.views import PersonaMemGold, PersonaMemPayload
 
 GUIDE = "see docs/benchmarks/persona_mem.md for where to get the release and its layout"
@@ -46,10 +46,8 @@ class PersonaMemParams(Params):
 
 
 @register_benchmark("persona_mem")
-class PersonaMem(Benchmark):
+class PersonaMem(Benchmark[PersonaMemParams]):
     Payload, Gold = PersonaMemPayload, PersonaMemGold
-    Params = PersonaMemParams
-    params: PersonaMemParams
     headline_metric = "accuracy"
     group_label = "query type"
     rule_judges = ("persona_mem.choice",)

@@ -8,7 +8,6 @@ its position in the context (`meta.index`), so agents can cut the context at the
 from __future__ import annotations
 
 import ast
-import csv
 import json
 import random
 import re
@@ -19,8 +18,10 @@ from typing import Any
 from perseval.benchmarks.persona_mem.layout import (LETTERS, OPTIONAL_FLOAT, OPTIONAL_INT, PERSONA_COLUMN,
                                                     QUESTION_COLUMNS, QUESTION_TYPES, REQUIRED, ROLES, contexts_file,
                                                     questions_file)
+from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
+from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 
 BENCHMARK = "persona_mem"
 _LETTERED = re.compile(r"\(([a-dA-D])\)\s*")
@@ -42,26 +43,27 @@ def _fail(path: Path, row: int, field: str, message: str) -> InputError:
 
 def read_contexts(path: Path) -> dict[str, list[Message]]:
     """shared_context_id -> its messages, checked line by line."""
-    if not path.is_file():
-        raise InputError(path, "missing: the shared contexts of this split (one JSON object per line)")
     out: dict[str, list[Message]] = {}
-    with path.open(encoding="utf-8") as f:
-        for row, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise _fail(path, row, "shared_context_id", f"not a JSON object: {exc.msg}") from None
-            if not isinstance(obj, dict) or len(obj) != 1:
-                raise _fail(path, row, "shared_context_id", "expected one object with exactly one key, the "
-                                                            "shared_context_id")
-            [(sid, messages)] = obj.items()
-            if sid in out:
-                raise _fail(path, row, "shared_context_id", f"duplicate shared_context_id {sid!r}")
-            if not isinstance(messages, list) or not messages:
-                raise _fail(path, row, sid, "expected a non-empty list of messages")
-            out[sid] = [_message(path, row, sid, i, m) for i, m in enumerate(messages)]
+    first: dict[str, int] = {}
+    for row, line in files.utf8_lines(path, missing="missing: the shared contexts of this split (one JSON object "
+                                                    "per line)"):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise _fail(path, row, "shared_context_id", f"not a JSON object: {files.json_problem(exc)}") from None
+        if not isinstance(obj, dict) or len(obj) != 1:
+            raise _fail(path, row, "shared_context_id", "expected one object with exactly one key, the "
+                                                        "shared_context_id")
+        [(sid, messages)] = obj.items()
+        if sid in out:
+            raise _fail(path, row, "shared_context_id", f"duplicate shared_context_id {sid!r} (first at row "
+                                                        f"{first[sid]})")
+        if not isinstance(messages, list) or not messages:
+            raise _fail(path, row, sid, "expected a non-empty list of messages")
+        out[sid] = [_message(path, row, sid, i, m) for i, m in enumerate(messages)]
+        first[sid] = row
     return out
 
 
@@ -158,25 +160,22 @@ def read_release(source: Path, split: str) -> Release:
     """Both files of `split` under `source`, checked; the questions in file order."""
     contexts = read_contexts(contexts_file(source, split))
     path = questions_file(source, split)
-    if not path.is_file():
-        raise InputError(path, f"missing: the questions of split {split!r} (see docs/benchmarks/persona_mem.md)")
     instances: list[Instance] = []
     first: dict[str, int] = {}
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f)
-        header = reader.fieldnames or []
-        question_column = next((c for c in QUESTION_COLUMNS if c in header), QUESTION_COLUMNS[0])
-        missing = [c for c in (*REQUIRED, question_column) if c not in header]
-        if missing:
-            raise InputError(path, f"the header lacks the columns {missing}", row=0, field=missing[0])
-        n = 0
-        for n, raw in enumerate(reader, 1):
-            inst = question_row(path, n, raw, contexts, question_column)
-            if inst.instance_id in first:
-                raise _fail(path, n, "question_id", f"duplicate question_id {raw['question_id']!r} (first at row "
-                                                    f"{first[inst.instance_id]})")
-            first[inst.instance_id] = n
-            instances.append(inst)
+    header, rows = files.csv_rows(path, missing=f"missing: the questions of split {split!r} (see "
+                                               "docs/benchmarks/persona_mem.md)")
+    question_column = next((c for c in QUESTION_COLUMNS if c in header), QUESTION_COLUMNS[0])
+    missing = [c for c in (*REQUIRED, question_column) if c not in header]
+    if missing:
+        raise InputError(path, f"the header lacks the columns {missing}", row=0, field=missing[0])
+    n = 0
+    for n, raw in rows:
+        inst = question_row(path, n, raw, contexts, question_column)
+        if inst.instance_id in first:
+            raise _fail(path, n, "question_id", f"duplicate question_id {raw['question_id']!r} (first at row "
+                                                f"{first[inst.instance_id]})")
+        first[inst.instance_id] = n
+        instances.append(inst)
     if not instances:
         raise InputError(path, "no question rows")
     return Release(instances, contexts, n)
@@ -197,7 +196,7 @@ def context_documents(instances: list[Instance], contexts: dict[str, list[Messag
     out: list[Document] = []
     seen: set[tuple[str, str]] = set()
     for inst in instances:
-        pair = (inst.user_id, inst.payload["shared_context_id"])
+        pair = (inst.user_id, PersonaMemPayload.of(inst).shared_context_id)
         if pair in seen:
             continue
         seen.add(pair)

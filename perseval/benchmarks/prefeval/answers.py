@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from perseval.benchmarks.base import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.prefeval.layout import CLASSIFICATION, LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.records import Instance, Passage
@@ -24,26 +24,37 @@ MCQ_INSTRUCTION = ("Here are four options for my request. Pick the one you recom
 REMINDER = ("Before you answer, think back over our conversation and make sure your answer respects what "
             "I have told you I prefer.")
 CONTEXT_INTRO = ("Some exchanges from our earlier conversations that may say what I prefer:")
+# The official generation scripts end the question with this length request, the agent's max_tokens as N
+# (docs/protocols/prefeval.md); the answer budget in tokens stays the request's own limit.
+WORD_LIMIT = "(Please respond within {n} words.)"
 _TAG = re.compile(r"<choice>\s*\(?([A-Da-d])\)?\s*</choice>")
 _BARE = re.compile(r"\b([A-D])\b")
 
 
 def is_classification(instance: Instance) -> bool:
-    return instance.payload.get("task") == CLASSIFICATION
+    return PrefEvalPayload.of(instance).task == CLASSIFICATION
 
 
-def question_text(instance: Instance, *, reminder: bool = False, excerpts: Sequence[str] | None = None) -> str:
-    """The final user turn: optional retrieved exchanges, the question, the reminder, the options."""
+def question_text(instance: Instance, *, reminder: bool = False, excerpts: Sequence[str] | None = None,
+                  word_limit: int | None = None) -> str:
+    """The final user turn: optional retrieved exchanges, the question (a generation question with the
+    official "(Please respond within N words.)" when `word_limit` is N), the reminder, the options."""
     parts = []
     if excerpts:
         parts.append(CONTEXT_INTRO + "\n" + "\n".join(f"{k}. {e}" for k, e in enumerate(excerpts, 1)))
-    parts.append(instance.query)
+    limit = f" {WORD_LIMIT.format(n=word_limit)}" if word_limit and not is_classification(instance) else ""
+    parts.append(instance.query + limit)
     if reminder:
         parts.append(REMINDER)
     if is_classification(instance):
         options = "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, PrefEvalPayload.of(instance).options))
         parts += [MCQ_INSTRUCTION, options]
     return "\n\n".join(parts)
+
+
+def word_limit(params: Any) -> int | None:
+    """The N of the word-limit request of an agent's params (its max_tokens), None when it is off."""
+    return params.max_tokens if params.word_limit else None
 
 
 def read_choice(text: str) -> str | None:

@@ -22,13 +22,13 @@ from perseval.benchmarks.base import Benchmark, BenchmarkData
 from perseval.benchmarks.prefeval.analysis import analyze
 from perseval.benchmarks.prefeval.answers import PrefEvalTask
 from perseval.benchmarks.prefeval.layout import FORMS, TASKS
-from perseval.benchmarks.prefeval.release import Selection, build_release, read_all, sample_by_user
+from perseval.benchmarks.prefeval.release import Selection, build_release, counts, read_all, sample_by_user
 from perseval.benchmarks.prefeval.loader import read_inter_turns
 from perseval.benchmarks.prefeval.stats import dataset_tables
 from perseval.core.errors import InputError
 from perseval.core.records import CORPUS_OWNER, Document, Instance
-from perseval.setup.params import Params
-from perseval.setup.registry import register_benchmark
+from perseval.kernel.params import Params
+from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.prefeval.views import PrefEvalGold, PrefEvalPayload
 
 GUIDE = "see docs/benchmarks/prefeval.md for where to get the release and its layout"
@@ -62,10 +62,8 @@ class PrefEvalParams(Params):
 
 
 @register_benchmark("prefeval")
-class PrefEval(Benchmark):
+class PrefEval(Benchmark[PrefEvalParams]):
     Payload, Gold = PrefEvalPayload, PrefEvalGold
-    Params = PrefEvalParams
-    params: PrefEvalParams
     headline_metric = "accuracy"  # preference following (generation); a classification cell's is mcq_accuracy
     group_label = "topic"
     llm_judges = ("prefeval.generation",)
@@ -85,7 +83,8 @@ class PrefEval(Benchmark):
         instances = sample_by_user(instances, sample, seed)
         users = {i.user_id for i in instances} | {CORPUS_OWNER}
         documents = [d for d in documents if d.owner in users]
-        info.update(instances=len(instances), users=len(users) - 1, documents=len(documents))
+        # the release's counts (as selected) and the sample's apart: `release` is before sampling, `sample` after
+        info["sample"] = {"preferences": len(users) - 1, **counts(instances), "documents": len(documents)}
         return BenchmarkData(instances, documents, info)
 
     def stats(self, instances: list[Instance], documents: Iterable[Document]) -> dict[str, pd.DataFrame]:

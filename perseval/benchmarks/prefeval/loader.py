@@ -17,6 +17,7 @@ from typing import Any
 
 from perseval.benchmarks.prefeval.layout import (CHOICE, CHOICE_CONVERSATION, EXPLICIT, FORM_DIRS, INTER_TURNS_FILE,
                                                  MCQ_DIR, PERSONA)
+from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.records import CORPUS_OWNER, Document
 
@@ -54,15 +55,48 @@ def _fail(path: Path, row: int | None, fld: str | None, message: str) -> InputEr
     return InputError(path, message, row=row, field=fld)
 
 
+class _Twice(dict):  # type: ignore[type-arg]
+    """A JSON object in which a key is written twice (json keeps only the last value): `twice` names it."""
+
+    twice: str
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    twice = None
+    for key, value in pairs:
+        twice = key if twice is None and key in out else twice
+        out[key] = value
+    if twice is None:
+        return out
+    marked = _Twice(out)
+    marked.twice = twice
+    return marked
+
+
+def _written_twice(value: Any, where: str = "") -> str | None:
+    """The dotted path of the first key written twice in `value`, or None."""
+    if isinstance(value, _Twice):
+        return f"{where}{value.twice}"
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        found = _written_twice(child, f"{where}{key}." if isinstance(value, dict) else f"{where.rstrip('.')}[{key}].")
+        if found:
+            return found
+    return None
+
+
 def read_array(path: Path) -> list[Any]:
-    if not path.is_file():
-        raise InputError(path, "missing (see docs/benchmarks/prefeval.md for the layout)")
+    text = files.read_text(path, missing="missing (see docs/benchmarks/prefeval.md for the layout)")
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(text, object_pairs_hook=_pairs)
     except json.JSONDecodeError as exc:
-        raise InputError(path, f"not JSON: {exc.msg} at line {exc.lineno}") from None
+        raise InputError(path, f"not JSON: {files.json_problem(exc, whole_file=True)}") from None
     if not isinstance(value, list):
         raise InputError(path, "expected a JSON array of rows")
+    for row, raw in enumerate(value, 1):
+        if (key := _written_twice(raw)) is not None:
+            raise _fail(path, row, key, "written twice in one object (JSON would keep only the last); keep one")
     return value
 
 
@@ -95,15 +129,40 @@ def _choice_messages(path: Path, row: int, obj: dict[str, Any]) -> list[Message]
     return [{"role": r, "content": t} for r, t in zip(roles, texts)]  # type: ignore[misc]
 
 
+def _same(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(".")
+
+
+def _aligned_option(path: Path, row: int, obj: dict[str, Any]) -> str:
+    """`aligned_op`, checked against `options` (the choices the implicit conversation offers) when the row has
+    them: no task scores it, but one outside the options is a row whose conversation is not what it says."""
+    aligned = _text(path, row, obj, "aligned_op")
+    options = obj.get("options")
+    if options is None:
+        return aligned
+    if not isinstance(options, list) or not options or not all(isinstance(o, str) and o.strip() for o in options):
+        raise _fail(path, row, "options", "expected a non-empty list of non-empty strings")
+    if _same(aligned) not in {_same(o) for o in options}:
+        raise _fail(path, row, "aligned_op", f"{aligned!r:.80} is not one of the row's options "
+                                             f"{[o.strip() for o in options]!r:.300}")
+    return aligned
+
+
 def _persona_messages(path: Path, row: int, obj: dict[str, Any]) -> list[Message]:
     conv = obj.get("conversation")
     if not isinstance(conv, dict) or not conv:
         raise _fail(path, row, "conversation", "missing; expected {0: {user, assistant}, 1: ...}")
     turns: list[tuple[int, dict[str, Any]]] = []
+    keys: dict[int, str] = {}
     for key, turn in conv.items():
         m = _TURN.match(key)
         if not m:
             raise _fail(path, row, f"conversation.{key}", "unknown key; expected turn numbers 0, 1, ... (or turn1, ...)")
+        if int(m.group(1)) in keys:  # "1" and "turn1" (or "01") are one turn: which comes first is unknowable
+            raise _fail(path, row, f"conversation.{key}", f"turn {int(m.group(1))} is written twice, as "
+                                                          f"conversation.{keys[int(m.group(1))]} and conversation.{key}; "
+                                                          "keep one")
+        keys[int(m.group(1))] = key
         if not isinstance(turn, dict):
             raise _fail(path, row, f"conversation.{key}", "expected {user, assistant}")
         for role in ("user", "assistant"):
@@ -130,7 +189,7 @@ def read_form(source: Path, form: str, topic: str) -> list[PreferenceRow]:
         elif form == CHOICE:
             messages = _choice_messages(path, row, obj)
             if obj.get("aligned_op") is not None:
-                extra["aligned_option"] = _text(path, row, obj, "aligned_op")
+                extra["aligned_option"] = _aligned_option(path, row, obj)
         else:
             messages = _persona_messages(path, row, obj)
             extra["persona"] = _text(path, row, obj, "persona", required=False)
@@ -198,8 +257,7 @@ def inter_turn_documents(turns: list[list[Message]]) -> list[Document]:
 def topics_in(source: Path, forms: list[str]) -> list[str]:
     """The topics of the first requested form's folder, sorted (every other form must have them too)."""
     folder = source / FORM_DIRS[forms[0]]
-    if not folder.is_dir():
-        raise InputError(folder, "missing: the folder of this preference form (see docs/benchmarks/prefeval.md)")
+    files.require(folder, "missing: the folder of this preference form (see docs/benchmarks/prefeval.md)", "folder")
     topics = sorted(p.stem for p in folder.glob("*.json"))
     if not topics:
         raise InputError(folder, "no <topic>.json files")

@@ -82,13 +82,17 @@ def build_release(source: Path, sel: Selection, seed: int) -> tuple[list[Instanc
                     instances.append(Instance(iid, BENCHMARK, user, topic, r.question,
                                               {**base, "task": CLASSIFICATION, "inter_turns": n, "options": shown},
                                               {**gold, "answer": answer}))
-    info = {"source": str(source), "topics": len(rows), "preferences": sum(len({r.row for r in v})
-                                                                          for v in rows.values()),
-            "instances": len(instances), "inter_turns_available": len(turns),
-            "rows_without_mcq_options": missing_mcq // max(len(sel.inter_turns), 1),
-            "by_form": dict(Counter(PrefEvalPayload.of(i).form for i in instances)),
-            "by_task": dict(Counter(PrefEvalPayload.of(i).task for i in instances))}
+    info = {"source": str(source), "release": {
+        "topics": len(rows), "preferences": sum(len({r.row for r in v}) for v in rows.values()),
+        "inter_turns_available": len(turns), "rows_without_mcq_options": missing_mcq // max(len(sel.inter_turns), 1),
+        **counts(instances)}}
     return instances, documents, info
+
+
+def counts(instances: list[Instance]) -> dict[str, Any]:
+    """How many instances, and of each form and task: of the release as selected, or of the sample drawn."""
+    return {"instances": len(instances), "by_form": dict(Counter(PrefEvalPayload.of(i).form for i in instances)),
+            "by_task": dict(Counter(PrefEvalPayload.of(i).task for i in instances))}
 
 
 def sample_by_user(instances: list[Instance], sample: int, seed: int) -> list[Instance]:

@@ -11,9 +11,9 @@ from pydantic import Field
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.answers import candidate_ids, extract, parse_ranking, ranking_size
 from perseval.benchmarks.apeb.prompts import correction_message, history_line, ranking_schema
-from perseval.setup.capabilities import Capability
+from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
 from perseval.llm.usage import trace_fields
 

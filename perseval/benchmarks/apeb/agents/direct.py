@@ -10,16 +10,14 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.agents.common import HistoryParams, ask_ranking, history_lines, history_needs
 from perseval.benchmarks.apeb.answers import ranking_size
 from perseval.benchmarks.apeb.prompts import ranking_messages
-from perseval.setup.capabilities import Capability
+from perseval.kernel.capabilities import Capability
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
 
 
 @register_agent("apeb.direct")
-class APeBDirect(Agent):
-    Params = HistoryParams
-    params: HistoryParams
+class APeBDirect(Agent[HistoryParams]):
     benchmarks = ("apeb",)
 
     def requires(self) -> frozenset[str]:

@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import candidate_ids, ranking_output
+from perseval.benchmarks.apeb.views import ApebGold
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 @register_agent("apeb.oracle")
@@ -15,7 +16,7 @@ class APeBOracle(Agent):
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         ids = candidate_ids(instance)
-        purchased = instance.gold.get("purchased")
+        purchased = ApebGold.of(instance).purchased
         if purchased not in ids:
             return AgentOutput(instance.instance_id, name, repeat, text="", status="invalid",
                                error="the oracle was not given a gold purchase among the candidates")

@@ -19,10 +19,10 @@ from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import ranking_output
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
 
 
@@ -59,9 +59,7 @@ def relevance(query: str, texts: list[str], stopwords: str | None) -> np.ndarray
 
 
 @register_agent("apeb.pps")
-class APeBPersonalizedSearch(Agent):
-    Params = PpsParams
-    params: PpsParams
+class APeBPersonalizedSearch(Agent[PpsParams]):
     benchmarks = ("apeb",)
     needs = frozenset({Capability.RETRIEVE})
 

@@ -9,7 +9,7 @@ import random
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import candidate_ids, ranking_output
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 @register_agent("apeb.random")

@@ -24,10 +24,10 @@ from perseval.benchmarks.apeb.agents.common import ask_ranking, count
 from perseval.benchmarks.apeb.agents.react_tools import FINISH, Toolbox, action_schema, parse_action, tool_specs
 from perseval.benchmarks.apeb.answers import candidate_ids, extract, ranking_size
 from perseval.benchmarks.apeb.prompts import candidate_line, final_instruction
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
 from perseval.llm.usage import trace_fields
 
@@ -69,9 +69,7 @@ def react_messages(instance: Instance, k: int, refined: str | None) -> list[dict
 
 
 @register_agent("apeb.react")
-class APeBReact(Agent):
-    Params = ReactParams
-    params: ReactParams
+class APeBReact(Agent[ReactParams]):
     benchmarks = ("apeb",)
 
     def requires(self) -> frozenset[str]:

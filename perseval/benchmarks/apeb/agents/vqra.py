@@ -17,10 +17,10 @@ from perseval.benchmarks.apeb.agents.common import HistoryParams, ask_ranking, c
 from perseval.benchmarks.apeb.agents.react import TOOL_NEEDS, ReactParams, run_react
 from perseval.benchmarks.apeb.answers import ranking_size
 from perseval.benchmarks.apeb.prompts import REFINE_SCHEMA, ranking_messages, refine_messages
-from perseval.setup.capabilities import Capability
+from perseval.kernel.capabilities import Capability
 from perseval.core.parsing import extract_object
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
 from perseval.llm.usage import trace_fields
 
@@ -32,9 +32,7 @@ class VqraParams(HistoryParams):
 
 
 @register_agent("apeb.vqra")
-class APeBVqra(Agent):
-    Params = VqraParams
-    params: VqraParams
+class APeBVqra(Agent[VqraParams]):
     benchmarks = ("apeb",)
 
     def requires(self) -> frozenset[str]:

@@ -14,7 +14,8 @@ from perseval.benchmarks.apeb.answers import TOP_K, check_ranking, strict_proble
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.metrics.ranking import hit_at_k, rank_of, reciprocal_rank
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
+from perseval.benchmarks.apeb.views import ApebGold
 
 METRICS = ("hit@1", "hit@5", "mrr", "valid")
 
@@ -32,7 +33,7 @@ class RankingJudge(Judge):
         return check_ranking(instance, output)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        purchased = instance.gold["purchased"]
+        purchased = ApebGold.of(instance).purchased
         ranking, problem = self.ranking(instance, output)
         if ranking is None:
             scores = {m: 0.0 for m in METRICS}  # valid = 0 too
@@ -59,7 +60,7 @@ class RankingJudge(Judge):
 
 @register_judge("apeb.ranking_strict")
 class StrictRankingJudge(RankingJudge):
-    """The strict reading, beside the repaired one: bound by a judge YAML (configs/judges/apeb-strict.yaml)."""
+    """The strict reading, beside the repaired one: bound by a judge YAML (perseval/benchmarks/apeb/configs/judges/apeb-strict.yaml)."""
 
     metrics = tuple(f"{m}_strict" for m in METRICS)
     suffix = "_strict"

@@ -24,10 +24,10 @@ from perseval.benchmarks.apeb.prompts import candidate_line
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.quoting import data_rule, quote
 from perseval.llm.usage import prompt_record
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.parsing import judge_object
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 from perseval.benchmarks.views import RankingPayload
 
 CRITERIA = ("intent_inference", "history_attribution", "planning")
@@ -147,9 +147,7 @@ def used_a_model(output: AgentOutput) -> bool:
 
 
 @register_judge("apeb.rubric")
-class RubricJudge(Judge):
-    Params = RubricParams
-    params: RubricParams
+class RubricJudge(Judge[RubricParams]):
     benchmark = "apeb"
     item = "rubric"
     metrics = CRITERIA

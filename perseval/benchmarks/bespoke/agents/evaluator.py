@@ -9,20 +9,19 @@ from dataclasses import asdict
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.evaluation import EvaluatorParams, evaluate
+from perseval.benchmarks.bespoke.views import MetaGold
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 @register_agent("bespoke.evaluator")
-class BespokeEvaluator(Agent):
-    Params = EvaluatorParams
-    params: EvaluatorParams
+class BespokeEvaluator(Agent[EvaluatorParams]):
     benchmarks = ("bespoke-meta",)
     reads_gold = True  # it needs the rubric, the R-J examples, the gold need and the response to rate
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.llm is not None
-        ev = await evaluate(ctx.llm, self.params, instance.gold, instance.query, instance.gold["response"],
+        ev = await evaluate(ctx.llm, self.params, instance.gold, instance.query, MetaGold.of(instance).response,
                             repeat=repeat)
         out = AgentOutput(instance.instance_id, name, repeat, ev.raw,
                           parsed={"scores": ev.scores, "feedback": ev.feedback, "rubric": ev.rubric},

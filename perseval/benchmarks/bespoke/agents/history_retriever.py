@@ -13,10 +13,10 @@ from pydantic import Field
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.context import top_sessions
 from perseval.benchmarks.bespoke.history_retrieval import cot_messages, pseudo_history_messages
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.llm.usage import trace_fields
 
 
@@ -27,9 +27,7 @@ class HistoryRetrieverParams(Params):
 
 
 @register_agent("bespoke.history_retriever")
-class HistoryRetriever(Agent):
-    Params = HistoryRetrieverParams
-    params: HistoryRetrieverParams
+class HistoryRetriever(Agent[HistoryRetrieverParams]):
     benchmarks = ("bespoke-history",)
 
     def requires(self) -> frozenset[str]:

@@ -33,13 +33,13 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.context import (Memo, query_profile_messages, select_sessions,
                                                  static_profile_messages, top_sessions)
 from perseval.benchmarks.bespoke.respond import answer_messages, raw_context
-from perseval.setup.capabilities import Capability
+from perseval.kernel.capabilities import Capability
 from perseval.benchmarks.bespoke.truncation import (HistoryCut, HistoryOverBudget, Truncation, fit_history,
                                                     share_budget)
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Document, Instance, Passage
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 class ResponderParams(Params):
@@ -97,9 +97,7 @@ class _Counted:
 
 
 @register_agent("bespoke.responder")
-class BespokeResponder(Agent):
-    Params = ResponderParams
-    params: ResponderParams
+class BespokeResponder(Agent[ResponderParams]):
     benchmarks = ("bespoke",)
 
     def __init__(self, params: Any = None):

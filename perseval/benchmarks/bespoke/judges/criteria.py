@@ -20,13 +20,11 @@ from perseval.benchmarks.bespoke.judges.recall import NO_RESPONSE, clip_judgment
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 
 @register_judge("bespoke.criteria")
-class CriteriaJudge(Judge):
-    Params = EvaluatorParams
-    params: EvaluatorParams
+class CriteriaJudge(Judge[EvaluatorParams]):
     benchmark = "bespoke"
     item = "criterion"
     metrics = ("personalization", *CRITERIA)

@@ -11,7 +11,8 @@ from statistics import mean
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
+from perseval.benchmarks.bespoke.views import MetaGold
 
 
 @register_judge("bespoke.evaluator_scores")
@@ -36,7 +37,7 @@ class EvaluatorScores(Judge):
         return out
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
-        human = instance.gold["human"]
+        human = MetaGold.of(instance).human
         by_name = {j.item_id: j for j in judgments}
         rows, errors = [], []
         for name in CRITERIA:
@@ -45,7 +46,7 @@ class EvaluatorScores(Judge):
             rows.append(self.instance_score(instance, output, judgments, name, None if value is None else 20 * value,
                                             1, int(value is None)))
             if value is not None:
-                errors.append(abs(value - human[name]["score"]))
+                errors.append(abs(value - human[name].score))
         rows.insert(0, self.instance_score(instance, output, judgments, "score_error",
                                            20 * mean(errors) if errors else None, len(CRITERIA),
                                            len(CRITERIA) - len(errors)))

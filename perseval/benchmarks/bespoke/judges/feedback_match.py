@@ -15,9 +15,9 @@ from pydantic import Field
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.binary import binary_verdict
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 
 class FeedbackMatchParams(Params):
@@ -40,9 +40,7 @@ def feedback_messages(criterion: str, query: str, need: str, response: str, rubr
 
 
 @register_judge("bespoke.feedback_match")
-class FeedbackMatchJudge(Judge):
-    Params = FeedbackMatchParams
-    params: FeedbackMatchParams
+class FeedbackMatchJudge(Judge[FeedbackMatchParams]):
     benchmark = "bespoke-meta"
     item = "feedback"
     metrics = ("feedback_accuracy", *(f"feedback.{c}" for c in CRITERIA))

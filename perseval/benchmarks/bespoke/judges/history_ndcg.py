@@ -7,7 +7,8 @@ from __future__ import annotations
 from perseval.benchmarks.bespoke.history_retrieval import ndcg_at
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
+from perseval.benchmarks.bespoke.views import HistoryGold
 
 CUTOFFS = (10, 20)
 
@@ -20,7 +21,7 @@ class HistoryNdcg(Judge):
     uses_llm = False
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        relevant = set(instance.gold.get("oracle", []))
+        relevant = set(HistoryGold.of(instance).oracle)
         ranking = (output.parsed or {}).get("ranking", []) if output.status == "ok" else []
         out = []
         for k in CUTOFFS:

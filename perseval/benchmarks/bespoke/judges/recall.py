@@ -19,9 +19,9 @@ from perseval.benchmarks.bespoke.evaluation import CHARS_PER_TOKEN
 from perseval.benchmarks.bespoke.prompts import claim_messages
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.binary import binary_verdict
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 NO_RESPONSE = "agent produced no response"
 CLIPPED = "clipped"  # item id of the judgment that records a prompt cut to a token budget
@@ -51,9 +51,7 @@ class RecallParams(Params):
 
 
 @register_judge("bespoke.recall")
-class RecallJudge(Judge):
-    Params = RecallParams
-    params: RecallParams
+class RecallJudge(Judge[RecallParams]):
     benchmark = "bespoke"
     item = "claim"
     metrics = ("recall",)

@@ -20,9 +20,10 @@ from typing import Any
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.iba.answers import open_slots
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario, value_label
-from perseval.setup.capabilities import Capability
+from perseval.benchmarks.iba.views import IbaPayload
+from perseval.kernel.capabilities import Capability
 from perseval.core.records import AgentOutput, Document, Instance, instant
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 def latest_evidence(documents: list[Document], scenario: str) -> dict[str, dict[str, Any]]:
@@ -78,14 +79,15 @@ class IbaOracleAgent(Agent):
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.documents is not None
-        scenario_name = str(instance.payload["scenario"])
+        payload = IbaPayload.of(instance)
+        scenario_name = payload.scenario
         latest = latest_evidence(ctx.documents(instance.user_id), scenario_name)
         values = {dim: str(signal["value"]) for dim, signal in latest.items()}
         trace: list[dict[str, Any]] = [{"step": "oracle_evidence", "evidence": [
             {"doc_id": sig["doc_id"], "dimension": dim, "value": sig["value"], "phase": sig.get("dynamic_phase")}
             for dim, sig in latest.items()]}]
-        if instance.payload.get("action_type") == "call_api":
-            parsed, slots = fill_slots(instance.payload["api"], values)
+        if payload.is_api_call:
+            parsed, slots = fill_slots(payload.api, values)
             trace.append({"step": "oracle_slots", "slots": slots})
             return AgentOutput(instance.instance_id, name, repeat, json.dumps(parsed), parsed=parsed, trace=trace)
         scenario = known_scenario(scenario_name)  # None for a release's own scenario: ids stay as they are

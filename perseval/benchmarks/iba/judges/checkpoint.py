@@ -14,9 +14,9 @@ from perseval.benchmarks.iba.prompts import MAX_RESPONSE_CHARS, judge_messages
 from perseval.benchmarks.iba.qa import QA_ACTION
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.binary import binary_verdict
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 QA_METRIC = "qa_score"
 
@@ -42,9 +42,7 @@ def mean_score(judge: Judge, instance: Instance, output: AgentOutput, judgments:
 
 
 @register_judge("iba.checkpoint")
-class CheckpointJudge(Judge):
-    Params = CheckpointParams
-    params: CheckpointParams
+class CheckpointJudge(Judge[CheckpointParams]):
     benchmark = "iba"
     item = "checkpoint"
     metrics = ("score", QA_METRIC)

@@ -20,9 +20,9 @@ from perseval.benchmarks.iba.prompts import slot_judge_messages
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario, slot_dimensions, value_label
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.judges.binary import binary_verdict
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 
 
 class SlotLlmParams(Params):
@@ -47,9 +47,7 @@ def _allowed(instance: Instance, slot: str) -> list[str]:
 
 
 @register_judge("iba.slot_llm")
-class SlotLlmJudge(Judge):
-    Params = SlotLlmParams
-    params: SlotLlmParams
+class SlotLlmJudge(Judge[SlotLlmParams]):
     benchmark = "iba"
     item = "slot"
     metrics = ("score",)

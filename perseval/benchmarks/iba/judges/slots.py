@@ -6,7 +6,8 @@ from perseval.benchmarks.iba.answers import is_api_task, normalize_slot, submitt
 from perseval.benchmarks.iba.judges.checkpoint import mean_score
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
+from perseval.benchmarks.iba.views import IbaGold
 
 
 @register_judge("iba.slots")
@@ -20,7 +21,7 @@ class SlotJudge(Judge):
         return is_api_task(instance)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
-        gold = instance.gold.get("slots", {})
+        gold = IbaGold.of(instance).slots
         submitted = submitted_slots(instance, output)
         out = []
         for name, expected in gold.items():

@@ -12,10 +12,10 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.persona_mem.agents.ask import ask_choice
 from perseval.benchmarks.persona_mem.agents.context import as_messages, clip, system_first, visible
 from perseval.benchmarks.persona_mem.answers import question_message
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 class LongContextParams(Params):
@@ -24,9 +24,7 @@ class LongContextParams(Params):
 
 
 @register_agent("persona_mem.long_context")
-class LongContextAgent(Agent):
-    Params = LongContextParams
-    params: LongContextParams
+class LongContextAgent(Agent[LongContextParams]):
     benchmarks = ("persona_mem",)
     needs = frozenset({Capability.LLM, Capability.DOCUMENTS})
 

@@ -5,7 +5,7 @@ import json
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.benchmarks.persona_mem.views import PersonaMemGold
 
 

@@ -14,10 +14,10 @@ from perseval.agents.rag import context_trace, passage_trace
 from perseval.benchmarks.persona_mem.agents.ask import ask_choice
 from perseval.benchmarks.persona_mem.agents.context import before_question
 from perseval.benchmarks.persona_mem.answers import question_message
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 class SessionRagParams(Params):
@@ -28,9 +28,7 @@ class SessionRagParams(Params):
 
 
 @register_agent("persona_mem.rag")
-class SessionRagAgent(Agent):
-    Params = SessionRagParams
-    params: SessionRagParams
+class SessionRagAgent(Agent[SessionRagParams]):
     benchmarks = ("persona_mem",)
     needs = frozenset({Capability.LLM, Capability.RETRIEVE})
 

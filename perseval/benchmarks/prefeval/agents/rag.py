@@ -12,11 +12,11 @@ from pydantic import Field
 from perseval.agents.base import Agent, AgentContext
 from perseval.agents.rag import context_trace, passage_trace
 from perseval.benchmarks.prefeval.agents.conversation import answer
-from perseval.benchmarks.prefeval.answers import question_text
-from perseval.setup.capabilities import Capability
-from perseval.setup.params import Params
+from perseval.benchmarks.prefeval.answers import question_text, word_limit
+from perseval.kernel.capabilities import Capability
+from perseval.kernel.params import Params
 from perseval.core.records import CORPUS_OWNER, AgentOutput, Instance, Passage
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 
@@ -25,6 +25,7 @@ class PrefRagParams(Params):
     overfetch: int = Field(4, ge=1)
     passage_chars: int | None = Field(600, ge=1)
     max_tokens: int = Field(300, ge=1)
+    word_limit: bool = True  # the official "(Please respond within <max_tokens> words.)" (answers.WORD_LIMIT)
     choice_max_tokens: int = Field(16, ge=1)
 
 
@@ -36,11 +37,10 @@ def in_conversation(instance: Instance, p: Passage) -> bool:
 
 
 @register_agent("prefeval.rag")
-class PrefRagAgent(Agent):
-    Params = PrefRagParams
-    params: PrefRagParams
+class PrefRagAgent(Agent[PrefRagParams]):
     benchmarks = ("prefeval",)
     needs = frozenset({Capability.LLM, Capability.RETRIEVE})
+    prompt_version = 2  # the generation question ends with the official word limit (answers.WORD_LIMIT)
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
         assert ctx.llm is not None and ctx.retrieve is not None
@@ -49,7 +49,7 @@ class PrefRagAgent(Agent):
                    *await ctx.retrieve(CORPUS_OWNER, instance.query, wide)]
         passages = sorted((p for p in fetched if in_conversation(instance, p)), key=lambda p: -p.score)[:k]
         chars = self.params.passage_chars or max((len(p.text) for p in passages), default=1)
-        text = question_text(instance, excerpts=[p.text[:chars] for p in passages])
+        text = question_text(instance, excerpts=[p.text[:chars] for p in passages], word_limit=word_limit(self.params))
         trace = [passage_trace(instance.query, wide, fetched), context_trace(passages, chars)]
         return await answer(ctx.llm, [{"role": "user", "content": text}], instance, name, repeat,
                             self.params.max_tokens, self.params.choice_max_tokens, trace)

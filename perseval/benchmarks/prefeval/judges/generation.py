@@ -16,9 +16,9 @@ from perseval.benchmarks.prefeval.errors import ERROR_TYPES, Verdicts, classify
 from perseval.benchmarks.prefeval.prompts import check_messages
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.judges.binary import binary_verdict
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.setup.registry import register_judge
+from perseval.kernel.registry import register_judge
 from perseval.benchmarks.prefeval.views import PrefEvalGold
 
 METRICS = ("accuracy", *ERROR_TYPES, "acknowledgement")
@@ -31,9 +31,7 @@ class GenerationParams(Params):
 
 
 @register_judge("prefeval.generation")
-class GenerationJudge(Judge):
-    Params = GenerationParams
-    params: GenerationParams
+class GenerationJudge(Judge[GenerationParams]):
     benchmark = "prefeval"
     item = "check"
     metrics = METRICS

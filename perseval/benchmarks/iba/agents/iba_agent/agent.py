@@ -44,15 +44,13 @@ from perseval.benchmarks.iba.agents.iba_agent import deep_retrieval as dr
 from perseval.benchmarks.iba.agents.iba_agent.fc import run_fc
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
 from perseval.benchmarks.iba.agents.iba_agent.state import StageFailed, State
-from perseval.setup.capabilities import Capability
+from perseval.kernel.capabilities import Capability
 from perseval.core.records import AgentOutput, Instance
-from perseval.setup.registry import register_agent
+from perseval.kernel.registry import register_agent
 
 
 @register_agent("iba.agent")
-class IbaAgent(Agent):
-    Params = Settings
-    params: Settings
+class IbaAgent(Agent[Settings]):
     benchmarks = ("iba",)
     needs = frozenset({Capability.LLM, Capability.RETRIEVE, Capability.DOCUMENTS})
     prompt_version = 2  # salience and rating prompts: the shared instructions before the passage (prompts.py)

@@ -184,7 +184,7 @@ async def broad_thinking(state: State) -> None:
 
 
 def _open_slots(state: State) -> list[dict[str, Any]]:
-    return open_slots(state.instance.payload["api"])
+    return open_slots(state.payload.api)
 
 
 def shows_evidence(state: State) -> bool:
@@ -196,7 +196,7 @@ def shows_evidence(state: State) -> bool:
 async def _messages(state: State, kept: list[Scored]) -> tuple[list[dict[str, Any]], list[Scored]]:
     """The final prompt and the passages whose content is in it."""
     s, task = state.settings, state.instance.query
-    api = state.instance.payload.get("api") if state.action_type == "call_api" else None
+    api = state.payload.api if state.payload.is_api_call else None
     if s.synthesis == "rag":  # the baseline's prompt: passages concatenated with the task
         passages = [k.passage for k in kept]
         if api is not None:

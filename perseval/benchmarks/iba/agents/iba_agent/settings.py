@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from perseval.setup.params import Params
+from perseval.kernel.params import Params
 
 
 class Settings(Params):

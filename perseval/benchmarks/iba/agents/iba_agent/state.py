@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
+from perseval.benchmarks.iba.views import ActionPayload
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.core.records import AgentOutput, Instance, Passage
 
@@ -63,9 +65,14 @@ class State:
         assert self.ctx.llm is not None  # checked by the agent before any stage runs
         return self.ctx.llm
 
+    @cached_property
+    def payload(self) -> ActionPayload:
+        """The instance's action and API, read once per run."""
+        return ActionPayload.of(self.instance)
+
     @property
     def action_type(self) -> str:
-        return str(self.instance.payload.get("action_type", "generate"))
+        return self.payload.action_type
 
     def log(self, step: str, **fields: Any) -> dict[str, Any]:
         entry = {"step": step, **fields}

@@ -2,9 +2,9 @@
 
 A new component is one module that registers its class with a decorator, plus
 one YAML under configs/; no flow, plan or central list needs an edit. Modules
-are found three ways: perseval's own packages are indexed from their source
-(name -> module, read without importing anything) and a lookup imports only the
-module that registers the name; an installed package adds modules through the
+are found three ways: each folder of perseval's own packages lists what it
+registers in a components.yaml (name -> module, read without importing anything) and a lookup imports only
+the module that registers the name; an installed package adds modules through the
 entry-point group `perseval.plugins` (the value names a module to import); an
 experiment file lists modules or .py files under `plugins:`. Listing every name
 (`names()`, error messages) still imports everything, once.
@@ -15,10 +15,13 @@ import importlib
 import importlib.util
 import pkgutil
 import re
+import traceback
+from functools import cache
 from importlib.metadata import entry_points
 from pathlib import Path
-from functools import cache
 from typing import Callable, Iterable, TypeVar
+
+import yaml
 
 from perseval.core.errors import ConfigError
 from perseval.core.plugin_files import import_plugin_file
@@ -41,9 +44,12 @@ class Registry:
         def deco(cls: type[T]) -> type[T]:
             if key in self.table and self.table[key] is not cls:
                 raise ConfigError(f"{self.what} {key!r} is registered twice ({self.table[key]} and {cls})")
-            builtin = source_index().get((self.label, key))
+            builtin = manifest_index().get((self.label, key))
             if builtin and cls.__module__ != builtin:  # a plugin may not shadow a built-in not yet imported
                 raise ConfigError(f"{self.what} {key!r} is registered twice (built-in {builtin} and {cls})")
+            if not builtin and _is_builtin(cls.__module__):  # else a lookup by name would never find it
+                raise ConfigError(f"{self.what} {key!r} ({cls.__module__}) is not listed in its folder's "
+                                  f"{MANIFEST}: add `{key}: <module>` under `{self.what.split()[0]}:`")
             setattr(cls, self.attr, key)
             self.table[key] = cls
             return cls
@@ -79,32 +85,54 @@ judge_class = JUDGES.get
 retriever_class = RETRIEVERS.get
 
 _scanned = False
-# `@register_agent("rag")` (or `@AGENTS.register("rag")`) right above a class: how a built-in module
-# registers, read from its source so a lookup needs to import that one module only
-_DECORATOR = re.compile(r"^@(?:register_(benchmark|agent|judge|retriever)|(BENCHMARKS|AGENTS|JUDGES|RETRIEVERS)"
-                        r"\.register)\(\s*[\"']([^\"']+)[\"']\s*\)\s*$", re.M)
-_BY_WORD = {"benchmark": "BENCHMARKS", "agent": "AGENTS", "judge": "JUDGES", "retriever": "RETRIEVERS"}
+MANIFEST = "components.yaml"  # in each component folder: what it registers, by kind (name -> module)
+_KIND_LABELS = {"benchmark": "BENCHMARKS", "agent": "AGENTS", "judge": "JUDGES", "retriever": "RETRIEVERS"}
+
+
+COMMANDS = "commands"  # a manifest's key for a benchmark's own commands (perseval.kernel.commands)
+
+
+def read_manifest(path: Path, package: str) -> dict[tuple[str, str], str]:
+    """(registry, name) -> absolute module, from one folder's components.yaml; `package` is that folder's.
+    A benchmark's command module is listed under the key ("commands", name)."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    allowed = {**_KIND_LABELS, COMMANDS: COMMANDS}
+    unknown = sorted(set(data) - set(allowed))
+    if not isinstance(data, dict) or unknown:
+        raise ConfigError(f"{path}: unknown kind(s) {unknown}; allowed: {sorted(allowed)}")
+    return {(allowed[kind], str(name)): f"{package}.{module}"
+            for kind, names in data.items() for name, module in (names or {}).items()}
+
+
+def command_modules() -> dict[str, str]:
+    """Benchmark name -> the built-in module holding its own commands (`perseval <name> ...`)."""
+    return {name: module for (label, name), module in manifest_index().items() if label == COMMANDS}
 
 
 @cache
-def source_index() -> dict[tuple[str, str], str]:
-    """(registry, name) -> the built-in module that registers it, from the packages' source text."""
+def manifest_index() -> dict[tuple[str, str], str]:
+    """(registry, name) -> the built-in module that registers it, from the components.yaml of every folder
+    of perseval's component packages (no module is imported, no source is read)."""
     index: dict[tuple[str, str], str] = {}
     for pkg_name in BUILTIN_PACKAGES:
         spec = importlib.util.find_spec(pkg_name)
         for location in (spec.submodule_search_locations or []) if spec else []:
             root = Path(location)
-            for path in sorted(root.rglob("*.py")):
-                parts = path.relative_to(root).with_suffix("").parts
-                module = ".".join((pkg_name, *parts[:-1]) if parts[-1] == "__init__" else (pkg_name, *parts))
-                for word, attr, name in _DECORATOR.findall(path.read_text(encoding="utf-8")):
-                    index.setdefault((attr or _BY_WORD[word], name), module)
+            for path in sorted(root.rglob(MANIFEST)):
+                package = ".".join((pkg_name, *path.parent.relative_to(root).parts))
+                for key, module in read_manifest(path, package).items():
+                    if index.setdefault(key, module) != module:
+                        raise ConfigError(f"{path}: {key[1]!r} is also listed for {index[key]}")
     return index
 
 
+def _is_builtin(module: str) -> bool:
+    return module.startswith(tuple(f"{p}." for p in BUILTIN_PACKAGES))
+
+
 def _import_registering(registry: "Registry", key: str) -> None:
-    """Import the built-in module whose source registers `key` in `registry`, if the index knows one."""
-    if module := source_index().get((registry.label, key)):
+    """Import the built-in module that the manifests name for `key` in `registry`, if they name one."""
+    if module := manifest_index().get((registry.label, key)):
         importlib.import_module(module)
 
 
@@ -170,13 +198,20 @@ def load_plugins(specs: Iterable[str], where: str | None = None) -> None:
                 import_plugin_file(Path(spec))
             else:
                 importlib.import_module(spec)
-        except ConfigError:
-            raise
+        except ConfigError as exc:  # a component registered twice, say: which plugin of which file did it
+            raise ConfigError(f"{_plugin_where(where)}plugin {spec!r}: {exc}") from None
         except Exception as exc:
             hint = f"; {PLUGIN_IS}" if isinstance(exc, ModuleNotFoundError) and exc.name and \
                 spec.startswith(exc.name) else ""
-            raise ConfigError(f"{_plugin_where(where)}plugin {spec!r} failed to import: {type(exc).__name__}: "
-                              f"{exc}{hint}") from exc
+            raise ConfigError(f"{_plugin_where(where)}plugin {spec!r} failed to import{_raised_at(exc)}: "
+                              f"{type(exc).__name__}: {exc}{hint}") from exc
+
+
+def _raised_at(exc: BaseException) -> str:
+    """` at <file>, line <n>`: the last line outside perseval and the import machinery the error passed."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if "importlib" not in f.filename and not f.filename.startswith(str(Path(__file__).parents[1]))]
+    return f" at {frames[-1].filename}, line {frames[-1].lineno}" if frames else ""
 
 
 def registered() -> dict[str, list[str]]:

@@ -11,7 +11,7 @@ import pickle
 import sys
 import types
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Mapping, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Generic, Mapping, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler, ValidationError, \
     ValidationInfo, field_validator, model_serializer
@@ -120,6 +120,8 @@ def error_lines(exc: ValidationError, prefix: str = "", model: type[BaseModel] |
     for err in exc.errors():
         key = ".".join(str(p) for p in (prefix, *err["loc"]) if p != "") or "(top level)"
         msg = err["msg"]
+        if err["type"] in ("value_error", "assertion_error"):  # our validator's own words, not pydantic's prefix
+            msg = str(err.get("ctx", {}).get("error") or msg.split(", ", 1)[-1])
         if err["type"] == "extra_forbidden":
             msg = "unknown key" + (f" (known: {', '.join(model.model_fields)})" if model and len(err["loc"]) == 1
                                    else "")
@@ -143,14 +145,30 @@ def validate_params(model: type[P], raw: Mapping[str, Any] | None, where: str, p
         raise ConfigError(invalid(where, f"{prefix} for {model.__qualname__}", error_lines(exc, prefix, model))) from None
 
 
-class Configurable:
-    """A registered component: `Params` declares its parameters; the constructor validates them.
+class Configurable(Generic[P]):
+    """A registered component: its parameters' model is its type argument, written once
+    (`class RagAgent(Agent[RagParams])`), and the constructor validates them into `self.params`.
 
-    Constructed with a mapping (from YAML) or with an already validated `Params` instance.
+    Constructed with a mapping (from YAML) or with an already validated `Params` instance. A subclass of a
+    concrete component may still set `Params = Other` to take other parameters.
     """
 
     Params: ClassVar[type[Params]] = NoParams
+    params: P
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in cls.__dict__.get("__orig_bases__", ()):  # this class's own bases, not a parent's
+            arg = next(iter(get_args(base)), None)
+            if isinstance(arg, type) and issubclass(arg, Params) and "Params" not in cls.__dict__:
+                cls.Params = arg
 
     def __init__(self, params: Params | Mapping[str, Any] | None = None):
         self.params = params if isinstance(params, self.Params) else \
             validate_params(self.Params, params, type(self).__qualname__)
+
+
+class Strict(NoBooleanNumbers):
+    """Unknown keys are errors; a YAML boolean where a number is expected too (`seed: yes`)."""
+
+    model_config = ConfigDict(extra="forbid")

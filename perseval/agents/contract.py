@@ -1,0 +1,45 @@
+"""How a generic agent meets a benchmark's task: the prompt it sends and the answer read back.
+
+A benchmark implements `TaskFormat` for its tasks; generic agents (no history, RAG) call it without knowing
+which benchmark they run. It lives with the agents so that the agent contract depends on no benchmark.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from perseval.core.records import Instance, Passage
+
+
+@dataclass
+class Prompt:
+    """What a generic agent sends for one task: the messages, and the JSON schema of a structured answer."""
+
+    messages: list[dict[str, Any]]
+    json_schema: dict[str, Any] | None = None
+
+
+@dataclass
+class Answer:
+    """An agent's raw text turned into the benchmark's action; `problem` says why it is unusable."""
+
+    parsed: dict[str, Any] | None = None
+    problem: str = ""
+    repairs: dict[str, Any] = field(default_factory=dict)
+
+
+class TaskFormat(ABC):
+    """A benchmark's task as generic agents see it: how to ask, and how to read the answer.
+
+    `extract` is the benchmark's one answer-extraction step: agents use it to accept or repair an answer,
+    and judges use the same function on the same text, so one format never has two parsers.
+    """
+
+    @abstractmethod
+    def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:
+        """The messages for `instance`, with the retrieved history `passages` (may be empty)."""
+
+    @abstractmethod
+    def extract(self, instance: Instance, text: str) -> Answer:
+        """The action in `text`: parsed structure (None for free text) or the problem that makes it unusable."""
