@@ -19,9 +19,48 @@ EXIT_CODES = ("Exit codes: 0 done; 2 bad input (a file, row or key is named; not
               "those); 4 late failure (the run stopped after start-up; finished outputs are kept and the same "
               "command resumes); 5 no score (some benchmark produced no score in any cell: every verdict unscored, "
               "or nothing to judge; the last line names it).")
-app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES,
-                  help="Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB).")
-CONFIG = typer.Argument(..., exists=True, dir_okay=False, metavar="CONFIG", help="experiment YAML")
+
+
+def _benchmarks_help() -> str:
+    """What `perseval --help` says perseval does, naming every built-in benchmark (from the registry's source
+    index: no benchmark module is imported to print help)."""
+    from perseval.kernel.registry import manifest_index
+
+    names = sorted(name for (registry, name) in manifest_index() if registry == "BENCHMARKS")
+    return f"Evaluate how well LLM agents personalize. Built-in benchmarks: {', '.join(names)}."
+
+
+HELP = _benchmarks_help()
+app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES, help=HELP)
+
+
+def _named_experiment(name: str) -> Path | None:
+    """The experiment file whose name is `name`: configs/experiments/<name>.yaml here, else a benchmark's own
+    (perseval/benchmarks/<benchmark>/configs/experiments/<name>.yaml); None when there is none."""
+    here = Path("configs") / "experiments" / f"{name}.yaml"
+    if here.is_file():
+        return here
+    import perseval.benchmarks
+
+    return next(iter(sorted(Path(perseval.benchmarks.__file__).parent.glob(f"*/configs/experiments/{name}.yaml"))),
+                None)
+
+
+def _config_path(value: Path) -> Path:
+    """An experiment named as the user knows it: its YAML file's path, or its `name:` (_named_experiment);
+    a bad name is refused naming the places looked in."""
+    path = Path(value)
+    if path.is_file():
+        return path
+    named = _named_experiment(str(value)) if "/" not in str(value) else None
+    if named is not None:
+        return named
+    raise typer.BadParameter(f"file {str(value)!r} does not exist, nor configs/experiments/{value}.yaml: give the "
+                             "experiment YAML's path or its name")
+
+
+CONFIG = typer.Argument(..., metavar="CONFIG", callback=_config_path,
+                        help="experiment YAML, or its name (configs/experiments/<name>.yaml)")
 console = Console(width=None if sys.stdout.isatty() else 160)  # logs and CI: keep the table readable
 
 
@@ -36,10 +75,10 @@ def _version(show: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
+@app.callback(help=HELP)
 def _main(_: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                  help="print perseval's version and exit")) -> None:
-    """Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB)."""
+    pass
 
 
 def _help_as_people_expect() -> None:
@@ -74,9 +113,9 @@ def _print_headline(rows: list[Any], wide: bool = False) -> None:
     from perseval.report.probes import NOT_INTERPRETABLE, discrimination_lines
     from perseval.report.tables import controls_table, cost_line, cost_table, headline_tables, wide_table
 
-    for table in [wide_table(rows)] if wide else headline_tables(rows):
+    for table in [wide_table(rows)] if wide else headline_tables(rows, console.width):
         console.print(table)
-    console.print(headline_note(rows), markup=False, highlight=False)
+    console.print(headline_note(rows, wide), markup=False, highlight=False)
     controls = controls_table(rows, wide)
     if controls is not None:
         console.print(controls)
@@ -85,11 +124,18 @@ def _print_headline(rows: list[Any], wide: bool = False) -> None:
         console.print("Judge check on answers of known verdict (judge_probes):")
     for line in lines:
         colour = "red" if NOT_INTERPRETABLE in line else "green"
-        console.print(f"[{colour}]  {line}[/{colour}]", soft_wrap=True, highlight=False)
+        console.print(f"[{colour}]  {line}[/{colour}]", highlight=False)
     if wide and rows and "tokens_in" in rows[0]:
         console.print(cost_table(rows))
     elif (line := cost_line(rows)) is not None:
-        console.print(line, soft_wrap=True, highlight=False)
+        console.print(line, highlight=False)
+
+
+def stage_line(timings: dict[str, float]) -> str:
+    """"stage seconds: construct 1.2, index 0.4, ..., total 157.7": each stage's wall seconds, in order."""
+    parts = [f"{stage} {seconds:.1f}" for stage, seconds in timings.items() if isinstance(seconds, (int, float))]
+    total = sum(v for v in timings.values() if isinstance(v, (int, float)))
+    return "stage seconds: " + ", ".join(parts) + f" (sum {total:.1f})"
 
 
 def _cost_table(rows: list[dict]) -> Table:
@@ -118,16 +164,22 @@ def run(config: Path = CONFIG,
                                                         "summary JSON and headline.md always hold them)")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
+    # MLflow's INFO lines (database set-up, the trace queue's flush at exit) are not the run's output; read
+    # by MLflow when it is imported, in this process and the workers it starts
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     exp, plan = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
     own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
     from perseval.report.headline import SMALL_MODEL_WARNING
 
+    from perseval.report.record import read_record, record_dir
     from perseval.report.rows import HeadlineRow
 
-    rows = [HeadlineRow.of(r) for r in summary["headline"]]
-    summary["headline"] = [r.as_dict() for r in rows]  # the summary JSON: the keys it always had
+    summary["headline"] = [HeadlineRow.of(r).as_dict() for r in summary["headline"]]  # the keys it always had
+    folder = record_dir(Path(output_root or exp.experiment.output_root).resolve(), summary["mlflow_run_id"])
+    record = read_record(folder)  # the run's record, written by its track stage: what every view prints
+    rows = record.headline_rows()
     _print_headline(rows, wide)
     from perseval.report.probes import unprobed
 
@@ -135,7 +187,10 @@ def run(config: Path = CONFIG,
         console.print(f"[yellow]{line}[/yellow]", soft_wrap=True, highlight=False)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
-    console.print(f"stage seconds: {summary['timings']}")
+    console.print(f"record: {folder / 'record.json'}" + (f" (results computed by run {record.computed_by[:8]}; "
+                  "this run reused its cached outputs)" if record.computed_by != record.run_id else ""),
+                  highlight=False, soft_wrap=True)
+    console.print(stage_line(summary["timings"]), highlight=False)
     console.print(f"LLM requests sent this run: {summary['llm_requests']} {summary['requests']}")
     console.print(f"MLflow run id: [bold]{summary['mlflow_run_id']}[/bold] (experiment "
                   f"'{summary['experiment']}'); open the UI with: perseval ui")
@@ -296,14 +351,15 @@ def stats(config: Path = CONFIG,
     _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
     from perseval.setup.components import make_benchmark
     from perseval.pipeline.stages import load_documents, load_instances, write_artifact
+    from perseval.report.tables import frame_table
 
     root = output_root or exp.experiment.output_root
     for unit in plan.data:
         bench = make_benchmark(unit.entry.name, unit.params)
         tables = bench.stats(load_instances(root, unit.key), load_documents(root, unit.key))
         for name, table in tables.items():
-            console.print(f"\n[bold]{unit.name}: {name}[/bold]")
-            console.print(table.to_markdown(floatfmt=".2f"))
+            console.print()
+            console.print(frame_table(table, f"{unit.name}: {name}"))
             if out_dir:
                 (out_dir / unit.name).mkdir(parents=True, exist_ok=True)
                 write_artifact(out_dir / unit.name, name, table)
@@ -345,8 +401,9 @@ def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, 
 
 
 @app.command()
-def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run ids (parent runs) and/or experiment "
-                                                               "names; default: perseval-quickstart"),
+def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run ids (parent runs) and/or experiments "
+                                                               "(MLflow name, file, or the file's name:); default: "
+                                                               "perseval-quickstart"),
             latest: int = typer.Option(2, help="how many recent parent runs of each named experiment"),
             out: Optional[Path] = typer.Option(None, help="also write the table here (.md or .csv)"),
             cost: bool = typer.Option(False, "--cost", help="also each run's tokens in/out and USD (when priced) "
@@ -364,7 +421,8 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
             instances: int = typer.Option(0, help="how many instances to list (default 10 with --between; "
                                                   "without it, N > 0 lists them per cell whose key changed)"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
-    """Headline score ± CI of every cell, side by side for the runs named, with the change from the first (and
+    """Headline score [CI] of every cell, side by side for the runs named (oldest first; an experiment's re-run
+    that repeats the run before it is skipped), with the change from the first (and
     with --cost what each cell cost in each run); then each difference with its user-clustered interval, a
     Holm-corrected p and whether it is significant at the n it rests on (paired when the same instances);
     with --between or --instances, the instances that differ most with both scores and trace ids, to open
@@ -379,7 +437,11 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
     quiet_artifacts()
     client, parents = _parents_or_exit(runs or ["perseval-quickstart"], latest, tracking_uri)
     pairs = _between_or_exit(client, parents, between) if between else None  # a bad name: before any output
-    console.print("runs: " + "; ".join(f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents), soft_wrap=True)
+    console.print("runs (oldest first): " + "; ".join(f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents),
+                  highlight=False)
+    if pairs is not None:  # only the instances of the two cells, once per run
+        _print_pairs(client, pairs, instances or 10)
+        return
     for table in compare_tables(scored_cells(client, parents, cost), parents, cost):
         console.print(table)
     if out:
@@ -390,13 +452,12 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
         out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
         console.print(f"written to {out}")
     _print_differences(client, parents, baseline, level, out, detect)
-    if pairs is not None:
-        _print_pairs(client, pairs, instances or 10)
-    elif instances:
+    if instances:
         _print_instance_differences(client, parents, instances)
 
 
-def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str) -> tuple[Any, list[Any]]:
+def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str,
+                     announce: bool = True) -> tuple[Any, list[Any]]:
     from mlflow.tracking import MlflowClient
 
     from perseval.setup.config import MLflowSettings
@@ -408,14 +469,31 @@ def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str) -> tuple[
     mlflow.set_tracking_uri(uri)  # what reads traces through mlflow's module functions reads this store too
     client = MlflowClient(uri)
     try:
-        parents = parent_runs(client, specs, latest)
+        found = parent_runs(client, [_mlflow_experiment(spec) for spec in specs], latest)
     except ValueError as exc:
         _error(exc)
         raise typer.Exit(2)
-    if not parents:
+    if not found.runs:
         console.print(f"no finished runs for {specs}")
         raise typer.Exit(1)
-    return client, parents
+    for r in found.skipped if announce else ():  # a cached re-run: the same results as the run before it
+        console.print(f"skipped {r.info.run_id[:8]} ({r.info.run_name}): the same results as the run before it, "
+                      f"computed by {r.data.tags.get('perseval.computed_by', '?')[:8]} (name it to include it)",
+                      highlight=False)
+    return client, found.runs
+
+
+def _mlflow_experiment(spec: str) -> str:
+    """An experiment named as the user knows it: the YAML file's path or its `name:` (the file
+    configs/experiments/<name>.yaml) -> the MLflow experiment it logs to; anything else (an MLflow experiment
+    name, a run id) as given."""
+    import yaml
+
+    for path in (Path(spec), _named_experiment(spec) if "/" not in spec else None):
+        if path is not None and path.suffix in (".yaml", ".yml") and path.is_file():
+            data = yaml.safe_load(path.read_text()) or {}
+            return str((data.get("mlflow") or {}).get("experiment") or "perseval")
+    return spec
 
 
 def _children(client: Any, parent: Any) -> list[Any]:
@@ -428,7 +506,7 @@ def _between_or_exit(client: Any, parents: list[Any], between: tuple[str, str]) 
     from perseval.report.samples import resolve_pairs
 
     try:
-        return [pair for p in parents for pair in resolve_pairs(_children(client, p), *between)]
+        return [(p, *pair) for p in parents for pair in resolve_pairs(_children(client, p), *between)]
     except ValueError as exc:
         _error(exc)
         raise typer.Exit(2)
@@ -456,20 +534,21 @@ def _print_differences(client: Any, parents: list, baseline: Optional[str], leve
         console.print(f"written to {path}")
 
 
-def _print_pairs(client: Any, pairs: list[tuple[Any, Any]], n: int) -> None:
-    """Per pair of cells: their instances side by side, those that differ most first, with both trace ids."""
+def _print_pairs(client: Any, pairs: list[tuple[Any, Any, Any]], n: int) -> None:
+    """Per (parent run, cell A, cell B): the two cells' instances side by side, those that differ most first,
+    with both trace ids, under the run's name."""
     from perseval.report.samples import cell_name, read_samples, side_by_side, trace_url
     from perseval.report.tables import pair_table
 
-    for a, b in pairs:
+    for parent, a, b in pairs:
         rows = side_by_side(read_samples(client, a), read_samples(client, b))
         differ = sum(r.gap > 0 for r in rows)
-        title = (f"A = {cell_name(a)} ({a.info.run_id[:8]}) vs B = {cell_name(b)} ({b.info.run_id[:8]}): "
+        title = (f"run {parent.info.run_id[:8]} ({parent.info.run_name}): A = {cell_name(a)} vs B = {cell_name(b)}: "
                  f"{differ} of {len(rows)} instance(s) differ; the first {min(n, len(rows))}")
         console.print(pair_table(title, rows[:n]))
     if pairs:
         console.print("open a trace in `perseval ui`: " + trace_url("http://127.0.0.1:5000",
-                      pairs[0][0].info.experiment_id, "<trace id>"), soft_wrap=True)
+                      pairs[0][1].info.experiment_id, "<trace id>"), soft_wrap=True)
 
 
 def _print_instance_differences(client: Any, parents: list[Any], n: int) -> None:
@@ -479,12 +558,14 @@ def _print_instance_differences(client: Any, parents: list[Any], n: int) -> None
     pairs = cell_pairs(client, parents, None)
     if not pairs:
         console.print("no cell changed between the runs: no instance to set side by side")
-    _print_pairs(client, pairs, n)
+    by_id = {p.info.run_id: p for p in parents}  # each pair under the later run it compares
+    _print_pairs(client, [(by_id[b.data.tags["mlflow.parentRunId"]], a, b) for a, b in pairs], n)
 
 
 @app.command()
 def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id (8+ characters) or an experiment "
-                                                              "name (its latest finished run)"),
+                                                              "(its MLflow name, its file or the file's name:; "
+                                                              "its latest finished run)"),
             cell: str = typer.Argument(..., metavar="CELL", help="a cell as the headline names it (iba-rag/iba.slots, "
                                                                 "apeb-direct) or in full"),
             sort: Optional[str] = typer.Option(None, help="order by a field, '-' first for descending (-score)"),
@@ -493,6 +574,8 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
             limit: Optional[int] = typer.Option(None, min=1, help="at most this many instances"),
             brief: bool = typer.Option(False, "--brief", help="verdict marks only, no rationales"),
             html: Optional[Path] = typer.Option(None, help="also write the instances as a sortable HTML page here"),
+            as_json: bool = typer.Option(False, "--json", help="print the cell as the run's record holds it (its "
+                                                              "estimate and the instances chosen) as JSON"),
             ui_url: str = typer.Option("http://127.0.0.1:5000", help="the MLflow UI the trace links point at"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Every instance of one cell of a run: its user, score, status, each judge verdict with its rationale, and
@@ -501,7 +584,7 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
     from perseval.report.samples import choose, read_samples, resolve_cell, samples_html, trace_url
     from perseval.report.tables import samples_table
 
-    client, parents = _parents_or_exit([run], 1, tracking_uri)
+    client, parents = _parents_or_exit([run], 1, tracking_uri, announce=False)  # its latest distinct results
     try:
         chosen = resolve_cell(_children(client, parents[0]), cell)
         choose([], where or (), sort, limit)  # a bad --where or --sort: refused before anything is read
@@ -511,6 +594,9 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
     every = read_samples(client, chosen)
     shown = choose(every, where or (), sort, limit)
     name = chosen.data.tags.get("perseval.cell", chosen.info.run_name)
+    if as_json:
+        typer.echo(_record_json(client, parents[0], chosen, shown))
+        return
     console.print(samples_table(f"{name} in {parents[0].info.run_name} ({parents[0].info.run_id[:8]}): "
                                 f"{len(shown)} of {len(every)} instance(s)", shown, brief))
     experiment = chosen.info.experiment_id
@@ -518,6 +604,24 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
     if html:
         html.write_text(samples_html(name, shown, ui_url, experiment))
         console.print(f"written to {html}")
+
+
+def _record_json(client: Any, parent: Any, chosen: Any, shown: list[Any]) -> str:
+    """The cell as the parent run's record holds it: its estimate, counts and the instances `shown` (in their
+    order), or exit 2 where the run has no record."""
+    from perseval.report.record import download_record
+
+    record = download_record(client, parent.info.run_id)
+    key = chosen.data.tags.get("perseval.score_key", "")
+    if record is None or key not in {c.key for c in record.cells}:
+        _error(f"run {parent.info.run_id[:8]} holds no record of this cell (logged before perseval wrote run "
+               "records, or a control cell): `samples` without --json lists its instances")
+        raise typer.Exit(2)
+    cell = record.cell(key)
+    mine = {(i.instance_id, i.repeat): i for i in record.cell_instances(key)}
+    picked = [mine[(s.instance_id, s.repeat)].model_dump() for s in shown if (s.instance_id, s.repeat) in mine]
+    return json.dumps({"run_id": record.run_id, "computed_by": record.computed_by,
+                       **cell.model_dump(exclude={"row"}), "instances": picked}, indent=1)
 
 
 @app.command()
@@ -540,9 +644,36 @@ def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.
     env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
     console.print(f"MLflow store: {uri} (artifacts {artifacts}){' (new, empty)' if db and not db.is_file() else ''}",
                   soft_wrap=True)
-    console.print(f"MLflow UI on http://{HOST}:{port} (Ctrl-C stops it)")
+    console.print(f"starting the MLflow UI on {HOST}:{port}; its address follows once it answers (Ctrl-C stops it)",
+                  highlight=False)
+    _announce_when_up(f"http://{HOST}:{port}")
     # exec, not a child process: Ctrl-C or a kill of this PID stops the server itself
     os.execve(sys.executable, ui_command(uri, artifacts, port), env)
+
+
+# A watcher beside the server `ui` execs: prints the address once the UI answers, then exits; it also exits
+# when its parent is not the MLflow server (the exec failed) or the server never answers.
+ANNOUNCE = """
+import os, sys, time, urllib.request
+import psutil
+url, parent, t0 = sys.argv[1], psutil.Process(os.getppid()), time.monotonic()
+while time.monotonic() - t0 < 600 and parent.is_running():
+    if time.monotonic() - t0 > 10 and "mlflow" not in " ".join(parent.cmdline()):
+        break
+    try:
+        urllib.request.urlopen(url + "/health", timeout=2)
+    except Exception:
+        time.sleep(0.5)
+        continue
+    print(f"MLflow UI on {url} (Ctrl-C stops it)", flush=True)
+    break
+"""
+
+
+def _announce_when_up(url: str) -> None:
+    import subprocess
+
+    subprocess.Popen([sys.executable, "-c", ANNOUNCE, url], stdin=subprocess.DEVNULL)
 
 
 def ui_command(uri: str, artifacts: str, port: int) -> list[str]:

@@ -88,7 +88,7 @@ def test_headline_rows_carry_the_interval_and_the_paired_difference_to_the_basel
     assert rag["delta_p"] >= d.p_value  # 4 users: at best p = 2/16 before the correction
     assert by_name["apeb/apeb-direct/smollm2-135m/-/apeb.ranking"]["baseline"] is None
     assert delta_text(base) == "baseline" and delta_text(rag).startswith(f"+{220 / 7:.1f} [")
-    assert score_text(rag) == f"{est.mean:.1f} ± {(est.ci_high - est.ci_low) / 2:.1f}"
+    assert score_text(rag) == f"{est.mean:.1f} [{est.ci_low:.1f}, {est.ci_high:.1f}]"
     metrics = uncertainty_metrics(rag)
     assert metrics["n_users"] == 4.0 and metrics["delta_vs_baseline"] == pytest.approx(220 / 7)
     assert metrics["effective_users"] == pytest.approx(49 / 13) and metrics["delta_effective_users"] == \
@@ -110,7 +110,7 @@ def test_the_printed_headline_shows_error_bars_and_failed_judgments_apart(quicks
     monkeypatch.setattr(cli, "console", console)
     cli._print_headline(rows, wide=True)  # every column (the compact one: tests/test_headline_terminal.py)
     text = console.export_text()
-    header = next(line for line in text.splitlines() if "score ± CI" in line)
+    header = next(line for line in text.splitlines() if "score [CI]" in line)
     assert "Δ vs baseline [CI]" in header and "p (Holm)" in header and "failed judg" in header
     rag = next(line for line in text.splitlines() if "iba-rag" in line and "smollm2-judge" in line)
     assert score_text(rows[0]) in rag and "incomplete" in rag

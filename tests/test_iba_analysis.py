@@ -289,9 +289,17 @@ def test_figures_have_one_series_per_system():
                          "fig_qa_vs_task"}
     ax = figs["fig_by_evidence"].axes[0]
     assert len(ax.get_lines()) == 2 and len(ax.get_lines()[0].get_xdata()) == 3  # buckets 1, 2, 3
-    assert len(figs["fig_by_preferences"].axes[0].get_lines()) == 2
-    domains = figs["fig_domains"].axes[0]
     from matplotlib.container import BarContainer, ErrorbarContainer
+
+    windows = figs["fig_by_preferences"].axes[0]
+    assert len([ln for ln in windows.get_lines() if ln.get_marker() == "o"]) == 2  # one line per system
+    bars_of = [c for c in windows.containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars_of) == 2  # each system's line has its intervals (issue 42)
+    ci = out["by_preferences_ci"]
+    table = out["by_preferences"]
+    for _, r in ci.reset_index().iterrows():  # each bar's interval holds its point
+        assert r["ci_low"] <= table.loc[r["system"], r["window"]] <= r["ci_high"]
+    domains = figs["fig_domains"].axes[0]
 
     bars = [c for c in domains.containers if isinstance(c, BarContainer)]
     assert len(bars) == 2 and all(len(c) == 2 for c in bars)  # 2 systems x 2 domains

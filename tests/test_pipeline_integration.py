@@ -101,6 +101,20 @@ def test_first_run_sends_requests_and_tracks_every_cell(workdir, first):
     assert {"analysis/iba/table4_mean_over_judges.csv", "analysis/iba/fig_domains.png",
             "analysis/iba/qa_vs_task.csv"} <= analysis, analysis
     assert "qa_score" in iba.data.metrics  # QA probes are scored apart from task execution
+    # the run's record (issue 42): the headline the summary holds, and each child run, agree with it per cell
+    record = json.loads((workdir / "runs" / "records" / parent.info.run_id / "record.json").read_text())
+    assert record["schema_version"] == 1 and record["computed_by"] == parent.info.run_id
+    assert record["experiment"]["name"] == "tiny" and record["llm_requests"] == first["llm_requests"]
+    by_key = {c.data.tags["perseval.score_key"]: c.data.metrics for c in children}
+    for cell, row in zip(record["cells"], first["headline"]):
+        e, m = cell["estimate"], by_key[cell["key"]]
+        assert (e["point"], e["low"], e["high"], e["users"]) == (row["score"], row["ci_low"], row["ci_high"],
+                                                                 row["n_users"])
+        if e["point"] is not None:
+            assert m["headline"] == pytest.approx(e["point"]) and m["n_users"] == e["users"]
+        if e["low"] is not None:
+            assert (m["ci_low"], m["ci_high"]) == pytest.approx((e["low"], e["high"]))
+    assert {i["cell"] for i in record["instances"]} == set(by_key)
 
 
 def test_first_run_records_what_each_cell_cost(workdir, first):
@@ -132,11 +146,18 @@ def test_second_run_sends_no_request(workdir, prefect_api, first):
     assert all(r["new_tokens_in"] == 0 and r["new_tokens_out"] == 0 for r in second["headline"])
     assert [r["tokens_in"] for r in second["headline"]] == [r["tokens_in"] for r in first["headline"]]
     assert second["cost"]["total"]["new_tokens_in"] == 0 and second["cost"]["total"]["tokens_in"] > 0
+    # the cached re-run repeats the first run's results: its record says who computed them, and `compare`
+    # (the experiment named by its file's name) skips it, saying so (issue 42)
+    record = json.loads((workdir / "runs" / "records" / second["mlflow_run_id"] / "record.json").read_text())
+    assert record["computed_by"] == first["mlflow_run_id"] != record["run_id"]
     shown = subprocess.run([sys.executable, "-m", "flows.cli", "compare", "tiny"], cwd=workdir,
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-2000:]
-    assert first["mlflow_run_id"][:8] in shown.stdout and second["mlflow_run_id"][:8] in shown.stdout
-    assert "apeb/apeb-oracle/-/-/apeb.ranking" in shown.stdout
+    assert f"skipped {second['mlflow_run_id'][:8]}" in shown.stdout and first["mlflow_run_id"][:8] in shown.stdout
+    both = subprocess.run([sys.executable, "-m", "flows.cli", "compare", first["mlflow_run_id"],
+                           second["mlflow_run_id"]], cwd=workdir, capture_output=True, text=True, timeout=300)
+    assert both.returncode == 0, both.stderr[-2000:]
+    assert "apeb/apeb-oracle/-/-/apeb.ranking" in both.stdout
 
 
 def test_changing_only_the_judge_rejudges_without_rerunning_agents(workdir, prefect_api, first):

@@ -17,7 +17,7 @@ from perseval.core.records import Judgment
 from perseval.metrics.auc import auc_interval
 from perseval.report.probes import judge_probes, probe_answers, probe_report
 from perseval.report.rows import HeadlineRow
-from perseval.report.tables import score_text
+from perseval.report.tables import judge_text, score_text
 from perseval.setup.config import ModelConfig, Sampling
 from perseval.setup.specs import JudgeSpec
 from perseval.benchmarks.base import build_all
@@ -110,9 +110,10 @@ def test_prefeval_generation_probes_are_built_from_the_release_and_judged():
 
 def test_a_non_discriminating_judges_cell_shows_a_dash_with_its_auc():
     row = {"benchmark": "iba", "agent": "a", "backbone": "b", "retriever": "-", "judge": "j", "metric": "m",
-           "score": 100.0, "ci_low": 100.0, "ci_high": 100.0}
-    assert score_text(row) == "100.0 ± 0.0"
+           "score": 100.0, "ci_low": 29.2, "ci_high": 100.0}
+    assert score_text(row) == "100.0 [29.2, 100.0]"
     flagged = {**row, "judge_discriminates": False, "judge_auc": 0.5}
-    assert score_text(flagged) == "— (judge AUC 0.50)"
+    assert score_text(flagged) == "—" and judge_text(flagged) == "0.50 ✗"  # the AUC in the column beside it
     assert flagged["score"] == 100.0  # the number stays in the row (the summary JSON)
-    assert score_text({**row, "judge_discriminates": True, "judge_auc": 0.9}) == "100.0 ± 0.0"
+    good = {**row, "judge_discriminates": True, "judge_auc": 0.9}
+    assert score_text(good) == "100.0 [29.2, 100.0]" and judge_text(good) == "0.90 ✓"

@@ -7,6 +7,7 @@ run's name, duration and headline metrics."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 import time
 from collections import Counter
@@ -26,6 +27,7 @@ from perseval.setup.experiment import load_experiment
 from perseval.pipeline.plan import make_plan
 from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.core.store import StageStore
+from perseval.metrics.ci_tables import cluster_of
 from perseval.report.traces import AUTO_LIMIT, AUTO_PER_CELL, Outcome, resolve_selection, select, write_trace
 from tests.trace_runs import EXPERIMENT, UNREADABLE, make_run, track_run, write_configs
 
@@ -100,8 +102,8 @@ def test_tags_filter_by_agent_user_status_and_score(tracked):
     by_agent = _traces("tags.`perseval.agent` = 'iba-rag' AND tags.`perseval.judge` = 'stub-judge'")
     assert {t.info.tags["perseval.score_key.stub-judge"] for t in by_agent} == {rag.key}
     instances = {i.instance_id: i for i in StageStore(root, "data", rag.run.data.key).read_records(Instance)}
-    for t in by_agent:
-        assert t.info.tags["perseval.user_id"] == instances[t.info.tags["perseval.instance_id"]].user_id
+    for t in by_agent:  # the user the statistics cluster on, as `samples` and the run record name it (issue 42)
+        assert t.info.tags["perseval.user_id"] == cluster_of(instances[t.info.tags["perseval.instance_id"]])
     # the instance scores the score stage wrote, as the score tag; instances nobody scored carry none
     values = {s.instance_id: s.value for s in StageStore(root, "score", rag.key).read_records(InstanceScore)
               if s.metric == "score" and s.value is not None}
@@ -123,9 +125,11 @@ def test_spans_show_retrievals_with_gold_evidence_llm_calls_and_the_answer_extra
     gold = {(d.owner, d.doc_id) for d in docs if d.meta.get("supports")}
     outputs = {o.instance_id: o for o in StageStore(root, "run", rag.run.key).read_records(AgentOutput)}
     judgments = StageStore(root, "judge", rag.judged.key).read_records(Judgment)
+    owners = {i.instance_id: i.user_id for i in StageStore(root, "data", rag.run.data.key).read_records(Instance)}
     marked = 0
     for t in _traces(_of(rag)):
-        out, user = outputs[t.info.tags["perseval.instance_id"]], t.info.tags["perseval.user_id"]
+        out = outputs[t.info.tags["perseval.instance_id"]]
+        user = owners[out.instance_id]  # gold evidence is the instance's own user's
         spans = {s.span_type: s for s in t.data.spans}
         root_span = next(s for s in t.data.spans if s.parent_id is None)
         assert root_span.inputs["query"] and root_span.outputs["text"] == out.text
@@ -237,7 +241,8 @@ def test_parent_runs_have_distinct_names_real_start_and_each_cells_headline(trac
     assert runs[0].data.metrics[f"{name}/ci_low"] == child.data.metrics["ci_low"] <= runs[0].data.metrics[name] \
         <= runs[0].data.metrics[f"{name}/ci_high"] == child.data.metrics["ci_high"]
     note = runs[0].data.tags["mlflow.note.content"]
-    assert "| iba-rag/stub-judge |" in note and "| iba-no-history/iba.slots |" in note and "±" in note
+    assert "| iba-rag/stub-judge |" in note and "| iba-no-history/iba.slots |" in note and "±" not in note
+    assert f"[{child.data.metrics['ci_low']:.1f}, {child.data.metrics['ci_high']:.1f}]" in note
     assert client.get_experiment(runs[0].info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
 
 
@@ -393,9 +398,11 @@ def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scor
                 assert f"{va[iid]:.1f}" in line and f"{vb[iid]:.1f}" in line and tb[iid] in line, line
                 differing += 1
     assert differing > 0  # the stand-in's verdicts make some instance differ between the two agents
-    # the headline's scores side by side carry their intervals and users
-    rag = next(ln for ln in result.output.splitlines() if ln.split()[:1] == ["iba-rag/stub-judge"])
-    assert "±" in rag
+    # --between prints only the instance tables (issue 42); compare alone, the scores with their intervals
+    assert not any(ln.split()[:1] == ["iba-rag/stub-judge"] for ln in result.output.splitlines())
+    scores = CliRunner().invoke(app, ["compare", parents[1], "--tracking-uri", uri], terminal_width=200)
+    rag = next(ln for ln in scores.output.splitlines() if ln.split()[:1] == ["iba-rag/stub-judge"])
+    assert "±" not in rag and re.search(r"\[\d+\.\d, \d+\.\d\]", rag), rag
     bad = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba-rag", "iba-nope", "--tracking-uri", uri])
     assert bad.exit_code == 2 and bad.output.startswith("error:") and "'iba-nope' names 0 cells" in bad.output
 

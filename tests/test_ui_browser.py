@@ -23,6 +23,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from perseval.llm.deployments import free_port
+from perseval.report.samples import trace_url
 
 from .conftest import CONFIGS, cpu_overrides, copy_configs
 from .trace_runs import make_run, track_run
@@ -226,7 +227,7 @@ def test_the_traces_of_a_run_filter_by_agent_and_show_spans_and_assessments(trac
         assert shown == {t.info.trace_id for t in rag} and len(rag) < len(every)
         shot("traces-filtered-by-agent")
         # one instance: its spans, then the retrieval's passages, the LLM call, the judge's verdicts
-        page.goto(f"{base}/#/experiments/{experiment}/traces?traceId={chosen.info.trace_id}")
+        page.goto(trace_url(base, experiment, chosen.info.trace_id))  # the link `samples` and `compare` print
         page.get_by_text("answer extraction", exact=True).first.wait_for(timeout=90_000)
         _dismiss(page)
         page.get_by_text("retrieve", exact=True).first.click()

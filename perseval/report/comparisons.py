@@ -18,6 +18,7 @@ from perseval.metrics.uncertainty import Difference, holm
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.records import InstanceScore
 from perseval.core.store import StageStore
+from perseval.report.rows import spread
 
 
 def cell_values(root: str, cell: Cell, metric: str) -> pd.DataFrame:
@@ -83,8 +84,18 @@ def baseline_comparisons(plan: Plan, root: str, metrics: dict[str, str]) -> dict
 def comparison_fields(comparison: Comparison | None, baseline: str | None) -> dict[str, Any]:
     """The headline row's comparison columns (None where the cell has no comparison)."""
     d = comparison.difference if comparison else None
+    mde, reason = difference_mde(d)
     return {"baseline": baseline, "delta_vs_baseline": d.mean if d else None,
             "delta_ci_low": d.ci_low if d else None, "delta_ci_high": d.ci_high if d else None,
             "delta_p": comparison.p_holm if comparison else None, "delta_paired": d.paired if d else None,
-            "delta_n_users": d.n_users if d else None, "mde": d.mde if d else None,
+            "delta_n_users": d.n_users if d else None, "mde": mde, **({"mde_reason": reason} if reason else {}),
             "delta_effective_users": d.effective_users if d else None}
+
+
+def difference_mde(d: Difference | None) -> tuple[float | None, str | None]:
+    """A difference's MDE, or None and why: from an SE of 0 beside an interval with a width it would read 0,
+    a precision the interval does not have (perseval.report.rows.spread)."""
+    if d is None:
+        return None, None
+    _, reason = spread(d.se, d.ci_low, d.ci_high)
+    return (None, reason) if reason else (d.mde, None)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import mlflow
 import pandas as pd
@@ -15,12 +15,15 @@ from perseval.report.cross_benchmark import cross_benchmark_markdown
 from perseval.report.gains import control_metrics, log_control_tables
 from perseval.report.judge_check import log_run_validity
 from perseval.report.probes import flag_tags
-from perseval.report.rows import HeadlineRow, ScoreManifest
+from perseval.report.record import (ARTIFACT_DIR, COMPUTED_BY_TAG, DIGEST_TAG, CellRecord, ExperimentRef,
+                                    InstanceRecord, RunRecord, cell_record, instance_records, latest_record,
+                                    make_record, record_metrics, write_record)
+from perseval.report.rows import HeadlineRow, ScoreManifest, spread
 from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_tag
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.store import StageStore
-from perseval.report.samples import log_samples_pages
+from perseval.report.samples import local_samples, log_samples_pages
 from perseval.report.traces import log_traces, n_outputs, resolve_selection
 from perseval.report.tables import headline_markdown
 from perseval.report.tracking import (OWNER_KEY, describe_run, ensure_experiment, headline_metrics, log_cell,
@@ -86,7 +89,8 @@ def _row(plan: Plan, cell: Cell, s: ScoreManifest, comparison: Any, costs: PlanC
         "invalid_outputs": s.outputs.get("invalid", 0), "failed_outputs": s.outputs.get("failed", 0),
         "failed_judgments": s.judgments.get("failed", 0), "status": s.status,
         **({"scored_share": round(100 * s.scored_share, 1)} if s.scored_share is not None else {}),
-        **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high", "se")},
+        **{k: _float(overall.get(k)) for k in ("ci_low", "ci_high")},
+        **_spread_fields("se", _float(overall.get("se")), _float(overall.get("ci_low")), _float(overall.get("ci_high"))),
         "n_users": _int(overall.get("n_users")), "level": cell.statistics.level,
         "effective_users": _float(overall.get("effective_users")), "weighting": cell.statistics.weighting,
         "interval_note": overall.get("interval_note") if isinstance(overall.get("interval_note"), str) else None,
@@ -95,11 +99,20 @@ def _row(plan: Plan, cell: Cell, s: ScoreManifest, comparison: Any, costs: PlanC
     return HeadlineRow.of(fields)
 
 
-def headline_note(rows: list[dict[str, Any]]) -> str:
-    """How to read the headline's uncertainty columns (printed under the table)."""
+def _spread_fields(name: str, se: float | None, low: float | None, high: float | None) -> dict[str, Any]:
+    """{name: the SE (None where it says nothing of the interval)} and, then, {name_reason: why}."""
+    value, reason = spread(se, low, high)
+    return {name: value, **({f"{name}_reason": reason} if reason else {})}
+
+
+def headline_note(rows: Sequence[Mapping[str, Any]], wide: bool = False) -> str:
+    """How to read the headline (printed under the table): only the columns and status words it shows."""
+    from perseval.report.probes import DISCRIMINATION_AUC, PASSES_EVERYTHING
+    from perseval.report.tables import judge_text, status_legend
+
     level = next((r["level"] for r in rows if r.get("level")), 0.95)
-    note = (f"± : half-width of the {100 * level:g}% user-clustered interval of the score (the users' "
-            "cluster-robust variance, as an interval that stays in 0-100); users: how many it rests on.")
+    note = (f"[CI]: the two ends of the {100 * level:g}% user-clustered interval of the score (asymmetric near 0 "
+            "and 100); users/n: the users it rests on and the instances scored.")
     if any(r.get("weighting") == "user" for r in rows):
         note += " Where statistics.weighting is user, a score is the mean of its users' means."
     if withheld := [r for r in rows if r.get("interval_note")]:
@@ -108,12 +121,20 @@ def headline_note(rows: list[dict[str, Any]]) -> str:
     if any(r.get("baseline") for r in rows):
         note += (" Δ: difference to the benchmark's baseline agent over the instances both cells scored, with its "
                  f"paired user-clustered interval; p: sign-flip test over users, Holm-corrected across the {tests} "
-                 "comparison(s) of this table; MDE: the smallest difference detectable (80% power, α 0.05) with "
-                 "this many users - a smaller Δ is no evidence either way.")
+                 "comparison(s) of this table.")
+        if wide:
+            note += (" MDE: the smallest difference detectable (80% power, α 0.05) with this many users - a smaller "
+                     "Δ is no evidence either way; blank where the users' differences do not vary (no SE).")
         few = min((r["delta_n_users"] for r in rows if r.get("delta_n_users") is not None), default=None)
         if few is not None and few < 6:
             note += (f" With {few} users no sign-flip p can be below {2 / 2 ** few:.3g} (2 of the 2^{few} sign "
                      "patterns are as extreme as any result): add users.")
+    if any(judge_text(r) for r in rows):
+        note += (f" AUC: of the cell's judge, on answers of known verdict (judge_probes); ✓ it discriminates "
+                 f"(AUC >= {DISCRIMINATION_AUC}, < {100 * PASSES_EVERYTHING:.0f}% of bad passed), ✗ it does not: "
+                 "that row's score is not interpretable.")
+    if not wide and (legend := status_legend(rows)):
+        note += " " + legend + "."
     return note
 
 
@@ -178,10 +199,12 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
                 mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir),
                                      f"analysis/{unit.data.name}")
         selection, traced = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells)), []
+        records = {c.key: cell_record(c, row_of[c.key], _overall(scores[c.key]), None) for c in plain}
         for cell in plan.cells:  # a control cell has no headline row of its own: its gains are on its plain cell
             s = ScoreManifest.of(scores[cell.key])
             table = cell_frame(s.table)
-            extra = uncertainty_metrics(row_of.get(cell.key, {})) | {
+            # a plain cell's interval as the record holds it (what every view prints)
+            extra = (record_metrics(records[cell.key]) if cell.key in records else {}) | {
                 "outputs_invalid": float(s.outputs.get("invalid", 0)), "outputs_failed": float(s.outputs.get("failed", 0)),
                 "judgments_unscored": float(s.judgments.get("unscored", 0)),
                 "judgments_failed": float(s.judgments.get("failed", 0))}
@@ -195,4 +218,29 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, dic
                            s.headline_metric))
         runs = log_traces(root, traced, experiment.experiment_id, selection)  # every instance as an MLflow trace
         log_samples_pages(MlflowClient(), runs, experiment.experiment_id)  # a score -> its instances
+        child = {cell.key: run_id for cell, run_id, _ in traced}
+        instances = [i for t in runs for (cell, _, _), outcomes in zip(t.cells, t.outcomes) if cell.key in records
+                     for i in instance_records(cell.key, local_samples(outcomes, t.ids))]
+        log_record(exp, parent.info.run_id, root, [r.model_copy(update={"mlflow_run_id": child[k]})
+                                                   for k, r in records.items()], instances, stats)
         return parent.info.run_id
+
+
+def _overall(score: Mapping[str, Any]) -> dict[str, Any]:
+    table = cell_frame(ScoreManifest.of(score).table)
+    return dict(table.loc[OVERALL]) if OVERALL in table.index else {}
+
+
+def log_record(exp: ResolvedExperiment, run_id: str, root: str, cells: list[CellRecord],
+               instances: list[InstanceRecord], stats: Mapping[str, float]) -> RunRecord:
+    """The run's record (perseval.report.record): written into the run's output folder once, logged to the
+    parent run (the active one) with its results digest and the run that computed them as tags."""
+    ref = ExperimentRef(name=exp.experiment.name, file=exp.path, settings_digest=exp.key(),
+                        mlflow_experiment=exp.experiment.mlflow.experiment)
+    timings = {k.split(".", 1)[1]: float(v) for k, v in stats.items() if k.startswith("seconds.")}
+    requests = int(stats["llm_requests"]) if "llm_requests" in stats else None
+    record = make_record(run_id, ref, cells, instances, latest_record(root, exp.key(), before=run_id), timings,
+                         requests)
+    mlflow.log_artifacts(str(write_record(record, root)), ARTIFACT_DIR)
+    mlflow.set_tags({DIGEST_TAG: record.results_digest, COMPUTED_BY_TAG: record.computed_by})
+    return record

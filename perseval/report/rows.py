@@ -49,8 +49,20 @@ TYPES: dict[str, tuple[type, ...]] = {
     "weighting": (str, type(None)), "interval_note": (str, type(None)),
     "scored_share": Number + (type(None),),
     "baseline": (str, type(None)), "delta_paired": Flag, "judge_discriminates": Flag,
-    "judge_flag": (str, type(None)),
+    "judge_flag": (str, type(None)), "se_reason": (str, type(None)), "mde_reason": (str, type(None)),
 }
+
+NO_SPREAD = ("no variation between users: the interval is bounded by the 0-100 scale (one draw per user), not "
+             "t x SE")
+
+
+def spread(se: float | None, low: float | None, high: float | None) -> tuple[float | None, str | None]:
+    """The SE an interval rests on, or None and why: an SE of 0 beside an interval of non-zero width (every
+    user scored alike, so the interval comes from the scale's bound) would claim a precision the interval
+    does not; an MDE computed from it would be 0 too."""
+    if se is not None and se == 0 and low is not None and high is not None and high > low:
+        return None, NO_SPREAD
+    return se, None
 
 
 class HeadlineRow(dict):  # type: ignore[type-arg]
@@ -86,6 +98,8 @@ class HeadlineRow(dict):  # type: ignore[type-arg]
     delta_paired: bool | None
     delta_n_users: int | None
     mde: float | None
+    se_reason: str | None  # why se is None though the interval has a width (rows.spread)
+    mde_reason: str | None
     effective_users: float | None  # Kish's effective users of the score's weights (perseval.metrics.uncertainty)
     weighting: str | None  # the score's estimand: "instance" (mean over instances) or "user" (mean of users' means)
     interval_note: str | None  # why the score's interval is withheld

@@ -17,9 +17,10 @@ from typing import Any
 import pandas as pd
 from mlflow.tracking import MlflowClient
 
-from perseval.report.comparisons import compare_values, instance_values, pick_baseline
+from perseval.report.comparisons import compare_values, difference_mde, instance_values, pick_baseline
 from perseval.setup.config import StatisticsSettings
 from perseval.metrics.uncertainty import Difference, holm, users_needed
+from perseval.report.record import download_record
 from perseval.report.tracking import mlflow_key
 
 SCORE_ARTIFACTS = "parquet/score"
@@ -101,7 +102,8 @@ def _difference(a: CellRun, b: CellRun, statistics: StatisticsSettings) -> tuple
 def verdict(d: Difference | None, p_holm: float | None, alpha: float = 0.05) -> str:
     if d is None or d.mean is None:
         return ""
-    at = f"n = {d.n_users} users" + (f", MDE {d.mde:.1f}" if d.mde is not None else "")
+    mde, _ = difference_mde(d)
+    at = f"n = {d.n_users} users" + (f", MDE {mde:.1f}" if mde is not None else ", no MDE (no variation)")
     if p_holm is not None and p_holm < alpha:
         return f"significant at {at}"
     return f"not significant at {at}"
@@ -120,13 +122,16 @@ def differences(pairs: list[Pair], statistics: StatisticsSettings, detect: float
     for (label, against, d, note), p in zip(results, adjusted):
         rows.append({"cell": label, "against": against, "Δ": d.mean if d else None,
                      "ci_low": d.ci_low if d else None, "ci_high": d.ci_high if d else None,
-                     "p (Holm)": p, "n_users": d.n_users if d else None, "mde": d.mde if d else None,
+                     "p (Holm)": p, "n_users": d.n_users if d else None, "mde": difference_mde(d)[0],
                      "paired": d.paired if d else None, "verdict": verdict(d, p), "note": note})
         if detect is not None:
             rows[-1][f"users for Δ {detect:g}"] = users_needed(d.se, d.n_users, detect) \
-                if d and d.se is not None and d.n_users >= 2 else None
+                if d and difference_mde(d)[0] is not None and d.n_users >= 2 else None
     columns = ["cell", "against", "Δ", "ci_low", "ci_high", "p (Holm)", "n_users", "mde", "paired", "verdict", "note"]
-    return pd.DataFrame(rows, columns=columns + ([f"users for Δ {detect:g}"] if detect is not None else []))
+    frame = pd.DataFrame(rows, columns=columns + ([f"users for Δ {detect:g}"] if detect is not None else []))
+    if detect is not None:  # whole users, blank where no SE says how many (never a float "362.0")
+        frame[f"users for Δ {detect:g}"] = frame[f"users for Δ {detect:g}"].astype("Int64")
+    return frame
 
 
 def run_pairs(client: MlflowClient, parents: list[Any]) -> list[Pair]:
@@ -176,7 +181,7 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
                         "Δ [CI]": [delta(r) for _, r in frame.iterrows()], "p (Holm)": frame["p (Holm)"].map(p),
                         "verdict": frame["verdict"], "note": frame["note"]})
     for col in (c for c in frame.columns if c.startswith("users for")):
-        out[col] = frame[col].map(lambda v: "" if v is None or v != v else f"{int(v)}")
+        out[col] = frame[col].map(lambda v: "" if pd.isna(v) else f"{int(v)}")
     return out.set_index("cell")
 
 
@@ -202,16 +207,28 @@ def scored_cells(client: MlflowClient, parents: list[Any], cost: bool = False) -
     from perseval.report.tracking import COST_METRICS
 
     cells: dict[str, dict[str, Any]] = {}
+    ordered: list[str] = []  # the headline's order, from the runs' records (perseval.report.record)
     for p in parents:
+        record = download_record(client, p.info.run_id)
+        by_key = {c.key: c for c in record.cells} if record else {}
+        ordered += [f"{c.name} ({mlflow_key(c.metric)})" for c in record.cells] if record else []
         for name, c in cell_runs(client, p).items():
             m = c.run.data.metrics
             entry = cells.setdefault(f"{name} ({c.metric})", {
                 "cell": name, "metric": c.metric, "runs": {}, "control": c.control,
                 **{k: c.tags.get(f"perseval.{k}", name.split("/")[i] if len(name.split("/")) > i else "-")
                    for i, k in enumerate(PARTS)}})
+            costs = {k: m[k] for k in COST_METRICS if cost and k in m}
+            held = by_key.get(c.tags.get("perseval.score_key", ""))
             entry["runs"][p.info.run_id] = Scored(
-                m.get(c.metric), m.get("ci_low"), m.get("ci_high"), m.get("n_users"),
-                {k: m[k] for k in COST_METRICS if cost and k in m})
-    # a control's run right under its cell (its name is the cell's, then " [control]")
-    return [cells[k] for k in sorted(cells, key=lambda k: (cells[k]["cell"].split(" [")[0], cells[k]["metric"],
-                                                           cells[k]["control"] or ""))]
+                held.estimate.point, held.estimate.low, held.estimate.high, held.estimate.users, costs) if held else \
+                Scored(m.get(c.metric), m.get("ci_low"), m.get("ci_high"), m.get("n_users"), costs)
+    # the headline's order (from the records; a run logged before records: by name), a control's run right
+    # under its cell (its name is the cell's, then " [control]")
+    order = {k: i for i, k in enumerate(dict.fromkeys(ordered))}
+
+    def place(k: str) -> tuple[int, str, str, str]:
+        base = f"{cells[k]['cell'].split(' [')[0]} ({cells[k]['metric']})"
+        return order.get(base, len(order)), base, cells[k]["metric"], cells[k]["control"] or ""
+
+    return [cells[k] for k in sorted(cells, key=place)]

@@ -26,6 +26,7 @@ from mlflow.tracking import MlflowClient
 
 from perseval.core.records import AgentOutput, InstanceScore, Judgment
 from perseval.core.schema import from_table
+from perseval.metrics.ci_tables import cluster_of
 from perseval.report.comparisons import pick_baseline
 from perseval.report.tracking import mlflow_key
 from perseval.report.traces import Outcome, RunTraces, cell_filter
@@ -266,7 +267,7 @@ def _sample(o: AgentOutput, user: str, group: str, score: float | None, verdicts
 def local_samples(outcomes: dict[tuple[str, int], Outcome], ids: dict[tuple[str, int], str]) -> list[Sample]:
     """The samples of a cell from the records the track stage holds (traces.outcomes) and the trace ids it
     wrote or found: what read_samples reads back from MLflow, without the artifact downloads."""
-    out = [_sample(o.output, o.cluster or o.instance.user_id, o.instance.group, o.score,
+    out = [_sample(o.output, o.cluster or cluster_of(o.instance), o.instance.group, o.score,
                    [Verdict.of(j) for j in o.judgments], ids.get(key)) for key, o in outcomes.items()]
     return sorted(out, key=lambda s: (s.instance_id, s.repeat))
 

@@ -1,7 +1,11 @@
-"""The headline as a person reads it in a terminal: a compact table that fits 100 columns (cell, score ± CI,
-users/n, Δ vs baseline with its interval and p, status), the wide one with every column (`--wide`; the
-summary JSON and the Markdown artifact keep every field too), the controls table when controls ran, and
-the cost table.
+"""The headline as a person reads it in a terminal: a compact table that fits 100 columns without wrapping (cell,
+score [CI], users/n, Δ vs baseline [CI] and p, the judge's AUC where its answers of known verdict were judged,
+a short status word), at narrower widths the same figures in two tables per benchmark (scores, then the
+differences to the baseline); the wide one with every column (`--wide`; the summary JSON and the Markdown
+artifact keep every field too), the controls table when controls ran, and the cost table.
+
+Every interval is printed as its two ends, `[low, high]`: near 0 and 100 the user-clustered intervals are
+asymmetric by design, so a symmetric "±" would misstate them exactly where personalization scores live.
 
 A cell is named by the fewest of its parts that tell it apart within its benchmark: the agent alone when
 only one cell has it, else the agent and the judge (then the backbone, then the retriever) - `iba-rag` vs
@@ -18,30 +22,37 @@ from rich.table import Table
 
 IDENTITY = ("benchmark", "agent", "backbone", "retriever", "judge")
 EXTRA_PARTS = ("judge", "backbone", "retriever")  # tried in this order after the agent
+COMPACT_WIDTH = 100  # the one-table headline from this many columns; below, scores and differences apart
 
 Row = Mapping[str, Any]
 
 
-def score_text(row: dict[str, Any]) -> str:
-    """"27.8 ± 12.3": the score and the half-width of its interval (the score alone where there is none)."""
-    if row.get("score") is None:
+def interval_text(low: Any, high: Any, signed: bool = False) -> str:
+    """"[9.6, 58.1]" (signed: "[-5.0, +27.2]"); "" where either end is missing."""
+    if low is None or high is None or low != low or high != high:
         return ""
-    if row.get("judge_discriminates") is False:  # a judge that does not separate known-good from known-bad
-        auc = row.get("judge_auc")
-        return "— (judge AUC " + ("undefined" if auc is None else f"{auc:.2f}") + ")"
-    if row.get("ci_low") is None or row.get("ci_high") is None:
-        return f"{row['score']:.1f}"
-    return f"{row['score']:.1f} ± {(row['ci_high'] - row['ci_low']) / 2:.1f}"
+    fmt = "+.1f" if signed else ".1f"
+    return f"[{low:{fmt}}, {high:{fmt}}]"
 
 
-def delta_text(row: dict[str, Any]) -> str:
-    """"+11.1 [-5.0, 27.2]": the difference to the baseline and its interval; "(unpaired)" when the two
+def score_text(row: Row) -> str:
+    """"27.8 [9.6, 58.1]": the score and its interval's two ends (the score alone where there is none); "—" for
+    a score whose judge does not discriminate (its AUC stands beside it; the number stays in the record)."""
+    if row.get("score") is None or row["score"] != row["score"]:
+        return ""
+    if row.get("judge_discriminates") is False:
+        return "—"
+    ci = interval_text(row.get("ci_low"), row.get("ci_high"))
+    return f"{row['score']:.1f}" + (f" {ci}" if ci else "")
+
+
+def delta_text(row: Row) -> str:
+    """"+11.1 [-5.0, +27.2]": the difference to the baseline and its interval; "(unpaired)" when the two
     cells were not scored on the same instances; "baseline" on the baseline's own cell."""
     if row.get("delta_vs_baseline") is None:
         return "baseline" if row.get("baseline") == row.get("agent") else ""
-    text = f"{row['delta_vs_baseline']:+.1f}"
-    if row.get("delta_ci_low") is not None:
-        text += f" [{row['delta_ci_low']:+.1f}, {row['delta_ci_high']:+.1f}]"
+    ci = interval_text(row.get("delta_ci_low"), row.get("delta_ci_high"), signed=True)
+    text = f"{row['delta_vs_baseline']:+.1f}" + (f" {ci}" if ci else "")
     return text if row.get("delta_paired") else text + " (unpaired)"
 
 
@@ -79,8 +90,22 @@ def p_text(value: Any) -> str:
     return f"{value:.2f}" if value >= 0.01 else f"{value:.0e}"
 
 
+# A cell's status in one short word (the legend under the table says what each means); a status this table
+# does not know (a later pass's word) is printed as the row carries it.
+STATUS_WORDS = {"complete": "ok", "incomplete": "incompl", "no items": "no items", "partly scored": "partly"}
+STATUS_LEGEND = {
+    "ok": "complete (every output and judgment in)",
+    "incompl": "incomplete (some outputs or judgments failed and are left out; the same command redoes them)",
+    "no items": "the judge had nothing of this data to judge (n 0, no score)",
+    "unscored": "no instance has a score (failed, unscored and zero are different facts)",
+    "partly": "partly scored (under half of the instances scored; the share beside it)",
+    "fail out": "agent outputs that failed", "fail judg": "judgments that failed",
+    "unsc": "items a judge left unscored (unreadable verdict), their share"}
+
+
 def status_text(row: Row) -> str:
-    """complete / incomplete / no items, with what was left out: failed outputs and judgments, unscored items."""
+    """The cell's status with what was left out: failed outputs and judgments, unscored items (the words of
+    the wide table and Markdown)."""
     parts = [str(row.get("status") or "")]
     if parts[0] == "partly scored" and row.get("scored_share") is not None:  # the share of instances scored
         parts[0] += f" ({row['scored_share']:.0f}% scored)"
@@ -97,50 +122,113 @@ def status_text(row: Row) -> str:
     return ", ".join(p for p in parts if p)
 
 
+def status_short(row: Row) -> str:
+    """"ok", "incompl 2 fail out", "ok 3 unsc 9%": the status word and what was left out, tersely (legend:
+    STATUS_LEGEND)."""
+    status = str(row.get("status") or "")
+    parts = [STATUS_WORDS.get(status, status)]
+    if status == "partly scored" and row.get("scored_share") is not None:  # the share of instances scored
+        parts[0] += f" {row['scored_share']:.0f}%"
+    if row.get("failed_outputs"):
+        parts.append(f"{row['failed_outputs']} fail out")
+    if row.get("failed_judgments"):
+        parts.append(f"{row['failed_judgments']} fail judg")
+    if row.get("unscored_items"):
+        share = row.get("unscored_share")
+        parts.append(f"{row['unscored_items']} unsc" + (f" {share:.0f}%" if share is not None else ""))
+    return " ".join(p for p in parts if p)
+
+
+def status_legend(rows: Sequence[Row]) -> str:
+    """What each status word shown means: only the words some row shows."""
+    shown = " ".join(status_short(r) for r in rows)
+    words = [w for w in STATUS_LEGEND if f" {w}" in f" {shown}"]
+    return "status: " + "; ".join(f"{w} = {STATUS_LEGEND[w]}" for w in words) if words else ""
+
+
+def judge_text(row: Row) -> str:
+    """"0.50 ✗": the AUC of the cell's judge on answers of known verdict (judge_probes) and whether it
+    discriminates; "" where the judge was not probed."""
+    if row.get("judge_discriminates") is None:
+        return ""
+    auc = "n/a" if row.get("judge_auc") is None else f"{row['judge_auc']:.2f}"
+    return f"{auc} {'✓' if row['judge_discriminates'] else '✗'}"
+
+
 def delta_compact(row: Row) -> str:
     """"+11.1 [-5.0, +27.2]" (with "unpaired" where the cells were not scored on the same instances)."""
-
-    text = delta_text(row)
-    return text.replace(" (unpaired)", " unpaired")
+    return delta_text(row).replace(" (unpaired)", " unpaired")
 
 
-def headline_tables(rows: Sequence[Row]) -> list[Table]:
-    """The compact headline, one table per benchmark: every cell's agent and score readable at 100 columns;
-    the cells of one judge together."""
+def headline_tables(rows: Sequence[Row], width: int = COMPACT_WIDTH) -> list[Table]:
+    """The compact headline, one table per benchmark, the cells of one judge together. A benchmark whose one
+    table would be wider than `width` gets two: its scores, then its differences to the baseline (so at 80
+    columns nothing wraps or is cut)."""
     names = short_names([identity(r) for r in rows])
     benches: dict[str, list[tuple[Row, str]]] = {}
     for r, name in zip(rows, names):
         benches.setdefault(str(r.get("benchmark")), []).append((r, name))
-    return [_bench_table(bench, members) for bench, members in benches.items()]
+    tables: list[Table] = []
+    for bench, members in benches.items():
+        whole = [_bench_table(bench, members, ("score", "delta", "judge", "status"), gap) for gap in (1, 0)]
+        fits = [t for t in whole if _natural_width(t) <= width]
+        if fits:  # two spaces between columns where they fit, else one (the box's column divider)
+            tables.append(fits[0])
+            continue
+        tables.append(_bench_table(bench, members, ("score", "judge", "status")))
+        if any(r.get("baseline") for r, _ in members):
+            tables.append(_bench_table(bench, members, ("delta",)))
+    return tables
 
 
-def _bench_table(bench: str, members: list[tuple[Row, str]]) -> Table:
+def _natural_width(table: Table) -> int:
+    """The columns `table` takes when nothing is wrapped or cut."""
+    from rich.console import Console
 
+    return Console(width=1000).measure(table).maximum
+
+
+def _bench_table(bench: str, members: list[tuple[Row, str]], parts: tuple[str, ...], gap: int = 1) -> Table:
     metrics = sorted({str(r.get("metric")) for r, _ in members})
     baseline = next((r.get("baseline") for r, _ in members if r.get("baseline")), None)
-    title = f"{bench}: {', '.join(metrics)} (0-100)" + (f", Δ vs baseline {baseline}" if baseline else "")
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    delta = baseline is not None and "delta" in parts
+    probed = "judge" in parts and any(judge_text(r) for r, _ in members)
+    if parts == ("delta",):
+        title = f"{bench}: Δ vs baseline {baseline} [CI], p"
+    else:
+        title = f"{bench}: {', '.join(metrics)} (0-100)" + (f", Δ vs baseline {baseline}" if delta else "")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                  padding=(0, 0, 0, gap))
     table.add_column("cell", no_wrap=True)
-    table.add_column("score ± CI", justify="right", no_wrap=True)
-    table.add_column("users/n", justify="right", no_wrap=True)
-    if baseline:
-        table.add_column("Δ [CI]", justify="right")
+    if "score" in parts:
+        table.add_column("score [CI]", justify="right", no_wrap=True)
+        table.add_column("users/n", justify="right", no_wrap=True)
+    if delta:
+        table.add_column("Δ [CI]", justify="right", no_wrap=True)
         table.add_column("p", justify="right", no_wrap=True)
-    table.add_column("status")
+    if probed:
+        table.add_column("AUC", justify="right", no_wrap=True)
+    if "status" in parts:
+        table.add_column("status", no_wrap=True)
     judges = list(dict.fromkeys(str(r.get("judge")) for r, _ in members))  # in the plan's order
     members = sorted(members, key=lambda m: judges.index(str(m[0].get("judge"))))  # stable within a judge
     for k, (r, name) in enumerate(members):
-        users = f"{r.get('n_users') if r.get('n_users') is not None else '-'}/{r.get('n') or 0}"
-        cells = [name, score_text(r) or "-", users]
-        if baseline:
+        cells = [name]
+        if "score" in parts:
+            cells += [score_text(r) or "-", f"{r.get('n_users') if r.get('n_users') is not None else '-'}/{r.get('n') or 0}"]
+        if delta:
             cells += [delta_compact(r), p_text(r.get("delta_p"))]
+        if probed:
+            cells.append(judge_text(r))
+        if "status" in parts:
+            cells.append(status_short(r))
         last = k + 1 < len(members) and members[k + 1][0].get("judge") != r.get("judge")
-        table.add_row(*cells, status_text(r), end_section=last)
+        table.add_row(*cells, end_section=last)
     return table
 
 
 WIDE_COLUMNS = {"benchmark": "benchmark", "agent": "agent", "backbone": "backbone", "retriever": "retriever",
-                "judge": "judge", "metric": "metric", "score": "score ± CI", "n_users": "users", "n": "n",
+                "judge": "judge", "metric": "metric", "score": "score [CI]", "n_users": "users", "n": "n",
                 "unscored_items": "unscored", "invalid_outputs": "invalid", "failed_outputs": "failed out",
                 "failed_judgments": "failed judg"}
 LEFT = {"benchmark", "agent", "backbone", "retriever", "judge", "metric", "status"}
@@ -156,8 +244,10 @@ def wide_table(rows: Sequence[Row]) -> Table:
             cols["effective_users"] = "eff. users"
     if any(r.get("baseline") for r in rows):
         cols |= {"delta": "Δ vs baseline [CI]", "delta_p": "p (Holm)", "mde": "MDE"}
+    if any(judge_text(r) for r in rows):
+        cols["judge_auc"] = "judge AUC"
     cols["status"] = "status"
-    text = {"score": score_text, "delta": delta_text}
+    text = {"score": score_text, "delta": delta_text, "judge_auc": judge_text}
     table = Table(title="Headline scores (0-100)", title_justify="left")
     for key, label in cols.items():
         table.add_column(label, justify="left" if key in LEFT else "right")
@@ -290,7 +380,7 @@ def _sample_score(s: Any) -> str:
 
 def compare_tables(cells: Sequence[Mapping[str, Any]], parents: Sequence[Any], cost: bool = False) -> list[Table]:
     """`perseval compare`'s scores side by side (perseval.report.run_compare.scored_cells), one table per
-    benchmark: each run's score ± CI and its users, the change from the first run; with `cost`, tokens and USD."""
+    benchmark: each run's score [CI] and its users, the change from the first run; with `cost`, tokens and USD."""
     names = short_names([identity(c) for c in cells])
     ids = [p.info.run_id for p in parents]
     by_bench: dict[str, list[tuple[Mapping[str, Any], str]]] = {}
@@ -302,7 +392,7 @@ def compare_tables(cells: Sequence[Mapping[str, Any]], parents: Sequence[Any], c
     tables = []
     for bench, members in by_bench.items():
         metrics = ", ".join(sorted({str(c["metric"]) for c, _ in members}))
-        table = Table(title=f"{bench}: {metrics} (0-100) ± 95% CI (users) per run",
+        table = Table(title=f"{bench}: {metrics} (0-100) [95% CI] (users) per run",
                       title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
         table.add_column("cell", no_wrap=True)
         for rid in ids:
@@ -336,21 +426,44 @@ def compare_tables(cells: Sequence[Mapping[str, Any]], parents: Sequence[Any], c
 def _scored_text(s: Any) -> str:
     if s is None or s.score is None or s.score != s.score:
         return "-"
-    text = f"{s.score:.1f}"
-    if s.ci_low is not None and s.ci_high is not None:
-        text += f" ± {(s.ci_high - s.ci_low) / 2:.1f}"
+    text = score_text({"score": s.score, "ci_low": s.ci_low, "ci_high": s.ci_high})
     return text + (f" ({s.n_users:.0f})" if s.n_users is not None else "")
 
 
 def frame_table(frame: Any, title: str) -> Table:
-    """A small pandas frame (index shown first) as a terminal table."""
+    """A small pandas frame (index shown first) as a terminal table: a cell wraps inside its column, never a
+    row across lines; a tuple index or column (a groupby's) reads "a / b"; counts as integers, other numbers
+    to two places."""
     table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column(str(frame.index.name or ""), no_wrap=True)
+    names = frame.index.names if len(frame.index.names) > 1 else [frame.index.name]
+    table.add_column(" / ".join(str(n) for n in names if n is not None), no_wrap=True)
     for col in frame.columns:
-        table.add_column(str(col))
+        table.add_column(_label(col), justify="right" if _numeric(frame[col]) else "left")
     for idx, row in frame.iterrows():
-        table.add_row(str(idx), *["" if v is None or v != v else str(v) for v in row])
+        table.add_row(_label(idx), *[_value_text(v) for v in row])
     return table
+
+
+def _label(value: Any) -> str:
+    return " / ".join(str(v) for v in value) if isinstance(value, tuple) else str(value)
+
+
+def _numeric(column: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_numeric_dtype(column)) and not pd.api.types.is_bool_dtype(column)
+
+
+def _value_text(value: Any) -> str:
+    from numbers import Integral, Real
+
+    if value is None or (isinstance(value, Real) and value != value):
+        return ""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        return str(value)
+    if isinstance(value, Integral) or float(value).is_integer():
+        return f"{int(value)}"
+    return f"{value:.2f}"
 
 
 def headline_markdown(rows: Sequence[Row]) -> str:
@@ -363,10 +476,12 @@ def headline_markdown(rows: Sequence[Row]) -> str:
         baseline = next((r.get("baseline") for r, _ in members if r.get("baseline")), None)
         metrics = ", ".join(sorted({str(r.get("metric")) for r, _ in members}))
         out.append(f"**{bench}** ({metrics}, 0-100" + (f"; Δ vs {baseline}" if baseline else "") + ")\n")
-        out.append("| cell | score ± CI | users/n | Δ [CI] | p | status |\n|---|--:|--:|--:|--:|---|")
+        out.append("| cell | score [CI] | users/n | Δ [CI] | p | judge AUC | status |\n|---|--:|--:|--:|--:|--:|---|")
         for r, name in members:
             users = f"{r.get('n_users') if r.get('n_users') is not None else '-'}/{r.get('n') or 0}"
             out.append(f"| {name} | {score_text(r) or '-'} | {users} | {delta_compact(r)} | {p_text(r.get('delta_p'))} "
-                       f"| {status_text(r)} |")
+                       f"| {judge_text(r)} | {status_text(r)} |")
         out.append("")
-    return "\n".join(out) + "± : half-width of the user-clustered interval; users/n: users and instances scored.\n"
+    level = next((r["level"] for r in rows if r.get("level")), 0.95)
+    return "\n".join(out) + (f"[CI]: the two ends of the {100 * level:g}% user-clustered interval; users/n: users "
+                             "and instances scored.\n")

@@ -36,6 +36,7 @@ from perseval.setup.config import TraceSelection
 from perseval.pipeline.plan import Cell
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.core.store import StageStore
+from perseval.metrics.ci_tables import cluster_of
 
 AUTO_LIMIT = 1000  # default selection: every instance of a run below this many outputs in all its cells
 AUTO_PER_CELL = 100  # above it, the first this many instances of each cell (the same ones in every cell)
@@ -137,7 +138,8 @@ def outcomes(root: str, cell: Cell, headline_metric: str,
     for o in outputs:
         key = (o.instance_id, o.repeat)
         score = sum(values[key]) / len(values[key]) if values.get(key) else None
-        out.append(Outcome(instances[o.instance_id], o, judged.get(key, []), score, cluster.get(o.instance_id, "")))
+        inst = instances[o.instance_id]  # an instance no judge scored: its cluster all the same (one user id)
+        out.append(Outcome(inst, o, judged.get(key, []), score, cluster.get(o.instance_id) or cluster_of(inst)))
     return sorted(out, key=lambda x: (x.instance.instance_id, x.output.repeat))
 
 
@@ -296,7 +298,8 @@ def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
     tags = {"benchmark": cell.entry, "agent": cell.agent, "agent_kind": cell.run.agent.kind,
             "backbone": cell.backbone or "-", "retriever": cell.retriever, "run_key": cell.run.key,
             "cell": "/".join((cell.entry, cell.agent, cell.backbone or "-", cell.retriever)),
-            "instance_id": inst.instance_id, "user_id": inst.user_id, "group": inst.group,
+            # the user the statistics cluster on (IBA: the persona), as `samples` and the record name it
+            "instance_id": inst.instance_id, "user_id": outcome.cluster or cluster_of(inst), "group": inst.group,
             "repeat": str(outcome.output.repeat), "judges": ",".join(c.judge for c, _ in judged)}
     for c, o in judged:
         tags |= {f"score_key.{c.judge}": c.key, f"status.{c.judge}": o.status}

@@ -11,6 +11,7 @@ import sqlite3
 import tempfile
 import time
 from contextlib import closing, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ContextManager
 
@@ -25,6 +26,7 @@ from perseval.setup.config import MLflowSettings, ResolvedExperiment
 from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_gone
 from perseval.pipeline.plan import Cell
+from perseval.report.record import DIGEST_TAG
 
 MAX_PARAM = 6000
 
@@ -265,23 +267,56 @@ def describe_run(text: str) -> None:
     mlflow.set_tag(NOTE, text)
 
 
-def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> list[Any]:
-    """The parent runs that `specs` name: a run id (or its first 8+ characters) names that run; an
-    experiment name names its latest `n_latest` finished parent runs. In the order given."""
+@dataclass
+class Parents:
+    """The parent runs a view compares, oldest first, and those it left out (a re-run whose results equal the
+    run before it: the same record digest)."""
+
+    runs: list[Any]
+    skipped: list[Any]
+
+
+def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> Parents:
+    """The parent runs that `specs` name, oldest first: a run id (or its first 8+ characters) names that run;
+    an experiment name names its latest `n_latest` finished parent runs whose results differ from the run
+    before them (a cached re-run repeats them: skipped, and listed as such). A run named by id is never
+    skipped."""
     out: list[Any] = []
+    skipped: list[Any] = []
     for spec in specs:
         exp = client.get_experiment_by_name(spec)
         if exp is not None:
             runs = client.search_runs([exp.experiment_id], filter_string="attributes.status = 'FINISHED'",
-                                      order_by=["attributes.start_time DESC"], max_results=5000)
-            out += [r for r in runs if "mlflow.parentRunId" not in r.data.tags][:n_latest]
+                                      max_results=5000)
+            kept, repeats = _distinct_results(sorted((r for r in runs if "mlflow.parentRunId" not in r.data.tags),
+                                                     key=_age))
+            shown = kept[-n_latest:]
+            out += shown
+            skipped += [r for r in repeats if shown and _age(r) > _age(shown[0])]
             continue
         matches = [r for e in client.search_experiments() for r in
                    client.search_runs([e.experiment_id], max_results=5000) if r.info.run_id.startswith(spec)]
         if len(matches) != 1 or "mlflow.parentRunId" in matches[0].data.tags:
             raise ValueError(f"{spec!r} is neither an MLflow experiment nor the id of one perseval parent run")
         out.append(matches[0])
-    return list({r.info.run_id: r for r in out}.values())
+    unique = list({r.info.run_id: r for r in out}.values())
+    return Parents(sorted(unique, key=_age), skipped)
+
+
+def _age(run: Any) -> tuple[int, int]:
+    """Oldest first: by start, then by end (runs of one process share the process's start time)."""
+    return run.info.start_time or 0, run.info.end_time or 0
+
+
+def _distinct_results(runs: list[Any]) -> tuple[list[Any], list[Any]]:
+    """(runs kept, runs skipped) of `runs` (oldest first): a run whose record digest equals the last kept
+    run's repeats its results (a cached re-run) and is skipped; a run logged before records is kept."""
+    kept: list[Any] = []
+    repeats: list[Any] = []
+    for r in runs:
+        digest = r.data.tags.get(DIGEST_TAG)
+        (repeats if kept and digest and kept[-1].data.tags.get(DIGEST_TAG) == digest else kept).append(r)
+    return kept, repeats
 
 
 COST_METRICS = ("tokens_in", "tokens_out", "cost_usd")  # what `perseval compare --cost` shows (totals: perseval.pipeline.cost)

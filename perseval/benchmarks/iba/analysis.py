@@ -21,8 +21,8 @@ from typing import Any, TYPE_CHECKING
 import pandas as pd
 from pydantic import Field
 
-from perseval.benchmarks.iba.analysis_ci import (ablation_pairs, paired_table, retriever_base, retriever_pairs,
-                                                 retriever_swap_by_domain, table4_ci, table9_mean_std)
+from perseval.benchmarks.iba.analysis_ci import (ablation_pairs, by_preferences_ci, paired_table, retriever_base,
+                                                 retriever_pairs, retriever_swap_by_domain, table4_ci, table9_mean_std)
 from perseval.benchmarks.iba.analysis_frame import OVERALL, UNSCORED, Prepared, prepare
 from perseval.benchmarks.iba.analysis_slices import by_evidence, by_preferences, qa_vs_task, static_vs_dynamic
 from perseval.benchmarks.iba.analysis_tables import (ablation_table, default_base, domain_table, repeat_std_table,
@@ -120,6 +120,7 @@ def slice_tables(prep: Prepared, params: dict[str, Any]) -> Result:
     window = int(params.get("preference_window", 2))
     optional = {"by_evidence": by_evidence(prep.task, prep.order, cap),
                 "by_preferences": by_preferences(prep.task, prep.order, window, cap),
+                "by_preferences_ci": by_preferences_ci(prep.task, window, cap),
                 "static_vs_dynamic": static_vs_dynamic(prep.task, prep.order),
                 "qa_vs_task": qa_vs_task(prep.task, prep.qa, prep.order)}
     return {k: v for k, v in optional.items() if v is not None}
@@ -129,12 +130,13 @@ def _scores_only(table: pd.DataFrame) -> pd.DataFrame:
     return table.drop(columns=[c for c in ("n", UNSCORED, OVERALL) if c in table.columns])
 
 
-def _bounds(ci: pd.DataFrame | None, like: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """(low, high) frames shaped like `like` (systems x domains) from a long interval table."""
+def _bounds(ci: pd.DataFrame | None, like: pd.DataFrame,
+            column: str = "domain") -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """(low, high) frames shaped like `like` (systems x `column`'s values) from a long interval table."""
     if ci is None or ci.empty:
         return None
     long = ci.reset_index()
-    low, high = (long.pivot_table(index="system", columns="domain", values=v, aggfunc="first", dropna=False)
+    low, high = (long.pivot_table(index="system", columns=column, values=v, aggfunc="first", dropna=False)
                  .reindex(index=like.index, columns=like.columns) for v in ("ci_low", "ci_high"))
     return low, high
 
@@ -150,9 +152,10 @@ def figures(tables: Result) -> Result:
         out["fig_by_evidence"] = line_figure(_scores_only(tables["by_evidence"]),
                                              "Score by number of evidence items", "Evidence items")
     if "by_preferences" in tables:
-        out["fig_by_preferences"] = line_figure(_scores_only(tables["by_preferences"]),
-                                                "Score by number of preferences (sliding window)",
-                                                "Preferences (window)")
+        windows = _scores_only(tables["by_preferences"])
+        out["fig_by_preferences"] = line_figure(windows, "Score by number of preferences (sliding window; 95% "
+                                                "intervals over users)", "Preferences (window)",
+                                                errors=_bounds(tables.get("by_preferences_ci"), windows, "window"))
     if "static_vs_dynamic" in tables:
         out["fig_static_vs_dynamic"] = grouped_bars(tables["static_vs_dynamic"][["Static", "Dynamic"]].T,
                                                     "Static vs dynamic preferences", "System")

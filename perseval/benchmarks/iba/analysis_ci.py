@@ -35,6 +35,20 @@ def table4_ci(task: pd.DataFrame, order: list[str], statistics: StatisticsSettin
     return long.sort_values(["_s", "_d"]).drop(columns=["_s", "_d"]).set_index("system")
 
 
+def by_preferences_ci(task: pd.DataFrame, w: int = 2, cap: int = 5,
+                      statistics: StatisticsSettings | None = None) -> pd.DataFrame | None:
+    """Long form of the sliding-window preference table with intervals: system, window (its label), mean,
+    ci_low, ci_high, ... (the error bars of fig_by_preferences)."""
+    from perseval.benchmarks.iba.analysis_slices import in_windows, window_label
+
+    rows = task.dropna(subset=["n_constraints"])
+    if rows.empty:
+        return None
+    copies, _ = in_windows(rows.assign(n=rows["n_constraints"].astype(int).clip(upper=cap)), w)
+    long = ci_long(system_instances(copies, by=("window",)), ["system", "window"], statistics)
+    return long.assign(window=[window_label(int(k), w, cap) for k in long["window"]]).set_index("system")
+
+
 def paired_table(task: pd.DataFrame, pairs: list[tuple[str, str]],
                  statistics: StatisticsSettings | None = None) -> pd.DataFrame | None:
     """One row per (system, against): the Overall difference with its paired interval, Holm-corrected p

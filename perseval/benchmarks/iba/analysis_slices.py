@@ -39,6 +39,14 @@ def window_label(k: int, w: int, cap: int) -> str:
     return count_label(k, cap) if w == 1 else f"{count_label(k, cap)}-{count_label(k + w - 1, cap)}"
 
 
+def in_windows(rows: pd.DataFrame, w: int) -> tuple[pd.DataFrame, list[int]]:
+    """Each row (with its capped count `n`) once per sliding window it falls in (`window`: the window's
+    start; a count n belongs to the windows that start at n-w+1 .. n), and the windows' starts."""
+    starts = window_starts(rows["n"], w)
+    copies = pd.concat([rows.assign(window=rows["n"] - offset) for offset in range(w)], ignore_index=True)
+    return copies[copies["window"].isin(starts)], starts
+
+
 def by_preferences(task: pd.DataFrame, order: list[str], w: int = 2, cap: int = 5) -> pd.DataFrame | None:
     """Score vs number of preferences (n_constraints), smoothed by a sliding window of width w.
 
@@ -53,11 +61,7 @@ def by_preferences(task: pd.DataFrame, order: list[str], w: int = 2, cap: int = 
     if rows.empty:
         return None
     rows = rows.assign(n=rows["n_constraints"].astype(int).clip(upper=cap))
-    inst = instance_means(rows, by=["n"])
-    starts = window_starts(inst["n"], w)
-    # an instance with count n belongs to the windows that start at n-w+1 .. n
-    copies = pd.concat([inst.assign(window=inst["n"] - offset) for offset in range(w)], ignore_index=True)
-    copies = copies[copies["window"].isin(starts)]
+    copies, starts = in_windows(instance_means(rows, by=["n"]), w)
     table = headline(copies, "window", order, columns=starts)
     table.columns = [window_label(int(k), w, cap) for k in table.columns]
     table[UNSCORED] = unscored_count(rows, order)

@@ -5,7 +5,7 @@ pyplot's global registry: a Figure is freed with its last reference and needs no
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -52,15 +52,27 @@ def _finish(ax: Axes, title: str, xlabel: str, ylabel: str, n_series: int) -> No
         ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2, frameon=False)
 
 
-def line_figure(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCORE_LABEL) -> Figure:
-    """One line per row of `table` (a system), x = its columns in order."""
+def line_figure(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCORE_LABEL,
+                errors: tuple[pd.DataFrame, pd.DataFrame] | None = None) -> Figure:
+    """One line per row of `table` (a system), x = its columns in order; `errors`: (low, high) interval
+    bounds shaped like `table`, drawn as error bars (none where a bound is missing)."""
     fig, ax = _figure(len(table.columns), len(table))
     x = np.arange(len(table.columns))
     for i, (name, row) in enumerate(table.iterrows()):  # a handful of systems, not data rows
-        ax.plot(x, row.to_numpy(dtype=float), marker="o", label=str(name), color=_color(i, len(table)))
+        values = row.to_numpy(dtype=float)
+        ax.plot(x, values, marker="o", label=str(name), color=_color(i, len(table)))
+        if errors is not None:
+            ax.errorbar(x, values, yerr=_yerr(values, errors, name), fmt="none", ecolor=_color(i, len(table)),
+                        capsize=2, elinewidth=0.8)
     _xticks(ax, x, table.columns)
     _finish(ax, title, xlabel, ylabel, len(table))
     return fig
+
+
+def _yerr(values: np.ndarray, errors: tuple[pd.DataFrame, pd.DataFrame], name: Any) -> np.ndarray:
+    """The (below, above) error bar lengths of one row from its interval bounds (0 where a bound is missing)."""
+    low, high = (e.loc[name].to_numpy(dtype=float) for e in errors)
+    return np.nan_to_num(np.vstack([values - low, high - values]), nan=0.0).clip(min=0)
 
 
 def grouped_bars(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCORE_LABEL,
@@ -73,10 +85,7 @@ def grouped_bars(table: pd.DataFrame, title: str, xlabel: str, ylabel: str = SCO
     for i, (name, row) in enumerate(table.iterrows()):
         offset = (i - (len(table) - 1) / 2) * width
         values = row.to_numpy(dtype=float)
-        yerr = None
-        if errors is not None:
-            low, high = (e.loc[name].to_numpy(dtype=float) for e in errors)
-            yerr = np.nan_to_num(np.vstack([values - low, high - values]), nan=0.0).clip(min=0)
+        yerr = _yerr(values, errors, name) if errors is not None else None
         ax.bar(x + offset, values, width, label=str(name), color=_color(i, len(table)), yerr=yerr,
                capsize=2 if yerr is not None else 0, error_kw={"elinewidth": 0.8})
     _xticks(ax, x, table.columns)
