@@ -130,7 +130,8 @@ def run(config: Path = CONFIG,
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
     console.print(f"stage seconds: {summary['timings']}")
-    console.print(f"LLM requests sent this run: {summary['llm_requests']} {summary['requests']}")
+    console.print(f"LLM requests sent this run: {summary['llm_requests']} ({summary['llm_distinct_requests']} "
+                  f"distinct) {summary['requests']}")
     console.print(f"MLflow run id: [bold]{summary['mlflow_run_id']}[/bold] (experiment "
                   f"'{summary['experiment']}'); open the UI with: perseval ui")
     if own_prefect:
