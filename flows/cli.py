@@ -17,7 +17,8 @@ from flows.env import apply_offline_env
 EXIT_CODES = ("Exit codes: 0 done; 2 bad input (a file, row or key is named; nothing was started); 3 incomplete "
               "(some outputs or judgments failed and are left out of the scores; the same command redoes only "
               "those); 4 late failure (the run stopped after start-up; finished outputs are kept and the same "
-              "command resumes).")
+              "command resumes); 130 interrupted (Ctrl-C: stopped at once, nothing sent after it, finished "
+              "outputs and answers kept; the same command resumes).")
 app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES,
                   help="Evaluate how well LLM agents personalize (IBA-Bench, Bespoke, APeB).")
 CONFIG = typer.Argument(..., exists=True, dir_okay=False, metavar="CONFIG", help="experiment YAML")
@@ -169,10 +170,12 @@ def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any)
     """The evaluate flow (whole, or stopped early by `kwargs`), with run's failure handling: a bad input found
     late is exit 2; a server, the disk, Prefect or Dask failing says what, what is kept and how to resume."""
     from perseval.core.errors import ConfigError, InputError
+    from flows.interrupt import stop_on_interrupt
 
     _quiet_prefect_console()
+    root = Path(output_root or exp.experiment.output_root).resolve()
     try:
-        with _prefect_for(exp.experiment.output_root, output_root):
+        with stop_on_interrupt(root, sys.argv[1:]), _prefect_for(exp.experiment.output_root, output_root):
             from flows.runtime import run_experiment
 
             return run_experiment(exp, output_root=output_root, **kwargs)  # the experiment resolved once, above
@@ -180,7 +183,7 @@ def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any)
         _error(exc)
         raise typer.Exit(2)
     except Exception as exc:
-        _late_failure(exc, Path(output_root or exp.experiment.output_root).resolve())
+        _late_failure(exc, root)
 
 
 def _quiet_prefect_console() -> None:
@@ -216,7 +219,10 @@ def _load_or_exit(config: Path) -> "Any":
     from perseval.setup.experiment import load_experiment, source_problems
     from perseval.pipeline.plan import make_plan
 
+    from flows.prefect_server import idle_seconds
+
     try:
+        idle_seconds()  # the environment's setting too: a bad one stops here, not after the run
         exp = load_experiment(config)
         plan = make_plan(exp)
     except PersevalError as exc:

@@ -13,6 +13,7 @@ long. PERSEVAL_PREFECT_IDLE_S=0 stops it with the run, as before.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from typing import Any, Callable, Iterator
 import httpx
 from filelock import FileLock
 
+from perseval.core.errors import ConfigError
 from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
 from perseval.llm.guard import alive
 
@@ -82,13 +84,20 @@ def wait_ready() -> None:
 
 
 def idle_seconds() -> float:
-    """How long a kept server waits for the next run (PERSEVAL_PREFECT_IDLE_S; 0: stop with the run)."""
-    raw = os.environ.get(IDLE_ENV, "")
+    """How long a kept server waits for the next run (PERSEVAL_PREFECT_IDLE_S; 0: stop with the run); a value
+    that is no finite number of seconds >= 0 is a ConfigError (exit 2), asked before anything starts."""
+    raw = os.environ.get(IDLE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IDLE_S
     try:
-        return max(0.0, float(raw)) if raw else DEFAULT_IDLE_S
+        idle = float(raw)
     except ValueError:
-        raise SystemExit(f"{IDLE_ENV}={raw!r}: write the seconds a kept Prefect server waits for the next run "
-                         "(0 stops it with the run)") from None
+        idle = math.nan
+    if not (math.isfinite(idle) and idle >= 0):  # -1 meant 0 and inf kept the server forever
+        raise ConfigError(f"${IDLE_ENV}={raw!r}: allowed is a finite number of seconds >= 0, how long a kept "
+                          f"local Prefect server waits for the next run (0 stops it with the run; unset: "
+                          f"{DEFAULT_IDLE_S:.0f})")
+    return idle
 
 
 def _home() -> str:

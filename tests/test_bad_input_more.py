@@ -553,19 +553,26 @@ def test_an_endpoint_nothing_answers_at_stops_the_start_naming_the_yaml_and_the_
     assert "Connection refused" in line and "check the URL" in line, line
 
 
-@pytest.mark.integration
-def test_a_run_on_an_endpoint_nothing_answers_at_stops_at_start_with_exit_4(tmp_path, configs, prefect_api):
-    """Before, every row failed and the run ended exit 3; now the start's probe stops it: exit 4, its one
-    line naming the deployment YAML and the URL, and nothing was built or run. (The endpoint writes the IBA
-    data here, so it is the first deployment the run starts: no Dask cluster is started before it.)"""
-    path = remote(base_url=DEAD_URL)(configs, _experiment(configs, tmp_path / "out"), tmp_path)
+def run_on_endpoint(url: str, tmp_path: Path, configs: Path, prefect_api: str
+                    ) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`perseval run` of an experiment whose IBA data an openai deployment at `url` writes (so it is the first
+    deployment the run starts): the finished process and its `error: ` lines."""
+    path = remote(base_url=url)(configs, _experiment(configs, tmp_path / "out"), tmp_path)
     writers = {f"{role}_model": "remote-openai" for role in ("user", "assistant", "task")}
     _edit(path, lambda e: e["benchmarks"][0].update(params={"construction": {"mode": "llm", **writers}}))
     done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(path), "--quiet"], capture_output=True,
                           text=True, timeout=300, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api,
                                "OPENAI_API_KEY": KEY})
-    errors = [line for line in done.stdout.splitlines() if line.startswith("error: ")]
+    return done, [line for line in done.stdout.splitlines() if line.startswith("error: ")]
+
+
+@pytest.mark.integration
+def test_a_run_on_an_endpoint_nothing_answers_at_stops_at_start_with_exit_4(tmp_path, configs, prefect_api):
+    """Before, every row failed and the run ended exit 3; now the start's probe stops it: exit 4, its one
+    line naming the deployment YAML and the URL, and nothing was built or run. (The endpoint writes the IBA
+    data here, so it is the first deployment the run starts: no Dask cluster is started before it.)"""
+    done, errors = run_on_endpoint(DEAD_URL, tmp_path, configs, prefect_api)
     assert done.returncode == 4 and len(errors) == 1, done.stdout + done.stderr
     assert errors[0].startswith("error: run stopped: model remote-openai (openai deployment openai-api): "), errors
     assert f"{configs / 'deployments' / 'openai-api.yaml'}: key 'base_url': nothing answers at {DEAD_URL}" in errors[0]
