@@ -8,7 +8,8 @@ The server is kept after the run for PERSEVAL_PREFECT_IDLE_S seconds (default
 root reuses it: starting one takes 6.6 s on a quiet 2-core machine, most of a
 cached re-run. Each run holds a lease (a file named by its pid) while it uses
 the server; the server's guard stops it once no lease has been held for that
-long. PERSEVAL_PREFECT_IDLE_S=0 stops it with the run, as before.
+long. PERSEVAL_PREFECT_IDLE_S=0 stops it with the run, as before. The server dies with its guard (a
+parent-death signal), and a record whose guard is gone has what it left stopped and is dropped.
 """
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from urllib.parse import urlparse
 
 import httpx
+import psutil
 from filelock import FileLock
 
 from perseval.core.errors import ConfigError
@@ -111,7 +114,11 @@ def kept_server(record: Path) -> dict | None:
         info = json.loads(record.read_text())
     except (OSError, ValueError):
         return None
-    if info.get("home") != _home() or not alive(int(info.get("pid", 0))):
+    if not alive(int(info.get("pid", 0))):  # its guard is gone: what it left is stopped, the record dropped
+        stop_leftover(info)
+        record.unlink(missing_ok=True)
+        return None
+    if info.get("home") != _home():
         return None
     try:
         httpx.get(info["api"] + "/health", timeout=1.0)
@@ -119,6 +126,29 @@ def kept_server(record: Path) -> dict | None:
         if not Path(info.get("log", "")).is_file():
             return None
     return info
+
+
+def stop_leftover(info: dict) -> list[int]:
+    """Stop the server a record names whose guard is gone (killed before servers died with their guard, or
+    where no parent-death signal exists), so a run does not start another beside it. Only a process that is
+    that server is stopped: in the dead guard's process group (it led one) and running the recorded port's
+    `prefect server start`. Returns the pids stopped."""
+    group, port = int(info.get("pid", 0)), urlparse(str(info.get("api", ""))).port
+    if group <= 0 or port is None:
+        return []
+    tail = prefect_server_command(port)[1:]  # the interpreter may be another environment's
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if (proc.info["cmdline"] or [])[-len(tail):] == tail and os.getpgid(proc.pid) == group:
+                proc.terminate()
+                found.append(proc)
+        except (psutil.Error, ProcessLookupError):
+            continue
+    _, left = psutil.wait_procs(found, timeout=10)
+    for proc in left:
+        proc.kill()
+    return [p.pid for p in found]
 
 
 @contextmanager
