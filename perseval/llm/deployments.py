@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import httpx
+import psutil
 
 from perseval.setup.config import DeploymentConfig, ModelConfig
 from perseval.core.errors import DeploymentError
-from perseval.llm.embedded import HOST, embedded_command, serving
+from perseval.llm.embedded import HOST, cores, embedded_command, serving
 from perseval.llm.endpoint import Endpoint, ServerExited
 from perseval.llm.identity import identity_label, resolve_gguf
 from perseval.llm.probe import probe
@@ -168,6 +169,49 @@ def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:
         pass
 
 
+EMBEDDED_SERVERS = ("llama-server", "llama_cpp.server")  # in the command line of an embedded model server
+BUSY_SAMPLE_S, BUSY_SHARE = 0.3, 0.1  # a tenth of a core over the sample is busy (an idle server uses none)
+
+
+def busy_co_tenants() -> list[tuple[int, float]]:
+    """(pid, share of a core) of the embedded model servers of other perseval runs that are computing now: a
+    llama-server (or llama-cpp-python's server) given a model alias, as perseval starts them, that is not this
+    process's own. Sampled over BUSY_SAMPLE_S."""
+    own = {p.pid for p in psutil.Process().children(recursive=True)}
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if proc.pid in own or not any(a in cmd for a in ("--alias", "--model_alias")) or \
+                not any(Path(c).name == "llama-server" or c == "llama_cpp.server" for c in cmd[:3]):
+            continue
+        try:
+            found.append((proc, sum(proc.cpu_times()[:2])))
+        except psutil.Error:
+            continue
+    if not found:
+        return []
+    time.sleep(BUSY_SAMPLE_S)
+    busy = []
+    for proc, before in found:
+        try:
+            share = (sum(proc.cpu_times()[:2]) - before) / BUSY_SAMPLE_S
+        except psutil.Error:
+            continue
+        if share >= BUSY_SHARE:
+            busy.append((proc.pid, round(share, 2)))
+    return busy
+
+
+def say_co_tenants() -> None:
+    """One line when other runs' model servers are computing on this machine: this run's server will share the
+    cores with them, and its speed is not the machine's."""
+    busy = busy_co_tenants()
+    if busy:
+        what = ", ".join(f"pid {pid} at {share:.0%} of a core" for pid, share in busy)
+        log.warning("%d other perseval model server(s) busy on this machine (%s): this run's embedded server "
+                    "shares the %d core(s) with them and runs slower than alone", len(busy), what, cores())
+
+
 class Deployment:
     """A model made live by a deployment. Use as a context manager, or call start()/stop()."""
 
@@ -208,6 +252,8 @@ class Deployment:
             probe(endpoint, f"model {self.model.name} (openai deployment {cfg.name})")
             self.endpoint = endpoint
             return self.endpoint
+        if cfg.kind == "embedded":
+            say_co_tenants()
         port = free_port()
         self.log_path = self.log_dir / f"{self.model.name}-{port}.log"
         self.exit_file = self.log_path.with_suffix(".exited")
