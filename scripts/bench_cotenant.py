@@ -10,8 +10,9 @@ Per configuration: per-server tok/s (min/median/max over servers and repetitions
 OpenMP's default.
 
 Settings: `default` (OpenMP's own wait: spin, then sleep), `passive` (OMP_WAIT_POLICY=PASSIVE: sleep at
-once), `spin10k` (GOMP_SPINCOUNT=10000: a short spin, then sleep), `free-cores` (default wait, each server on
-cores // N threads, the cores left to it).
+once), `spin10k` and `spin1k` (GOMP_SPINCOUNT=10000 or 1000: a short spin, then sleep), `free-cores` (default
+wait, each server on cores // N threads, the cores left to it), `rule` (what perseval starts by itself:
+perseval.llm.deployments.shared_machine_env, PASSIVE on a shared machine).
 
     python scripts/bench_cotenant.py --reps 5 --json cotenant.json
 """
@@ -36,12 +37,15 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from perseval.setup.config import DeploymentConfig, ModelConfig  # noqa: E402
+from perseval.llm import deployments  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
 from perseval.llm.embedded import cores  # noqa: E402
 
 SETTINGS: dict[str, dict[str, str]] = {"default": {}, "passive": {"OMP_WAIT_POLICY": "PASSIVE"},
-                                       "spin10k": {"GOMP_SPINCOUNT": "10000"}, "free-cores": {}}
-OMP_VARS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+                                       "spin10k": {"GOMP_SPINCOUNT": "10000"}, "spin1k": {"GOMP_SPINCOUNT": "1000"},
+                                       "free-cores": {}, "rule": {}}
+SHIPPED_RULE = deployments.shared_machine_env
+OMP_VARS = deployments.OMP_SETTINGS
 # a fixed prompt of a few hundred tokens and a fixed answer length: the same work for every server
 PROMPT = ("Here are a user's notes on planning a week. " + "Mondays start with a run, then email; Tuesday "
           "afternoons are for reading papers; Wednesdays hold team meetings and a long lunch; Thursday is "
@@ -67,6 +71,8 @@ def one_config(setting: str, n: int, reps: int, log_dir: Path) -> dict[str, Any]
     if setting == "free-cores":
         fields["n_threads"] = max(1, cores() // n)
     dep = DeploymentConfig(**fields)
+    # each setting as named; `rule`: what perseval chooses by itself (shared_machine_env)
+    deployments.shared_machine_env = SHIPPED_RULE if setting == "rule" else (lambda env: {})
     saved = {k: os.environ.pop(k, None) for k in OMP_VARS}
     os.environ.update(SETTINGS[setting])
     try:

@@ -1,5 +1,6 @@
-"""A run that finds another perseval model server computing on the machine says so in one line (issue 45,
-item 3): real processes whose command lines read as an embedded server's, one spinning, one asleep."""
+"""A run that finds another perseval model server computing on the machine says so in one line and starts its
+own with OMP_WAIT_POLICY=PASSIVE, unless the caller chose an OpenMP wait (issue 45, item 3): real processes
+whose command lines read as an embedded server's, one spinning, one asleep."""
 from __future__ import annotations
 
 import logging
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from perseval.llm.deployments import BUSY_SHARE, busy_co_tenants, say_co_tenants
+from perseval.llm.deployments import BUSY_SHARE, busy_co_tenants, shared_machine_env
 
 
 def _fake_server(tmp_path, code: str) -> int:
@@ -25,7 +26,7 @@ def _fake_server(tmp_path, code: str) -> int:
     return int(launcher.stdout)
 
 
-def test_a_busy_co_tenant_server_is_said_in_one_line_and_an_idle_one_is_not(tmp_path, caplog):
+def test_a_busy_co_tenant_server_is_said_and_makes_the_new_server_passive(tmp_path, caplog):
     busy = _fake_server(tmp_path, "while True: pass")
     idle = _fake_server(tmp_path, "import time; time.sleep(60)")
     try:
@@ -33,9 +34,11 @@ def test_a_busy_co_tenant_server_is_said_in_one_line_and_an_idle_one_is_not(tmp_
         found = dict(busy_co_tenants())
         assert busy in found and found[busy] >= BUSY_SHARE and idle not in found
         with caplog.at_level(logging.WARNING, logger="perseval.deployments"):
-            say_co_tenants()
-        lines = [r.getMessage() for r in caplog.records if "busy on this machine" in r.getMessage()]
-        assert len(lines) == 1 and f"pid {busy}" in lines[0] and f"pid {idle}" not in lines[0], lines
+            assert shared_machine_env({}) == {"OMP_WAIT_POLICY": "PASSIVE"}
+            assert shared_machine_env({"GOMP_SPINCOUNT": "1000"}) == {}  # the caller's choice stands
+        lines = [r.getMessage() for r in caplog.records if "this machine is shared" in r.getMessage()]
+        assert len(lines) == 2 and all(f"pid {busy}" in line and f"pid {idle}" not in line for line in lines), lines
+        assert lines[0].endswith("with OMP_WAIT_POLICY=PASSIVE") and "PASSIVE" not in lines[1], lines
     finally:
         for pid in (busy, idle):
             os.kill(pid, signal.SIGKILL)
