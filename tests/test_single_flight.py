@@ -8,15 +8,23 @@ import asyncio
 import collections
 import json
 import multiprocessing
+import os
+import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
+import yaml
 
 from perseval.setup.config import Sampling
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 
+from tests.conftest import CONFIGS, REPO
 from tests.http_stub import JsonHandler, completion, serve
 
 QUESTIONS = ["Which gift suits Ana?", "Plan my week.", "Suggest a restaurant."]
@@ -135,3 +143,22 @@ def test_identical_requests_from_two_processes_are_sent_once(tmp_path):
     assert sum(o["sent"] for o in outs) == len(QUESTIONS)
     log = RequestCache(cache)
     assert sum(log.request_counts("r")["agent"].values()) == log.distinct_keys("r") == len(QUESTIONS)
+
+
+@pytest.mark.integration
+def test_a_prefeval_run_of_three_forms_sends_each_distinct_request_once(tmp_path):
+    """PrefEval's explicit and implicit forms ask the same questions: a real run (the CPU config on one
+    preference) sends each distinct request once, agents and judge alike."""
+    shutil.copytree(CONFIGS, tmp_path / "configs")
+    exp = yaml.safe_load((CONFIGS / "experiments" / "prefeval_cpu.yaml").read_text())
+    exp["benchmarks"][0]["source"] = str(REPO / "tests" / "data" / "prefeval")
+    (tmp_path / "configs" / "experiments" / "prefeval_cpu.yaml").write_text(yaml.safe_dump(exp))
+    summary = tmp_path / "summary.json"
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/prefeval_cpu.yaml",
+                           "--sample", "1", "--output-root", str(tmp_path / "runs"), "--summary-json", str(summary),
+                           "--quiet"], cwd=tmp_path, capture_output=True, text=True, timeout=1500,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "PERSEVAL_PREFECT_IDLE_S": "0"})
+    assert done.returncode in (0, 3), done.stdout + done.stderr
+    out = json.loads(summary.read_text())
+    assert out["llm_requests"] > 0 and out["llm_requests"] == out["llm_distinct_requests"], out["requests"]
+    assert f"({out['llm_distinct_requests']} distinct)" in done.stdout
