@@ -18,7 +18,8 @@ EXIT_CODES = ("Exit codes: 0 done; 2 bad input (a file, row or key is named; not
               "(some outputs or judgments failed and are left out of the scores; the same command redoes only "
               "those); 4 late failure (the run stopped after start-up; finished outputs are kept and the same "
               "command resumes); 5 no score (some benchmark produced no score in any cell: every verdict unscored, "
-              "or nothing to judge; the last line names it).")
+              "or nothing to judge; the last line names it); 130 interrupted (Ctrl-C: stopped at once, nothing "
+              "sent after it, finished outputs and answers kept; the same command resumes).")
 
 
 def _benchmarks_help() -> str:
@@ -191,7 +192,8 @@ def run(config: Path = CONFIG,
                   "this run reused its cached outputs)" if record.computed_by != record.run_id else ""),
                   highlight=False, soft_wrap=True)
     console.print(stage_line(summary["timings"]), highlight=False)
-    console.print(f"LLM requests sent this run: {summary['llm_requests']} {summary['requests']}")
+    console.print(f"LLM requests sent this run: {summary['llm_requests']} ({summary['llm_distinct_requests']} "
+                  f"distinct) {summary['requests']}")
     console.print(f"MLflow run id: [bold]{summary['mlflow_run_id']}[/bold] (experiment "
                   f"'{summary['experiment']}'); open the UI with: perseval ui")
     if own_prefect:
@@ -242,10 +244,12 @@ def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any)
     """The evaluate flow (whole, or stopped early by `kwargs`), with run's failure handling: a bad input found
     late is exit 2; a server, the disk, Prefect or Dask failing says what, what is kept and how to resume."""
     from perseval.core.errors import ConfigError, InputError
+    from flows.interrupt import stop_on_interrupt
 
     _quiet_prefect_console()
+    root = Path(output_root or exp.experiment.output_root).resolve()
     try:
-        with _prefect_for(exp.experiment.output_root, output_root):
+        with stop_on_interrupt(root, sys.argv[1:]), _prefect_for(exp.experiment.output_root, output_root):
             from flows.runtime import run_experiment
 
             return run_experiment(exp, output_root=output_root, **kwargs)  # the experiment resolved once, above
@@ -253,7 +257,7 @@ def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any)
         _error(exc)
         raise typer.Exit(2)
     except Exception as exc:
-        _late_failure(exc, Path(output_root or exp.experiment.output_root).resolve())
+        _late_failure(exc, root)
 
 
 def _quiet_prefect_console() -> None:
@@ -289,7 +293,10 @@ def _load_or_exit(config: Path) -> "Any":
     from perseval.setup.experiment import load_experiment, source_problems
     from perseval.pipeline.plan import make_plan
 
+    from flows.prefect_server import idle_seconds
+
     try:
+        idle_seconds()  # the environment's setting too: a bad one stops here, not after the run
         exp = load_experiment(config)
         plan = make_plan(exp)
     except PersevalError as exc:

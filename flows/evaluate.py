@@ -127,6 +127,7 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
 
     requests = held_cache.request_counts(rt.run_id)
     n_requests = sum(n for by_status in requests.values() for n in by_status.values())
+    distinct = held_cache.distinct_keys(rt.run_id)  # == n_requests when nothing was sent twice
     t0 = time.monotonic()
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
@@ -135,7 +136,7 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
     parent = track(exp, plan, root, scores, analyses, stats, costs, rows, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
-            "headline": rows, "timings": timings,
+            "llm_distinct_requests": distinct, "headline": rows, "timings": timings,
             "cost": costs.summary(plan),
             "analyses": {u.data.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},

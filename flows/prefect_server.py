@@ -8,11 +8,13 @@ The server is kept after the run for PERSEVAL_PREFECT_IDLE_S seconds (default
 root reuses it: starting one takes 6.6 s on a quiet 2-core machine, most of a
 cached re-run. Each run holds a lease (a file named by its pid) while it uses
 the server; the server's guard stops it once no lease has been held for that
-long. PERSEVAL_PREFECT_IDLE_S=0 stops it with the run, as before.
+long. PERSEVAL_PREFECT_IDLE_S=0 stops it with the run, as before. The server dies with its guard (a
+parent-death signal), and a record whose guard is gone has what it left stopped and is dropped.
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -20,10 +22,13 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from urllib.parse import urlparse
 
 import httpx
+import psutil
 from filelock import FileLock
 
+from perseval.core.errors import ConfigError
 from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
 from perseval.llm.guard import alive
 
@@ -82,13 +87,20 @@ def wait_ready() -> None:
 
 
 def idle_seconds() -> float:
-    """How long a kept server waits for the next run (PERSEVAL_PREFECT_IDLE_S; 0: stop with the run)."""
-    raw = os.environ.get(IDLE_ENV, "")
+    """How long a kept server waits for the next run (PERSEVAL_PREFECT_IDLE_S; 0: stop with the run); a value
+    that is no finite number of seconds >= 0 is a ConfigError (exit 2), asked before anything starts."""
+    raw = os.environ.get(IDLE_ENV, "").strip()
+    if not raw:
+        return DEFAULT_IDLE_S
     try:
-        return max(0.0, float(raw)) if raw else DEFAULT_IDLE_S
+        idle = float(raw)
     except ValueError:
-        raise SystemExit(f"{IDLE_ENV}={raw!r}: write the seconds a kept Prefect server waits for the next run "
-                         "(0 stops it with the run)") from None
+        idle = math.nan
+    if not (math.isfinite(idle) and idle >= 0):  # -1 meant 0 and inf kept the server forever
+        raise ConfigError(f"${IDLE_ENV}={raw!r}: allowed is a finite number of seconds >= 0, how long a kept "
+                          f"local Prefect server waits for the next run (0 stops it with the run; unset: "
+                          f"{DEFAULT_IDLE_S:.0f})")
+    return idle
 
 
 def _home() -> str:
@@ -102,7 +114,11 @@ def kept_server(record: Path) -> dict | None:
         info = json.loads(record.read_text())
     except (OSError, ValueError):
         return None
-    if info.get("home") != _home() or not alive(int(info.get("pid", 0))):
+    if not alive(int(info.get("pid", 0))):  # its guard is gone: what it left is stopped, the record dropped
+        stop_leftover(info)
+        record.unlink(missing_ok=True)
+        return None
+    if info.get("home") != _home():
         return None
     try:
         httpx.get(info["api"] + "/health", timeout=1.0)
@@ -110,6 +126,29 @@ def kept_server(record: Path) -> dict | None:
         if not Path(info.get("log", "")).is_file():
             return None
     return info
+
+
+def stop_leftover(info: dict) -> list[int]:
+    """Stop the server a record names whose guard is gone (killed before servers died with their guard, or
+    where no parent-death signal exists), so a run does not start another beside it. Only a process that is
+    that server is stopped: in the dead guard's process group (it led one) and running the recorded port's
+    `prefect server start`. Returns the pids stopped."""
+    group, port = int(info.get("pid", 0)), urlparse(str(info.get("api", ""))).port
+    if group <= 0 or port is None:
+        return []
+    tail = prefect_server_command(port)[1:]  # the interpreter may be another environment's
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if (proc.info["cmdline"] or [])[-len(tail):] == tail and os.getpgid(proc.pid) == group:
+                proc.terminate()
+                found.append(proc)
+        except (psutil.Error, ProcessLookupError):
+            continue
+    _, left = psutil.wait_procs(found, timeout=10)
+    for proc in left:
+        proc.kill()
+    return [p.pid for p in found]
 
 
 @contextmanager

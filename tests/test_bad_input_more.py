@@ -52,6 +52,10 @@ Issue 35 (a careless user's inputs; the first was destructive: `run` renamed the
 | 38 | an agent named `../agents/iba-no-history`          | validate      | experiment, `benchmarks.0.agents`, plain name   |
 | 39 | a backbone named `sub/smollm2-135m`                | validate      | experiment, `backbones`, plain name             |
 | 40 | an openai `base_url` nothing answers at (exit 3)    | start (probe) | deployment YAML, `base_url`, the URL; exit 4    |
+| 41 | a `base_url` that takes TCP, speaks no HTTP (exit 3) | start (probe) | deployment YAML, `base_url`, not HTTP; exit 4   |
+| 42 | `PERSEVAL_PREFECT_IDLE_S=-1`, `-0.5` (meant 0)      | validate, run | the variable, a finite number >= 0; exit 2      |
+| 43 | `PERSEVAL_PREFECT_IDLE_S=inf` (kept forever), `nan` | validate, run | the variable, a finite number >= 0; exit 2      |
+| 44 | `PERSEVAL_PREFECT_IDLE_S=abc` (exit 1)              | validate, run | the variable, a finite number >= 0; exit 2      |
 
 Issue 45 (misleading or silent before):
 
@@ -79,8 +83,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
@@ -92,6 +99,7 @@ from typer.testing import CliRunner
 import flows.cli
 from flows.cli import _redo_hint, app
 from flows.failure import failure_report, what_failed
+from flows.prefect_server import IDLE_ENV
 from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
 from perseval.setup.experiment import load_experiment
 from perseval.core.errors import DeploymentError, EndpointRefused
@@ -624,19 +632,26 @@ def test_an_endpoint_nothing_answers_at_stops_the_start_naming_the_yaml_and_the_
     assert "Connection refused" in line and "check the URL" in line, line
 
 
-@pytest.mark.integration
-def test_a_run_on_an_endpoint_nothing_answers_at_stops_at_start_with_exit_4(tmp_path, configs, prefect_api):
-    """Before, every row failed and the run ended exit 3; now the start's probe stops it: exit 4, its one
-    line naming the deployment YAML and the URL, and nothing was built or run. (The endpoint writes the IBA
-    data here, so it is the first deployment the run starts: no Dask cluster is started before it.)"""
-    path = remote(base_url=DEAD_URL)(configs, _experiment(configs, tmp_path / "out"), tmp_path)
+def run_on_endpoint(url: str, tmp_path: Path, configs: Path, prefect_api: str
+                    ) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """`perseval run` of an experiment whose IBA data an openai deployment at `url` writes (so it is the first
+    deployment the run starts): the finished process and its `error: ` lines."""
+    path = remote(base_url=url)(configs, _experiment(configs, tmp_path / "out"), tmp_path)
     writers = {f"{role}_model": "remote-openai" for role in ("user", "assistant", "task")}
     _edit(path, lambda e: e["benchmarks"][0].update(params={"construction": {"mode": "llm", **writers}}))
     done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(path), "--quiet"], capture_output=True,
                           text=True, timeout=300, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api,
                                "OPENAI_API_KEY": KEY})
-    errors = [line for line in done.stdout.splitlines() if line.startswith("error: ")]
+    return done, [line for line in done.stdout.splitlines() if line.startswith("error: ")]
+
+
+@pytest.mark.integration
+def test_a_run_on_an_endpoint_nothing_answers_at_stops_at_start_with_exit_4(tmp_path, configs, prefect_api):
+    """Before, every row failed and the run ended exit 3; now the start's probe stops it: exit 4, its one
+    line naming the deployment YAML and the URL, and nothing was built or run. (The endpoint writes the IBA
+    data here, so it is the first deployment the run starts: no Dask cluster is started before it.)"""
+    done, errors = run_on_endpoint(DEAD_URL, tmp_path, configs, prefect_api)
     assert done.returncode == 4 and len(errors) == 1, done.stdout + done.stderr
     assert errors[0].startswith("error: run stopped: model remote-openai (openai deployment openai-api): "), errors
     assert f"{configs / 'deployments' / 'openai-api.yaml'}: key 'base_url': nothing answers at {DEAD_URL}" in errors[0]
@@ -681,3 +696,81 @@ def test_the_shipped_experiments_still_validate(tmp_path, monkeypatch):
             continue
         result = runner.invoke(app, ["validate", str(path)])
         assert result.exit_code == 0, (path.name, result.output)
+
+
+# --- 41-44 (issue 45): an endpoint that speaks no HTTP, a Prefect idle time that is no finite number >= 0 -----
+
+BANNER = b"SSH-2.0-OpenSSH_9.6p1 Ubuntu-3ubuntu13\r\n"
+
+
+@contextmanager
+def not_http() -> Iterator[str]:
+    """A loopback TCP server that answers every connection as an SSH server does (its banner, then a close once
+    it has read what the client sent); yields an http:// base URL to it."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(BANNER)
+                conn.settimeout(2)
+                try:
+                    conn.recv(65536)
+                    conn.sendall(b"Invalid SSH identification string.\r\n")
+                except OSError:
+                    pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}/v1"
+    finally:
+        stop.set()
+        srv.close()
+
+
+def test_an_endpoint_that_speaks_no_http_stops_the_start_like_a_refused_one(monkeypatch):
+    monkeypatch.setenv("PERSEVAL_PROBE_KEY", KEY)
+    with not_http() as url, pytest.raises(DeploymentError) as err:
+        _api(url).start()
+    line = what_failed(err.value)
+    assert "\n" not in line and line.startswith("model api-model (openai deployment probe-me): "), line
+    assert f"configs/deployments/probe-me.yaml: key 'base_url': what answers at {url} is not an HTTP server" in line
+    assert "RemoteProtocolError" in line and "running again cannot fix" in line, line
+
+
+@pytest.mark.integration
+def test_a_run_on_an_endpoint_that_speaks_no_http_ends_exit_4_not_3(tmp_path, configs, prefect_api):
+    """Before: every row failed and the run ended exit 3, "run the same command again". Now exit 4 at start."""
+    with not_http() as url:
+        done, errors = run_on_endpoint(url, tmp_path, configs, prefect_api)
+    assert done.returncode == 4 and len(errors) == 1, done.stdout + done.stderr
+    assert f"key 'base_url': what answers at {url} is not an HTTP server" in errors[0], errors
+    assert "run the same command again" not in done.stdout
+    assert not (tmp_path / "out" / "run").exists()
+
+
+@pytest.mark.parametrize("value", ["-1", "inf", "abc", "nan", "-0.5"])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_bad_prefect_idle_setting_is_exit_2_before_anything_starts(value, command, monkeypatch, tmp_path):
+    monkeypatch.setenv(IDLE_ENV, value)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    out = tmp_path / "out"
+    result = runner.invoke(app, [command, str(REPO / "configs" / "experiments" / "quickstart.yaml"),
+                                 *(["--output-root", str(out)] if command == "run" else [])])
+    assert result.exit_code == 2, result.output
+    line = " ".join(result.output.split())
+    assert f"${IDLE_ENV}={value!r}: allowed is a finite number of seconds >= 0" in line, line
+    assert not out.exists()  # no Prefect server, no log folder: nothing started
+
+
+@pytest.mark.parametrize("value, seconds", [("0", 0.0), ("2.5", 2.5), ("", 600.0)])
+def test_a_good_prefect_idle_setting_is_taken(value, seconds, monkeypatch):
+    from flows.prefect_server import idle_seconds
+
+    monkeypatch.setenv(IDLE_ENV, value)
+    assert idle_seconds() == seconds

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import socket
 import sqlite3
 import threading
 import time
@@ -31,6 +33,7 @@ from filelock import FileLock
 
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import canonical_json, content_key
+from perseval.llm.guard import alive
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -39,6 +42,7 @@ CREATE TABLE IF NOT EXISTS requests (
   run_id TEXT, deployment TEXT, role TEXT, key TEXT, status TEXT,
   prompt_tokens INTEGER, completion_tokens INTEGER, latency_s REAL, ts REAL);
 CREATE INDEX IF NOT EXISTS requests_run ON requests(run_id);
+CREATE TABLE IF NOT EXISTS inflight (key TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, ts REAL NOT NULL);
 """
 
 
@@ -234,6 +238,53 @@ class RequestCache:
         except sqlite3.Error as exc:  # the count of this run's requests is short by one; the answer is kept
             log.warning("request cache %s: a request sent could not be logged (%s): this run's request counts "
                         "miss it", self.path, exc)
+
+    def claim(self, key: str, stale_s: float) -> bool:
+        """Take the sending of `key` for this process (single flight across the processes sharing the cache);
+        False while another live process holds it. A claim of a process that is gone (same host, by pid) or,
+        from another host, older than `stale_s` is taken over. A cache that cannot be written claims nothing
+        and says True: the claim saves a duplicate request, it is never the reason one is not sent."""
+        host, now = socket.gethostname(), time.time()
+        try:
+            with self._conn() as con:
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    row = con.execute("SELECT host, pid, ts FROM inflight WHERE key = ?", (key,)).fetchone()
+                    if row is not None and (alive(row[1]) if row[0] == host else now - row[2] < stale_s):
+                        return row[0] == host and row[1] == os.getpid()
+                    con.execute("INSERT OR REPLACE INTO inflight VALUES (?, ?, ?, ?)", (key, host, os.getpid(), now))
+                finally:
+                    con.execute("COMMIT")
+        except sqlite3.Error:
+            return True
+        return True
+
+    def unclaim(self, key: str) -> None:
+        """The sending of `key` by this process is over (answered, failed or abandoned)."""
+        try:
+            with self._conn() as con:
+                con.execute("DELETE FROM inflight WHERE key = ? AND host = ? AND pid = ?",
+                            (key, socket.gethostname(), os.getpid()))
+        except sqlite3.Error:  # a claim left behind is taken over once this process is gone
+            pass
+
+    def claimed(self, key: str, stale_s: float) -> bool:
+        """Whether another live process is sending `key` now (False when the cache cannot be read: then this one
+        sends it)."""
+        try:
+            with self._conn() as con:
+                row = con.execute("SELECT host, pid, ts FROM inflight WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error:
+            return False
+        if row is None:
+            return False
+        return alive(row[1]) if row[0] == socket.gethostname() else time.time() - row[2] < stale_s
+
+    def distinct_keys(self, run_id: str) -> int:
+        """The distinct requests (cache keys) sent during one run: equal to the requests sent when none was sent
+        twice."""
+        with self._conn() as con:
+            return con.execute("SELECT COUNT(DISTINCT key) FROM requests WHERE run_id = ?", (run_id,)).fetchone()[0]
 
     def request_counts(self, run_id: str) -> dict[str, dict[str, int]]:
         """Requests actually sent during one run, by role and status (cache hits are not requests)."""

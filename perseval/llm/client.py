@@ -8,6 +8,11 @@ still fails is returned as a failed ChatResult (and logged; a refused key as
 `unauthorized`), never raised: failures are data. The key and `Bearer`
 tokens are masked in every text it returns (perseval.core.redact).
 
+Nothing is sent twice (single flight per request key): identical requests in flight together, in any thread
+of this process, share the one answer of the first, and across the processes that share the request cache the
+first to claim a key sends it while the others wait for its answer in the cache. The cache is asked again once
+a concurrency slot is taken, so a request queued behind others finds an answer that came meanwhile.
+
 A server perseval started is watched by its pool: once its process has exited,
 no client sends it anything more (not a retry, not a queued request: each is
 answered `failed` with the one line saying so, unsent), and a client made after
@@ -16,10 +21,13 @@ that is refused (ServerExited), which stops the stage that asked for it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import dataclasses
 import functools
 import importlib.util
 import json
 import os
+import threading
 import time
 from contextlib import nullcontext
 from typing import Any
@@ -91,6 +99,31 @@ def key_format(kind: str, schema: dict[str, Any] | None) -> dict[str, Any] | Non
     return None if schema is None else response_format(default_dialect(kind), schema)
 
 
+# The requests being sent by this process, by (cache file, key): every thread's clients join the one in flight.
+# A concurrent future (not an asyncio one): in-process runs give each task thread an event loop of its own.
+_IN_FLIGHT: dict[tuple[str, str], concurrent.futures.Future] = {}
+_IN_FLIGHT_LOCK = threading.Lock()
+CLAIM_POLL_S = 0.25  # how often a request another process is sending looks for its answer in the cache
+
+
+def _join(flight: tuple[str, str]) -> tuple[concurrent.futures.Future, bool]:
+    """The future of the request in flight for `flight`, and whether this caller leads (sends) it."""
+    with _IN_FLIGHT_LOCK:
+        fut = _IN_FLIGHT.get(flight)
+        if fut is not None:
+            return fut, False
+        fut = _IN_FLIGHT[flight] = concurrent.futures.Future()
+        return fut, True
+
+
+def _land(flight: tuple[str, str], fut: concurrent.futures.Future, result: "ChatResult | None") -> None:
+    """The leader is done: None (it was abandoned) sends its followers to try again, one of them leading."""
+    with _IN_FLIGHT_LOCK:
+        if _IN_FLIGHT.get(flight) is fut:
+            del _IN_FLIGHT[flight]
+    fut.set_result(result)
+
+
 AUTH_ERRORS = (openai.AuthenticationError, openai.PermissionDeniedError)  # 401, 403: no retry can fix them
 
 
@@ -152,17 +185,60 @@ class LLMClient:
         key = request_key(self.endpoint.identity, messages, sampling, req["seed"], repeat,
                           {"response_format": key_format(self.endpoint.kind, json_schema), "tools": tools,
                            **logprob_fields(logprobs)})
+        result = self._cached(key)
+        flight = (str(self.cache.path.resolve()), key)
+        while result is None:
+            fut, leader = _join(flight)
+            if not leader:  # the same request is in flight: its answer is this one's too
+                shared = await asyncio.wrap_future(fut)
+                result = None if shared is None else dataclasses.replace(shared, cached=shared.status == "ok",
+                                                                         latency_s=0.0 if shared.status != "ok"
+                                                                         else shared.latency_s)
+                if result is not None:
+                    self.usage.record(result)
+                continue
+            answer = None
+            try:
+                answer = result = await self._lead(req, key, json_schema, messages)
+            finally:
+                _land(flight, fut, answer)
+        return result
+
+    def _cached(self, key: str) -> ChatResult | None:
+        """The request cache's answer to `key` (counted as a cache hit), or None."""
         hit = self.cache.get(key)
-        if hit is not None:
-            result = ChatResult(**hit, cached=True)
-            self.usage.record(result)
-            return result
-        async with self._gate.turn(json.dumps(messages, ensure_ascii=False)) if self._gate else nullcontext():
-            async with self._sem:
-                gone = server_exit(self.endpoint)
-                if gone is not None:  # not sent, not counted: no request reaches a dead server's port
-                    return ChatResult(text="", status="failed", error=redact(f"not sent: {gone}")[:2000])
-                return await self._send(req, key, json_schema)
+        if hit is None:
+            return None
+        result = ChatResult(**hit, cached=True)
+        self.usage.record(result)
+        return result
+
+    def _stale_s(self) -> float:
+        """How old another host's claim on a key may be before it is taken over: every try of it timed out."""
+        return self.endpoint.timeout_s * (self.endpoint.retries + 1) + 60.0
+
+    async def _lead(self, req: dict[str, Any], key: str, schema: dict[str, Any] | None,
+                    messages: list[dict[str, Any]]) -> ChatResult:
+        """Send `key` unless the cache answers it meanwhile: another process's claim is waited out first, and the
+        cache is asked again once a slot is taken (a queued request finds an answer that came while it waited)."""
+        while not self.cache.claim(key, self._stale_s()):  # another of the run's processes is sending it
+            while self.cache.claimed(key, self._stale_s()):
+                await asyncio.sleep(CLAIM_POLL_S)
+            hit = self._cached(key)
+            if hit is not None:
+                return hit
+        try:
+            async with self._gate.turn(json.dumps(messages, ensure_ascii=False)) if self._gate else nullcontext():
+                async with self._sem:
+                    hit = self._cached(key)
+                    if hit is not None:
+                        return hit
+                    gone = server_exit(self.endpoint)
+                    if gone is not None:  # not sent, not counted: no request reaches a dead server's port
+                        return ChatResult(text="", status="failed", error=redact(f"not sent: {gone}")[:2000])
+                    return await self._send(req, key, schema)
+        finally:
+            self.cache.unclaim(key)
 
     async def _alive(self, request: httpx.Request) -> None:
         """httpx's request hook: an attempt to a server that has exited is not made (a connection error)."""

@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import httpx
+import psutil
 
 from perseval.llm.settings import DeploymentConfig, ModelConfig
 from perseval.core.errors import DeploymentError
-from perseval.llm.embedded import HOST, embedded_command, serving
+from perseval.llm.embedded import HOST, cores, embedded_command, serving
 from perseval.llm.endpoint import Endpoint, ServerExited
 from perseval.llm.identity import identity_label, resolve_gguf
 from perseval.llm.probe import probe
@@ -168,6 +169,75 @@ def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:
         pass
 
 
+BUSY_SAMPLE_S, BUSY_SHARE = 0.3, 0.1  # a tenth of a core over the sample is busy (an idle server uses none)
+BUSY_CORES = 0.5  # other processes using half a core or more: the machine is shared now
+OMP_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")  # the caller's choice of OpenMP wait, when it made one
+
+
+def _embedded_server(cmd: list[str]) -> bool:
+    """A command line of an embedded model server as perseval starts them (given a model alias)."""
+    return any(a in cmd for a in ("--alias", "--model_alias")) and \
+        any(Path(c).name == "llama-server" or c == "llama_cpp.server" for c in cmd[:3])
+
+
+def _busy_s(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
+
+
+def sample_machine() -> tuple[float, list[tuple[int, float]]]:
+    """Over BUSY_SAMPLE_S: the cores' worth of CPU that processes other than this one and its children used,
+    and the embedded model servers of other perseval runs that computed in it, (pid, share of a core)."""
+    me = psutil.Process()
+    mine = [me, *me.children(recursive=True)]
+    servers = [p for p in psutil.process_iter(["pid", "cmdline"])
+               if p.pid not in {m.pid for m in mine} and _embedded_server(p.info["cmdline"] or [])]
+
+    def used(procs: list[psutil.Process]) -> dict[int, float]:
+        out = {}
+        for proc in procs:
+            try:
+                out[proc.pid] = _busy_s(proc)
+            except psutil.Error:
+                continue
+        return out
+
+    def machine() -> float:
+        t = psutil.cpu_times()
+        return t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0)
+
+    before, own0, srv0, t0 = machine(), used(mine), used(servers), time.monotonic()
+    time.sleep(BUSY_SAMPLE_S)
+    after, own1, srv1, dt = machine(), used(mine), used(servers), time.monotonic() - t0
+    own = sum(own1[k] - own0[k] for k in own1.keys() & own0.keys())
+    busy = [(pid, round((srv1[pid] - srv0[pid]) / dt, 2)) for pid in srv1.keys() & srv0.keys()
+            if (srv1[pid] - srv0[pid]) / dt >= BUSY_SHARE]
+    return max(0.0, (after - before - own) / dt), sorted(busy)
+
+
+def busy_co_tenants() -> list[tuple[int, float]]:
+    """(pid, share of a core) of the embedded model servers of other perseval runs computing now."""
+    return sample_machine()[1]
+
+
+def shared_machine_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The OpenMP wait an embedded server starts with (scripts/bench_cotenant.py, docs/guides/performance.md):
+    OpenMP's default (spin, then sleep) on a quiet machine, where PASSIVE made the quickstart 1.26x slower;
+    PASSIVE when other processes are computing (other runs' model servers, or half a core of anything), where
+    spinning threads are descheduled and decoding collapsed (0.4 against 33 tok/s). A setting the caller made
+    (OMP_WAIT_POLICY, GOMP_SPINCOUNT) is kept as it is. Says in one line when the machine is shared."""
+    others, servers = sample_machine()
+    if not servers and others < BUSY_CORES:
+        return {}
+    chosen = {} if any(k in env for k in OMP_SETTINGS) else {"OMP_WAIT_POLICY": "PASSIVE"}
+    what = ", ".join(f"pid {pid} at {share:.0%} of a core" for pid, share in servers)
+    log.warning("this machine is shared: %s; this run's embedded server shares the %d core(s) and runs slower "
+                "than alone%s", f"{len(servers)} other perseval model server(s) busy ({what})" if servers else
+                f"other processes use {others:.1f} core(s)", cores(),
+                ", with OMP_WAIT_POLICY=PASSIVE" if chosen else "")
+    return chosen
+
+
 class Deployment:
     """A model made live by a deployment. Use as a context manager, or call start()/stop()."""
 
@@ -188,9 +258,9 @@ class Deployment:
 
     def launch_env(self) -> dict[str, str]:
         env = dict(os.environ)
-        # llama.cpp's OpenMP threads keep OpenMP's default wait (spin a while, then sleep): PASSIVE halved the
-        # quickstart's decoding. The caller's OMP_WAIT_POLICY passes through: PASSIVE on a box with other
-        # CPU-heavy work, where spin-waiting threads collapse throughput (the test suite sets it)
+        # llama.cpp's OpenMP threads keep OpenMP's default wait (spin a while, then sleep) on a quiet machine:
+        # PASSIVE slowed the quickstart's decoding. On a shared one start() makes it PASSIVE (shared_machine_env);
+        # the caller's OMP_WAIT_POLICY or GOMP_SPINCOUNT passes through either way (the test suite sets PASSIVE)
         env.update(self.cfg.vllm.env if self.cfg.kind == "vllm" else {})
         return env
 
@@ -212,7 +282,10 @@ class Deployment:
         self.log_path = self.log_dir / f"{self.model.name}-{port}.log"
         self.exit_file = self.log_path.with_suffix(".exited")
         self.exit_file.unlink(missing_ok=True)  # an earlier run's server on this port: not this one
-        self.proc = start_server(self.command(port), self.launch_env(), self.log_path)
+        env = self.launch_env()
+        if cfg.kind == "embedded":
+            env.update(shared_machine_env(env))
+        self.proc = start_server(self.command(port), env, self.log_path)
         base = f"http://{HOST}:{port}"
         name = self.name
         try:

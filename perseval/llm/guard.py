@@ -13,9 +13,14 @@ perseval in whatever environment a server is launched with.
 started it (the local Prefect server re-runs reuse): each perseval process using it holds a lease,
 a file DIR/<its pid>; the guard drops the leases of processes that are gone and stops the group
 once no lease has been held for N seconds.
+
+The server is the guard's child with a parent-death signal (Linux's PR_SET_PDEATHSIG): should the guard itself
+be killed (kill -9), the server gets SIGTERM at once instead of serving on, unwatched, past its idle time.
 """
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -66,6 +71,21 @@ def held(leases: str) -> bool:
     return live
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _die_with_parent(guard: int) -> None:
+    """In the server's process before it runs: SIGTERM when the guard (its parent) dies. A no-op where there
+    is no prctl (not Linux): the guard's own checks remain."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != guard:  # the guard died before the signal was set: it would never come
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def main(argv: list[str]) -> int:
     cmd = argv[argv.index("--") + 1:]
     leases, idle_s, parent = None, 0.0, 0
@@ -75,7 +95,7 @@ def main(argv: list[str]) -> int:
         parent = int(argv[1])
     for sig in (signal.SIGTERM, signal.SIGINT):  # meant for the server (it got them too): wait for it to end
         signal.signal(sig, lambda *_: None)
-    child = subprocess.Popen(cmd)
+    child = subprocess.Popen(cmd, preexec_fn=functools.partial(_die_with_parent, os.getpid()))
     idle_since = time.monotonic()
     while True:
         try:

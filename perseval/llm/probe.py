@@ -7,8 +7,10 @@ several hosted ones take only `json_object`). The probe is a tiny structured req
 HTTP: not through the client, so it is no request of the run (no cache entry, no count). A refused key or
 a refused dialect stops the start with a line naming the deployment YAML, the key and what is allowed. So
 does an endpoint nothing answers at (no connection after a second try: a wrong host or port, a server that
-is not up), which would otherwise fail every request of the run one by one. One that is reached but answers
-errors, or too slowly, is left to the run (an outage: its requests fail as data).
+is not up), which would otherwise fail every request of the run one by one; and so does one that takes the
+connection but answers something that is not HTTP (an SSH port, a TLS port named http://, another protocol):
+no re-run fixes a wrong address. One that answers HTTP errors, or too slowly, is left to the run (an outage:
+its requests fail as data).
 """
 from __future__ import annotations
 
@@ -38,9 +40,13 @@ class Unreachable(Exception):
     """No connection could be made to the endpoint."""
 
 
+class NotHttp(Exception):
+    """The endpoint took the connection but what came back is not HTTP."""
+
+
 def _send(ep: Endpoint, dialect: str) -> httpx.Response | None:
     """The probe request in `dialect` (None: connected, but no answer came); raises Unreachable when no
-    connection could be made, CONNECT_TRIES times."""
+    connection could be made, NotHttp when what answered is no HTTP server, CONNECT_TRIES times each."""
     body: dict[str, Any] = {"model": ep.served_model, "max_tokens": 16, "temperature": 0.0,
                             "messages": [{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}]}
     fmt = response_format(dialect, PROBE_SCHEMA)
@@ -55,6 +61,10 @@ def _send(ep: Endpoint, dialect: str) -> httpx.Response | None:
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing listens, no such host, no route
             if attempt + 1 == CONNECT_TRIES:
                 raise Unreachable(f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no connection'}") from exc
+            time.sleep(CONNECT_PAUSE_S)
+        except httpx.ProtocolError as exc:  # a status line that is not HTTP's, or a close with no answer
+            if attempt + 1 == CONNECT_TRIES:
+                raise NotHttp(f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no HTTP answer'}") from exc
             time.sleep(CONNECT_PAUSE_S)
         except httpx.HTTPError as exc:
             log.warning("probe of %s: no answer (%s: %s); its requests will fail as data", ep.base_url,
@@ -81,6 +91,10 @@ def probe(ep: Endpoint, name: str) -> None:
     except Unreachable as exc:
         raise DeploymentError(f"{name}: {where}: key 'base_url': nothing answers at {ep.base_url} ({redact(str(exc))}, "
                               f"{CONNECT_TRIES} tries): check the URL and that the endpoint is up") from None
+    except NotHttp as exc:
+        raise DeploymentError(f"{name}: {where}: key 'base_url': what answers at {ep.base_url} is not an HTTP "
+                              f"server ({redact(str(exc))}, {CONNECT_TRIES} tries): check the host, the port and "
+                              "http:// or https:// (running again cannot fix an address)") from None
     if resp is None or resp.status_code == 200:
         return
     if resp.status_code in AUTH_STATUS:
@@ -99,6 +113,6 @@ def probe(ep: Endpoint, name: str) -> None:
 def _accepted(ep: Endpoint, dialect: str) -> bool:
     try:
         resp = _send(ep, dialect)
-    except Unreachable:  # it answered the first probe: gone since, which the run will meet
+    except (Unreachable, NotHttp):  # it answered the first probe: gone since, which the run will meet
         return False
     return resp is not None and resp.status_code == 200
