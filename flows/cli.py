@@ -36,15 +36,15 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES,
 
 
 def _named_experiment(name: str) -> Path | None:
-    """The experiment file whose name is `name`: configs/experiments/<name>.yaml here, else a benchmark's own
-    (perseval/benchmarks/<benchmark>/configs/experiments/<name>.yaml); None when there is none."""
-    here = Path("configs") / "experiments" / f"{name}.yaml"
-    if here.is_file():
-        return here
-    import perseval.benchmarks
+    """The experiment file called `name` (perseval.setup.experiment.experiment_file: configs/experiments/ here,
+    then the shipped ones and each benchmark's own); None when there is none."""
+    from perseval.core.errors import ConfigError
+    from perseval.setup.experiment import experiment_file
 
-    return next(iter(sorted(Path(perseval.benchmarks.__file__).parent.glob(f"*/configs/experiments/{name}.yaml"))),
-                None)
+    try:
+        return experiment_file(name, Path("configs"))
+    except ConfigError:
+        return None
 
 
 def _config_path(value: Path) -> Path:

@@ -1,6 +1,7 @@
-"""A new benchmark is one folder (issue 41): code, configs and commands of a throwaway benchmark live in a
-temporary folder, installed as a package with a `perseval.plugins` entry point, and `perseval validate`,
-`perseval run` and the benchmark's own command work with no file of this repository edited."""
+"""A new benchmark is one folder (issue 41): code, configs, commands and human labels of a throwaway benchmark
+live in a temporary folder, installed as a package with a `perseval.plugins` entry point, and `perseval
+validate`, `perseval run`, `perseval judge-check` and the benchmark's own command work with no file of this
+repository edited."""
 from __future__ import annotations
 
 import json
@@ -45,6 +46,11 @@ class ColoursParams(Params):
 class Colours(Benchmark[ColoursParams]):
     headline_metric = "accuracy"
     rule_judges = ("colours.exact",)
+    carries_human_labels = True
+
+    @classmethod
+    def human_scores(cls, instance: Instance) -> dict[str, float]:
+        return {"accuracy": instance.gold["human"]}
 
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         rng = random.Random(seed)
@@ -53,16 +59,22 @@ class Colours(Benchmark[ColoursParams]):
             user, colour = f"u{i}", rng.choice(COLOURS)
             turns = [*rng.sample(NOISE, self.params.noise), f"my favourite colour is {colour}"]
             documents += [Document(user, f"{user}-t{j}", t, f"2025-01-0{j + 1}") for j, t in enumerate(turns)]
-            instances.append(Instance(f"colours-{i}", "colours", user, "all", "which colour?", {}, {"colour": colour}))
+            # a rater's score of the lookup's answer, carried by the data (like Bespoke's meta-test ratings)
+            human = 100.0 if i % 2 == 0 else 0.0
+            instances.append(Instance(f"colours-{i}", "colours", user, "all", "which colour?", {},
+                                      {"colour": colour, "human": human}))
         return BenchmarkData(instances, documents, {"users": sample})
 
 
 @register_agent("colours.lookup")
 class Lookup(Agent):
+    """Reads the histories of even-numbered users only: right for them, empty for the others."""
     benchmarks = ("colours",)
     needs = frozenset({"documents"})
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
+        if int(instance.user_id[1:]) % 2:
+            return AgentOutput(instance.instance_id, name, repeat, "")
         words = " ".join(d.text for d in ctx.documents(instance.user_id)).split()
         return AgentOutput(instance.instance_id, name, repeat, next((w for w in words if w in COLOURS), ""))
 
@@ -150,4 +162,11 @@ def test_a_benchmark_in_its_own_folder_runs_end_to_end(tmp_path, prefect_api):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (row,) = json.loads(summary.read_text())["headline"]
     assert (row["benchmark"], row["agent"], row["judge"], row["score"], row["n"]) == \
-        ("colours", "colours-lookup", "colours.exact", 100.0, 6)
+        ("colours", "colours-lookup", "colours.exact", 50.0, 6)
+    check = _perseval(["judge-check", str(exp), "--no-log", "--out", str(tmp_path / "validity.csv")],
+                      tmp_path / "site", PREFECT_API_URL=prefect_api)
+    assert check.returncode == 0, check.stdout[-3000:] + check.stderr[-3000:]
+    import pandas as pd
+
+    (validity,) = pd.read_csv(tmp_path / "validity.csv").to_dict("records")  # the labels the data carries
+    assert validity["criterion"] == "accuracy" and validity["n"] == 6 and validity["pearson"] == pytest.approx(1.0)

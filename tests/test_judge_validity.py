@@ -153,7 +153,7 @@ def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp
     """Real meta-test pairs of the bundled sample; an evaluator whose scores are the human's (x20) agrees
     perfectly, one off by one step on need alignment does not."""
     from perseval.setup.experiment import load_experiment
-    from perseval.report.judge_check import meta_test_pairs
+    from perseval.report.judge_check import data_label_pairs
     from perseval.pipeline.plan import make_plan
     from perseval.core.records import InstanceScore
     from perseval.pipeline.stages import Runtime, construct, load_instances
@@ -173,7 +173,7 @@ def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp
               for k, i in enumerate(insts) for c in crits]
     for cell in plan.cells:
         StageStore(root, "score", cell.key).write_records(0, scores, InstanceScore)
-    pairs = {p.criterion: p for p in meta_test_pairs(plan, root)}
+    pairs = {p.criterion: p for p in data_label_pairs(plan, root)}
     assert set(pairs) == set(crits) and len(pairs["tone"].human) == len(insts) > 3
     table, _ = validity_table(list(pairs.values()), resamples=100)
     by = table.set_index("criterion")

@@ -152,3 +152,16 @@ def test_between_prints_only_the_instance_tables_once_per_run_naming_it(three):
     titles = [ln for ln in out.output.splitlines() if re.match(r"^run \S+ ", ln)]
     assert len(titles) == 2 * len(judges) and len(set(titles)) == len(titles), out.output  # each pair once per run
     assert "score [CI]" not in out.output and "Differences" not in out.output  # only the instance tables
+
+
+def test_a_missing_interval_note_read_back_as_nan_is_no_note():
+    """A score table read back with pandas has NaN where a cell has no interval note: the record says None
+    (a NaN note stopped a real quickstart's track stage)."""
+    from perseval.report.record import estimate_of
+
+    e = estimate_of({"score": 50.0, "ci_low": 10.0, "ci_high": 90.0, "level": 0.95, "n_users": 4, "se": 10.0},
+                    {"effective_users": 3.2, "interval_note": float("nan")})
+    assert e.note is None and e.effective_users == 3.2
+    withheld = estimate_of({"score": 50.0, "ci_low": None, "ci_high": None, "level": 0.95, "n_users": 2},
+                           {"effective_users": 1.1, "interval_note": "interval withheld: 1.1 effective users"})
+    assert withheld.note == "interval withheld: 1.1 effective users"

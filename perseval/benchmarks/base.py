@@ -78,6 +78,16 @@ class Benchmark(Configurable[P], ABC):
     probed_items: ClassVar[tuple[str, ...]] = ()
     probe_kinds: ClassVar[tuple[str, ...]] = (probes.GOOD, probes.EMPTY, probes.WRONG)
 
+    # human labels the data itself carries (Bespoke's meta-test ratings): judge-check compares a cell's scores,
+    # divided by human_scale, with them; none by default
+    carries_human_labels: ClassVar[bool] = False
+    human_scale: ClassVar[float] = 1.0
+
+    @classmethod
+    def human_scores(cls, instance: Instance) -> dict[str, float]:
+        """Metric -> the human's score of this instance, where the data carries one."""
+        return {}
+
     @classmethod
     def known_items(cls, instance: Instance) -> list[probes.KnownItem]:
         """(item id, statement, value) of the gold items whose verdict is known without a judge (IBA's

@@ -5,8 +5,8 @@ Three sources of pairs, in this order:
                        labeller's CSV beside the annotators', as `perseval agreement` reads them);
   LABELS               a human labels CSV (perseval.judges.labels) joined with the judgments every judge
                        of the experiment stored for its plain cells (run the experiment first);
-  neither              the labels the data carries: Bespoke's meta-test human scores (bespoke-meta
-                       entries), against each evaluator's scores (x20 on 0..100 back to 1..5).
+  neither              the labels the data carries (Benchmark.human_scores: Bespoke's meta-test human
+                       scores), against each cell's scores brought back to the humans' scale.
 """
 from __future__ import annotations
 
@@ -24,10 +24,7 @@ from perseval.core.records import InstanceScore, Judgment
 from perseval.pipeline.stages import load_instances
 from perseval.core.store import StageStore
 from perseval.report.tracking import ensure_experiment, log_table, mlflow_key
-from perseval.benchmarks.bespoke.views import MetaGold
-
-META_BENCHMARK = "bespoke-meta"
-META_SCALE = 20.0  # the evaluator's criterion scores are reported x20 (0..100); humans rate 1..5
+from perseval.kernel.registry import benchmark_class
 
 
 def stored_judgment_pairs(plan: Plan, root: str, labels_path: Path) -> list[Pairs]:
@@ -43,25 +40,25 @@ def stored_judgment_pairs(plan: Plan, root: str, labels_path: Path) -> list[Pair
     return label_pairs(labels, scores, users, str(labels_path))
 
 
-def meta_test_pairs(plan: Plan, root: str) -> list[Pairs]:
-    """Each Bespoke evaluator cell's criterion scores beside the meta-test human scores of the same pairs."""
-    from perseval.benchmarks.bespoke.layout import CRITERIA
-
+def data_label_pairs(plan: Plan, root: str) -> list[Pairs]:
+    """Each cell's scores beside the human scores its benchmark's data carries (Benchmark.human_scores: Bespoke's
+    meta-test ratings), per metric, the cell's scores brought back to the humans' scale."""
     out = []
     for cell in plan.cells:
+        bench = benchmark_class(cell.benchmark)
         store = StageStore(root, "score", cell.key)
-        if cell.benchmark != META_BENCHMARK or cell.run.control is not None or not store.parts():
+        if not bench.carries_human_labels or cell.run.control is not None or not store.parts():
             continue
         insts = {i.instance_id: i for i in load_instances(root, cell.run.data.key)}
+        human = {iid: bench.human_scores(inst) for iid, inst in insts.items()}
         values: dict[tuple[str, str], list[float]] = {}
         for s in store.read_records(InstanceScore):
-            if s.metric in CRITERIA and s.value is not None:
-                values.setdefault((s.instance_id, s.metric), []).append(s.value / META_SCALE)
-        for c in CRITERIA:
-            keys = sorted(k for k in values if k[1] == c)
-            pairs = Pairs(f"{cell.agent}/{cell.backbone or '-'}", c,
-                          [sum(values[k]) / len(values[k]) for k in keys],
-                          [MetaGold.of(insts[k[0]]).human[c].score for k in keys],
+            if s.metric in human.get(s.instance_id, {}) and s.value is not None:
+                values.setdefault((s.instance_id, s.metric), []).append(s.value / bench.human_scale)
+        for metric in dict.fromkeys(m for h in human.values() for m in h):
+            keys = sorted(k for k in values if k[1] == metric)
+            pairs = Pairs(f"{cell.agent}/{cell.backbone or '-'}", metric,
+                          [sum(values[k]) / len(values[k]) for k in keys], [human[k[0]][metric] for k in keys],
                           [insts[k[0]].user_id for k in keys])
             if pairs.judge:
                 out.append(pairs)
@@ -78,7 +75,7 @@ def judge_check(exp: ResolvedExperiment, labels: Path | None = None, judge_label
         pairs = file_pairs(read_labels(labels), read_labels(judge_labels), judge_labels.stem)
     else:
         plan = make_plan(exp)
-        pairs = stored_judgment_pairs(plan, root, labels) if labels else meta_test_pairs(plan, root)
+        pairs = stored_judgment_pairs(plan, root, labels) if labels else data_label_pairs(plan, root)
     if not pairs:
         where = str(labels or exp.path)
         raise InputError(where, "no labelled item has a judge score: run the experiment first (`perseval run`), and "
@@ -128,7 +125,7 @@ def log_run_validity(plan: Plan, root: str) -> None:
     labels (Bespoke's meta-test), beside the paper's Table 3, and the judges' reliability table."""
     from perseval.report.reliability import log_reliability
 
-    pairs = meta_test_pairs(plan, root)
+    pairs = data_label_pairs(plan, root)
     if pairs:
         log_validity_artifacts(*validity_table(pairs, seed=plan.exp.experiment.seed))
     log_reliability(plan, root)  # judges against each other and themselves: no label needed

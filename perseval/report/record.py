@@ -181,11 +181,16 @@ def estimate_of(row: Mapping[str, Any], overall: Mapping[str, Any]) -> Estimate:
                     users=users, effective_users=_num(overall.get("effective_users")), se=se, se_reason=reason,
                     mde=mde(se, users) if se is not None and users else None,
                     mde_reason=reason if se is None and reason else None,
-                    note=overall.get("interval_note") or None)
+                    note=_text(overall.get("interval_note")))
 
 
 def _num(value: Any) -> float | None:
     return None if value is None or value != value else float(value)
+
+
+def _text(value: Any) -> str | None:
+    """A table's text cell: None where it is empty (pandas reads a missing one as NaN)."""
+    return value if isinstance(value, str) and value else None
 
 
 def cell_record(cell: Any, row: Mapping[str, Any], overall: Mapping[str, Any], run_id: str | None) -> CellRecord:

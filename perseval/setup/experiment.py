@@ -72,10 +72,12 @@ def config_roots(experiment_path: Path, config_root: str | Path | None = None) -
     return [own, *shipped]
 
 
-def experiment_file(name: str) -> Path:
-    """The shipped experiment file called `name` (configs/experiments/<name>.yaml, or the experiments/ folder
-    of the benchmark that owns it); a ConfigError listing the known names otherwise."""
-    folders = [SHIPPED_CONFIGS / "experiments", *(root / "experiments" for root in benchmark_config_roots())]
+def experiment_file(name: str, own: Path | None = None) -> Path:
+    """The experiment file called `name`: <own>/experiments/<name>.yaml first (a user's config folder), then the
+    shipped configs/experiments/ and the experiments/ folder of the benchmark that owns it; a ConfigError
+    listing the known names otherwise."""
+    shipped = [SHIPPED_CONFIGS / "experiments", *(root / "experiments" for root in benchmark_config_roots())]
+    folders = ([own / "experiments"] if own is not None else []) + shipped
     for folder in folders:
         if (folder / f"{name}.yaml").is_file():
             return folder / f"{name}.yaml"

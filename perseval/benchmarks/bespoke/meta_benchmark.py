@@ -26,6 +26,12 @@ class BespokeMetaBenchmark(BespokeBenchmark):
     rule_judges = ("bespoke.evaluator_scores",)
     task_format = None
     combined_metrics = ()
+    carries_human_labels = True
+    human_scale = 20.0  # the evaluator's criterion scores are reported x20 (0..100); humans rate 1..5
+
+    @classmethod
+    def human_scores(cls, instance: Instance) -> dict[str, float]:
+        return {criterion: rating.score for criterion, rating in MetaGold.of(instance).human.items()}
 
     def instances(self, q: BespokeQuery) -> list[Instance]:
         base = to_instance(q)
