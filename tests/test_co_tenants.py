@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from perseval.llm.deployments import BUSY_SHARE, busy_co_tenants, shared_machine_env
+from perseval.llm.deployments import BUSY_SHARE, busy_co_tenants, say_not_reused, shared_machine_env
 
 
 def _fake_server(tmp_path, code: str) -> int:
@@ -42,3 +42,19 @@ def test_a_busy_co_tenant_server_is_said_and_makes_the_new_server_passive(tmp_pa
     finally:
         for pid in (busy, idle):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_another_run_s_server_of_the_same_model_is_named_with_why_it_is_not_reused(tmp_path, caplog):
+    """Item 8: a second run that finds the first run's server of its model says, in one line, that it does not
+    reuse it and why; another model's server is not named."""
+    same = _fake_server(tmp_path, "import time; time.sleep(60)")
+    try:
+        time.sleep(0.3)
+        with caplog.at_level(logging.WARNING, logger="perseval.deployments"):
+            say_not_reused("smollm2-135m")
+            say_not_reused("qwen3-4b-instruct")
+        lines = [r.getMessage() for r in caplog.records if "not reused" in r.getMessage()]
+        assert len(lines) == 1 and f"pid {same}" in lines[0] and "smollm2-135m" in lines[0], lines
+        assert "belongs to the run that started it" in lines[0]
+    finally:
+        os.kill(same, signal.SIGKILL)

@@ -220,6 +220,41 @@ def busy_co_tenants() -> list[tuple[int, float]]:
     return sample_machine()[1]
 
 
+def _alias(cmd: list[str]) -> str | None:
+    """The model name an embedded server's command line serves (--alias / --model_alias)."""
+    for flag in ("--alias", "--model_alias"):
+        if flag in cmd and cmd.index(flag) + 1 < len(cmd):
+            return cmd[cmd.index(flag) + 1]
+    return None
+
+
+def same_model_servers(model: str) -> list[int]:
+    """Pids of other perseval runs' embedded servers serving `model` (busy or idle)."""
+    me = psutil.Process()
+    mine = {m.pid for m in (me, *me.children(recursive=True))}
+    out = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if proc.pid not in mine and _embedded_server(cmd) and _alias(cmd) == model:
+            out.append(proc.pid)
+    return sorted(out)
+
+
+# Why a run does not share another run's server of the same model: that server is its run's, stopped with it
+# (a run that ended would take a user's server away mid-request), and its port, slots, context length and
+# prompt cache were sized for that run's requests.
+NOT_SHARED = ("a model server belongs to the run that started it and stops when that run ends; this run starts "
+              "its own")
+
+
+def say_not_reused(model: str) -> None:
+    """One line when another run already serves `model` on this machine: why this run does not reuse it."""
+    pids = same_model_servers(model)
+    if pids:
+        log.warning("another perseval run serves %s here (pid %s); not reused: %s", model,
+                    ", ".join(map(str, pids)), NOT_SHARED)
+
+
 def shared_machine_env(env: Mapping[str, str]) -> dict[str, str]:
     """The OpenMP wait an embedded server starts with (scripts/bench_cotenant.py, docs/guides/performance.md):
     OpenMP's default (spin, then sleep) on a quiet machine, where PASSIVE made the quickstart 1.26x slower;
@@ -284,6 +319,7 @@ class Deployment:
         self.exit_file.unlink(missing_ok=True)  # an earlier run's server on this port: not this one
         env = self.launch_env()
         if cfg.kind == "embedded":
+            say_not_reused(self.model.name)
             env.update(shared_machine_env(env))
         self.proc = start_server(self.command(port), env, self.log_path)
         base = f"http://{HOST}:{port}"
