@@ -194,7 +194,7 @@ def test_official_field_answers_are_parsed() -> None:
 
 
 def test_recall_unparseable_claim_is_unscored_and_counted() -> None:
-    inst = Instance("i", "bespoke", "u", "u", "q?", {}, {"claims": ["battery costs fell", "x", "y"]})
+    inst = Instance("i", "bespoke", "u", "u", "q?", {}, {"need": "n", "claims": ["battery costs fell", "x", "y"]})
     model = ScriptedChat(lambda m: "hmm" if "Fact: y" in m[-1]["content"] else json.dumps(
         {"verdict": "Fact: battery" in m[-1]["content"], "reason": "r"}))
     out = AgentOutput("i", "a", 0, "resp " * 3000)

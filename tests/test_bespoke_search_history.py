@@ -33,9 +33,9 @@ def test_the_paper_config_has_no_search_over_users_own_pages(official, monkeypat
     assert _searching_over_user_pages(settings) == []
 
 
-@pytest.mark.parametrize("config", ["bespoke_cpu.yaml"])
+@pytest.mark.parametrize("config", ["bespoke_cpu"])
 def test_the_cpu_config_has_none_either_and_the_default_would(config, tmp_path):
-    settings = effective_settings(load_experiment(REPO / "configs" / "experiments" / config))
+    settings = effective_settings(load_experiment(experiment_file(config)))
     assert _searching_over_user_pages(settings) == []
     bench = settings["benchmarks"]["bespoke"]
     flipped = {"benchmarks": {"bespoke": {**bench, "params": {**bench["params"], "corpus_page_summaries": True}}}}

@@ -473,7 +473,7 @@ def test_agreement_with_no_shared_ids_says_so(tmp_path):
     header = "instance_id,reasonableness,coherence,persona_consistency\n"
     (tmp_path / "a.csv").write_text(header + "i1,1,1,1\n")
     (tmp_path / "b.csv").write_text(header + "j1,1,1,1\n")
-    result = runner.invoke(app, ["agreement", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    result = runner.invoke(app, ["iba", "agreement", str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
     assert result.exit_code == 2 and "share no instance_id" in result.output and "nan" not in result.output.lower()
 
 
