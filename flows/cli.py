@@ -53,11 +53,14 @@ def _config_path(value: Path) -> Path:
     path = Path(value)
     if path.is_file():
         return path
-    named = _named_experiment(str(value)) if "/" not in str(value) else None
+    if "/" in str(value) or path.suffix in (".yaml", ".yml"):
+        raise typer.BadParameter(f"file {str(value)!r} does not exist: give the experiment YAML's path or its name")
+    named = _named_experiment(str(value))
     if named is not None:
         return named
-    raise typer.BadParameter(f"file {str(value)!r} does not exist, nor configs/experiments/{value}.yaml: give the "
-                             "experiment YAML's path or its name")
+    raise typer.BadParameter(f"file {str(value)!r} does not exist, and no experiment is named so "
+                             f"(configs/experiments/{value}.yaml here, the shipped ones, or a benchmark's own): give "
+                             "the experiment YAML's path or its name")
 
 
 CONFIG = typer.Argument(..., metavar="CONFIG", callback=_config_path,

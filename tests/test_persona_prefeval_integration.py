@@ -21,6 +21,8 @@ from typer.testing import CliRunner
 
 from flows.cli import app
 
+from perseval.setup.experiment import experiment_file
+
 from .conftest import CONFIGS, REPO, copy_configs
 
 DATA = REPO / "tests" / "data"
@@ -61,7 +63,7 @@ def workdir(tmp_path_factory) -> Path:
 def test_validate_accepts_both_cpu_configs_and_names_a_bad_row(workdir, monkeypatch):
     runner = CliRunner()
     for name in ("persona_mem_cpu", "prefeval_cpu"):
-        ok = runner.invoke(app, ["validate", str(CONFIGS / "experiments" / f"{name}.yaml")])
+        ok = runner.invoke(app, ["validate", str(experiment_file(name))])
         assert ok.exit_code == 0 and "ok:" in ok.output, ok.output
     bad = workdir / "bad"
     shutil.copytree(workdir / "data", bad / "data")
@@ -107,6 +109,7 @@ def test_both_benchmarks_run_end_to_end_with_controls(workdir, prefect_api):
     assert "analysis/prefeval/table_classification_accuracy.csv" in pref, pref
     # two benchmarks in one run: the cross-benchmark table, each agent kind's score with interval and users
     across = Path(client.download_artifacts(run_id, "cross_benchmark.md", str(workdir))).read_text()
-    oracle_cell = (f"persona-mem-oracle: 100.0 [{oracle['ci_low']:.1f}, {oracle['ci_high']:.1f}] "
+    interval = f" [{oracle['ci_low']:.1f}, {oracle['ci_high']:.1f}]" if oracle["ci_low"] is not None else ""
+    oracle_cell = (f"persona-mem-oracle: 100.0{interval} "
                    f"({oracle['n_users']} users)")
     assert "| oracle " in across and oracle_cell in across and "| persona_mem " in across and "| prefeval " in across
