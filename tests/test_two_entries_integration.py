@@ -3,7 +3,7 @@ its swapped-history run, judged by a judge whose one-token answers can never be 
 entry (the oracle and the zero-shot agent, by rule). Each view names the cells of the two entries apart
 (`prefeval:gen/...`, `prefeval:cls/...`): the headline, the summary JSON's costs, the controls, `samples`,
 `compare` and MLflow. The generation entry scores nothing: its cells say `unscored`, the run's last line names
-the entry and it exits 5; `judge_probes` says once per entry that PrefEval has nothing to probe."""
+the entry and it exits 5; PrefEval's generation judge is probed, so no entry is said to have nothing to probe."""
 from __future__ import annotations
 
 import json
@@ -51,8 +51,11 @@ def workdir(tmp_path_factory) -> Path:
     copy_configs(cfg, ("agents", "retrievers", "deployments", "models"))
     (cfg / "judges").mkdir()
     for name, tokens in (("tiny-judge", 48), ("mute-judge", 1)):  # one token: never a readable verdict
+        # the generation judge sizes its answer from its schema unless its own max_tokens says otherwise
+        params = {"params": {"prefeval.generation": {"max_tokens": 1}}} if tokens == 1 else {}
         (cfg / "judges" / f"{name}.yaml").write_text(yaml.safe_dump(
-            {"name": name, "model": "smollm2-135m", "sampling": {"temperature": 0.0, "max_tokens": tokens}}))
+            {"name": name, "model": "smollm2-135m", "sampling": {"temperature": 0.0, "max_tokens": tokens},
+             **params}))
     (cfg / "experiments").mkdir()
     (cfg / "experiments" / "two.yaml").write_text(yaml.safe_dump(EXPERIMENT))
     shutil.copytree(REPO / "tests" / "data" / "prefeval", root / "data" / "prefeval")
@@ -80,7 +83,9 @@ def test_an_entry_with_no_score_is_unscored_named_last_and_exits_5(ran):
     assert head[GEN]["status"] == "unscored" and head[GEN]["score"] is None and head[GEN]["scored_share"] == 0.0
     oracle = head["prefeval:cls/prefeval-oracle/-/-/prefeval.classification"]
     assert oracle["score"] == 100.0 and oracle["status"] == "complete"
-    assert out.count("judge_probes: prefeval:") == 2 and "no AUC" in out  # said once per entry
+    # PrefEval's generation checks are probed now (answers of known verdict from the release): an AUC line per
+    # probed entry, and no "nothing to probe" line for them (tests/test_cell_identity.py covers that message)
+    assert "judge_probes: prefeval" not in out and "is not probed" not in out
 
 
 def test_every_view_names_the_two_entries_cells_apart(ran, workdir, monkeypatch):
