@@ -24,7 +24,8 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 
-from tests.conftest import CONFIGS, REPO
+from perseval.setup.experiment import experiment_file
+from tests.conftest import CONFIGS, REPO, copy_configs
 from tests.http_stub import JsonHandler, completion, serve
 
 QUESTIONS = ["Which gift suits Ana?", "Plan my week.", "Suggest a restaurant."]
@@ -149,8 +150,8 @@ def test_identical_requests_from_two_processes_are_sent_once(tmp_path):
 def test_a_prefeval_run_of_three_forms_sends_each_distinct_request_once(tmp_path):
     """PrefEval's explicit and implicit forms ask the same questions: a real run (the CPU config on one
     preference) sends each distinct request once, agents and judge alike."""
-    shutil.copytree(CONFIGS, tmp_path / "configs")
-    exp = yaml.safe_load((CONFIGS / "experiments" / "prefeval_cpu.yaml").read_text())
+    copy_configs(tmp_path / "configs")
+    exp = yaml.safe_load(experiment_file("prefeval_cpu").read_text())
     exp["benchmarks"][0]["source"] = str(REPO / "tests" / "data" / "prefeval")
     (tmp_path / "configs" / "experiments" / "prefeval_cpu.yaml").write_text(yaml.safe_dump(exp))
     summary = tmp_path / "summary.json"
