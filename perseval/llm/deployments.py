@@ -185,13 +185,20 @@ def _busy_s(proc: psutil.Process) -> float:
     return times.user + times.system
 
 
+def other_servers() -> list[psutil.Process]:
+    """The embedded model servers on this machine that this process did not start (other perseval runs')."""
+    me = psutil.Process()
+    mine = {m.pid for m in (me, *me.children(recursive=True))}
+    return [p for p in psutil.process_iter(["pid", "cmdline"])
+            if p.pid not in mine and _embedded_server(p.info["cmdline"] or [])]
+
+
 def sample_machine() -> tuple[float, list[tuple[int, float]]]:
     """Over BUSY_SAMPLE_S: the cores' worth of CPU that processes other than this one and its children used,
     and the embedded model servers of other perseval runs that computed in it, (pid, share of a core)."""
     me = psutil.Process()
     mine = [me, *me.children(recursive=True)]
-    servers = [p for p in psutil.process_iter(["pid", "cmdline"])
-               if p.pid not in {m.pid for m in mine} and _embedded_server(p.info["cmdline"] or [])]
+    servers = other_servers()
 
     def used(procs: list[psutil.Process]) -> dict[int, float]:
         out = {}
@@ -230,14 +237,7 @@ def _alias(cmd: list[str]) -> str | None:
 
 def same_model_servers(model: str) -> list[int]:
     """Pids of other perseval runs' embedded servers serving `model` (busy or idle)."""
-    me = psutil.Process()
-    mine = {m.pid for m in (me, *me.children(recursive=True))}
-    out = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmd = proc.info["cmdline"] or []
-        if proc.pid not in mine and _embedded_server(cmd) and _alias(cmd) == model:
-            out.append(proc.pid)
-    return sorted(out)
+    return sorted(p.pid for p in other_servers() if _alias(p.info["cmdline"] or []) == model)
 
 
 # Why a run does not share another run's server of the same model: that server is its run's, stopped with it

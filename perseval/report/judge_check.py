@@ -44,13 +44,16 @@ def data_label_pairs(plan: Plan, root: str) -> list[Pairs]:
     """Each cell's scores beside the human scores its benchmark's data carries (Benchmark.human_scores: Bespoke's
     meta-test ratings), per metric, the cell's scores brought back to the humans' scale."""
     out = []
+    read: dict[str, tuple[dict, dict]] = {}  # data key -> (instances, human scores): cells of one entry share them
     for cell in plan.cells:
         bench = benchmark_class(cell.benchmark)
         store = StageStore(root, "score", cell.key)
         if not bench.carries_human_labels or cell.run.control is not None or not store.parts():
             continue
-        insts = {i.instance_id: i for i in load_instances(root, cell.run.data.key)}
-        human = {iid: bench.human_scores(inst) for iid, inst in insts.items()}
+        if cell.run.data.key not in read:
+            loaded = {i.instance_id: i for i in load_instances(root, cell.run.data.key)}
+            read[cell.run.data.key] = loaded, {iid: bench.human_scores(inst) for iid, inst in loaded.items()}
+        insts, human = read[cell.run.data.key]
         values: dict[tuple[str, str], list[float]] = {}
         for s in store.read_records(InstanceScore):
             if s.metric in human.get(s.instance_id, {}) and s.value is not None:

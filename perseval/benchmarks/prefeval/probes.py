@@ -22,6 +22,7 @@ import random
 
 from perseval.benchmarks.prefeval.answers import is_classification
 from perseval.benchmarks.prefeval.views import PrefEvalGold, PrefEvalPayload
+from perseval.benchmarks.probes import Labels
 from perseval.core.records import AgentOutput, Instance
 
 HONOURS, VIOLATES, WRONG_PREF, REFUSAL, EMPTY = "honours", "violates", "wrong-pref", "refusal", "empty"
@@ -29,7 +30,6 @@ KINDS = (HONOURS, VIOLATES, WRONG_PREF, REFUSAL, EMPTY)
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 LETTERS = "ABCD"
 
-Labels = dict[tuple[str, str, str], int]
 
 
 def _options(inst: Instance, pool: list[Instance]) -> tuple[str | None, str | None]:
