@@ -74,3 +74,23 @@ def test_a_stale_record_has_its_leftover_server_stopped_and_nothing_else(tmp_pat
             p.wait()
         if leftover.is_running():
             leftover.kill()
+
+
+def test_a_watched_server_stops_when_its_starters_pipe_closes_even_with_the_starter_still_its_parent(tmp_path):
+    """The guard's second watch: perseval's pipe reads end-of-file the moment perseval is gone, whatever process
+    adopts the guard (a PID namespace's init, a subreaper). Here the starter stays the guard's parent and only
+    closes the pipe, so the parent check alone would never fire."""
+    from perseval.llm.deployments import start_server
+
+    guard = start_server([sys.executable, "-c", "import time; time.sleep(120)"], dict(os.environ),
+                         tmp_path / "sleeper.log")
+    deadline = time.monotonic() + 30
+    while not (children := psutil.Process(guard.pid).children()):
+        assert time.monotonic() < deadline and guard.poll() is None
+        time.sleep(0.1)
+    server = children[0]
+    time.sleep(1.5)  # three parent checks: the guard keeps a server whose starter is alive and holds the pipe
+    assert guard.poll() is None and server.is_running()
+    guard.stdin.close()
+    assert _gone(server, 15.0), server.cmdline()
+    assert guard.wait(15) is not None

@@ -151,13 +151,19 @@ def start_server(cmd: list[str], env: dict[str, str], log_path: Path, leases: Pa
     log_path.parent.mkdir(parents=True, exist_ok=True)
     watch = ["--leases", str(leases), "--idle-s", str(idle_s)] if leases is not None else [str(os.getpid())]
     guarded = [sys.executable, str(GUARD), *watch, "--", *cmd]
+    # a watched guard's stdin is a pipe only this process writes to: it closes the moment this process is gone
+    stdin = subprocess.PIPE if leases is None else subprocess.DEVNULL
     with open(log_path, "wb") as log:
-        return subprocess.Popen(guarded, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        return subprocess.Popen(guarded, stdin=stdin, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                start_new_session=True)
 
 
 def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:
     """SIGTERM the server's whole process group (its workers go too), SIGKILL after `grace_s`."""
-    if proc is None or proc.poll() is not None:
+    if proc is None:
+        return
+    if proc.poll() is not None:
+        _close_pipe(proc)
         return
     try:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -167,6 +173,12 @@ def stop_server(proc: subprocess.Popen | None, grace_s: float = 20.0) -> None:
         proc.wait(timeout=10)
     except ProcessLookupError:
         pass
+    _close_pipe(proc)
+
+
+def _close_pipe(proc: subprocess.Popen) -> None:
+    if proc.stdin is not None:  # the guard's watch pipe (start_server)
+        proc.stdin.close()
 
 
 BUSY_SAMPLE_S, BUSY_SHARE = 0.3, 0.1  # a tenth of a core over the sample is busy (an idle server uses none)

@@ -2,9 +2,10 @@
 
 `python guard.py PARENT_PID -- CMD...`, started by perseval.llm.deployments.start_server as
 the leader of a new session, so the server and anything it starts (vLLM's workers) share
-the guard's process group. Every half second it checks that PARENT_PID is still its
-parent; once it is not (kill -9, a crash), it sends SIGTERM to the whole group and SIGKILL
-after a grace period. A server that ends on its own ends the guard with the same exit code;
+the guard's process group. Its stdin is a pipe whose only writer is the perseval process: the
+pipe reads end-of-file the moment that process is gone (kill -9, a crash), whatever PID namespace
+or subreaper adopts the guard, and every half second the guard also checks that PARENT_PID is still
+its parent. Either way it sends SIGTERM to the whole group and SIGKILL after a grace period. A server that ends on its own ends the guard with the same exit code;
 the SIGTERM perseval sends the group to stop a server reaches the server directly, and the
 guard waits for it. Run by path with the standard library only, so it needs no import of
 perseval in whatever environment a server is launched with.
@@ -22,7 +23,9 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import select
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -86,6 +89,18 @@ def _die_with_parent(guard: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
+def parent_gone(parent: int, watch: int | None) -> bool:
+    """Waits up to POLL_S for the parent's pipe (`watch`, stdin) to close; True once it has, or once the
+    guard's parent is no longer PARENT_PID."""
+    if watch is not None:
+        ready, _, _ = select.select([watch], [], [], POLL_S)
+        if ready and not os.read(watch, 4096):  # end of file: the only writer is gone
+            return True
+    else:
+        time.sleep(POLL_S)
+    return os.getppid() != parent
+
+
 def main(argv: list[str]) -> int:
     cmd = argv[argv.index("--") + 1:]
     leases, idle_s, parent = None, 0.0, 0
@@ -95,17 +110,19 @@ def main(argv: list[str]) -> int:
         parent = int(argv[1])
     for sig in (signal.SIGTERM, signal.SIGINT):  # meant for the server (it got them too): wait for it to end
         signal.signal(sig, lambda *_: None)
-    child = subprocess.Popen(cmd, preexec_fn=functools.partial(_die_with_parent, os.getpid()))
+    watch = 0 if leases is None and stat.S_ISFIFO(os.fstat(0).st_mode) else None  # perseval's pipe, if given
+    child = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+                             preexec_fn=functools.partial(_die_with_parent, os.getpid()))
     idle_since = time.monotonic()
     while True:
-        try:
-            return _exit_code(child.wait(timeout=POLL_S))
-        except subprocess.TimeoutExpired:
-            pass
+        if child.poll() is not None:
+            return _exit_code(child.returncode)
         if leases is None:
-            if os.getppid() != parent:
+            if parent_gone(parent, watch):
                 return _exit_code(_stop_group(child))
-        elif held(leases):
+            continue
+        time.sleep(POLL_S)
+        if held(leases):
             idle_since = time.monotonic()
         elif time.monotonic() - idle_since >= idle_s:
             return _exit_code(_stop_group(child))
