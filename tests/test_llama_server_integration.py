@@ -147,3 +147,34 @@ def test_both_embedded_servers_give_the_same_answers(server, tmp_path):
         theirs = answers(other)
     mine = answers(server)
     assert all(theirs) and mine == theirs
+
+
+def test_a_verdict_without_its_reason_is_the_same_verdict_and_p_true_in_a_few_tokens(server, tmp_path):
+    """`reasons: false` (the quickstart's judge): the same messages, the reason dropped from the schema. P(true) is
+    read at the verdict token, which comes before the reason either way, so it must not move."""
+    from perseval.judges.binary import binary_verdict
+    from perseval.benchmarks.iba.judges.checkpoint import judge_messages
+
+    client = LLMClient(server, Sampling(max_tokens=96, temperature=0.0), RequestCache(tmp_path / "c.sqlite"),
+                       role="judge", run_id="r", seed=3)
+    cases = [("Plan my week.", "Monday: gym at 7. Tuesday: team meeting.", "Mentions the gym on Monday"),
+             ("Suggest a laptop.", "A heavy gaming laptop.", "The user wants a light laptop for travel"),
+             ("Write a toast.", "", "Mentions the bride's name, Ana")]
+
+    async def ask(reasons: bool):
+        return [await binary_verdict(client, judge_messages(q, a, c, 2000), quoted=[a], reasons=reasons)
+                for q, a, c in cases]
+
+    async def both():
+        try:
+            return await ask(True), await ask(False)
+        finally:
+            await client.aclose()
+
+    full, bare = asyncio.run(both())
+    assert all(v.method == "logprobs" for v in full + bare), [(v.status, v.raw) for v in full + bare]
+    # the same request sent twice moves P(true) by up to 0.006 on this server (slot and prompt-cache numerics,
+    # measured 2026-12-04): the reason's absence must move it no more than that
+    assert [v.p_true for v in bare] == pytest.approx([v.p_true for v in full], abs=0.01)
+    assert [v.score for v in bare] == [v.score for v in full]
+    assert all("reason" in json.loads(v.raw) for v in full) and not any("reason" in json.loads(v.raw) for v in bare)

@@ -75,6 +75,8 @@ def test_an_override_equal_to_the_yaml_value_gives_the_same_keys(tmp_path):
     _write_agent(in_yaml, "iba-rag", max_tokens=192, json_max_tokens=64, passage_chars=600)
     _write_agent(in_yaml, "iba-no-history", max_tokens=192, json_max_tokens=64)
     _write_agent(in_yaml, "apeb-direct", history_items=30)
+    judge = in_yaml.parents[1] / "judges" / "smollm2-judge.yaml"
+    judge.write_text(yaml.safe_dump({**yaml.safe_load(judge.read_text()), "reasons": False}))
     a = make_plan(load_experiment(in_yaml))
     b = make_plan(load_experiment(QUICKSTART))
     assert {c.name: c.key for c in a.cells} == {c.name: c.key for c in b.cells}

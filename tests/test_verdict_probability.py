@@ -152,3 +152,33 @@ def test_a_placeholder_reason_leaves_a_probability_verdict_scored_and_a_text_one
         Handler.logprobs = False
         t = verdict(f"{url}/v1", tmp_path / "b")
         assert t.status == "unscored" and t.p_true is None
+
+
+def test_a_judge_without_reasons_sends_the_same_messages_and_a_schema_with_the_verdict_alone(server, tmp_path):
+    """`reasons: false`: what goes out is the same messages with the reason dropped from the schema and the
+    answer budget sized to the verdict; the text verdict of a server without probabilities is still read."""
+    from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+    from perseval.core.records import AgentOutput, Instance
+
+    requests, url, mode = server
+    inst = Instance("iba-1", "iba", "u", "g", "Plan my week.", {}, {"checkpoints": [{"id": "c1", "statement": "s"}]})
+    out = AgentOutput("iba-1", "a", 0, "Monday: gym.")
+
+    async def judge(reasons: bool):
+        c = client(url, tmp_path / f"{reasons}-{len(requests)}")  # a fresh request cache each time
+        try:
+            return await CheckpointJudge({}).judge(inst, out, JudgeBinding("j", c, 0, reasons=reasons))
+        finally:
+            await c.aclose()
+
+    [full], [bare] = asyncio.run(judge(True)), asyncio.run(judge(False))
+    sent_full, sent_bare = requests
+    assert sent_bare["messages"] == sent_full["messages"]
+    schema = sent_bare["response_format"]["schema"]  # llama-server's dialect (an embedded endpoint)
+    assert "reason" in sent_full["response_format"]["schema"]["properties"]
+    assert list(schema["properties"]) == ["verdict"] and schema["required"] == ["verdict"]
+    assert sent_bare["max_tokens"] < sent_full["max_tokens"] and sent_bare["top_logprobs"] == TOP_LOGPROBS
+    assert bare.p_true == full.p_true == pytest.approx(EXPECTED) and bare.score == 1.0
+    mode["logprobs"] = False
+    [text] = asyncio.run(judge(False))  # a new cache: sent again, read from the text
+    assert text.method == "text" and text.score == 1.0 and text.status == "scored"

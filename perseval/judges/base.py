@@ -43,6 +43,7 @@ class JudgeBinding:
     model: ChatModel | None = None
     repeat: int = 0
     threshold: float = 0.5  # a verdict read as a probability passes at P(true) >= threshold (judge YAML)
+    reasons: bool = True  # a binary verdict comes with its one-sentence reason (judge YAML `reasons`)
 
 
 class Judge(Configurable[P], ABC):

@@ -11,6 +11,8 @@ top token alternatives, P(true) is read at the verdict's token, and the verdict 
 (method `logprobs`). A server that returns no probabilities leaves the text verdict (method `text`). An
 empty or placeholder reason makes a text verdict unscored, but not a probability verdict: P(true) is read at
 the verdict's token, before the reason is written (its feedback says the problem).
+A judge bound with `reasons: false` asks for the verdict alone: the same messages, a schema without the reason
+(so the answer is a few tokens), and no reason to check.
 VERDICT_READING versions this request shape in the judge stage's key: judge outputs made before it
 (text verdicts only) are recomputed, nothing else.
 """
@@ -34,12 +36,22 @@ VERDICT_SCHEMA: dict[str, Any] = {
 }
 
 
+def without_reason(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` asking for its verdict alone."""
+    props = {k: v for k, v in schema.get("properties", {}).items() if k != "reason"}
+    return {**schema, "properties": props, "required": [k for k in schema.get("required", []) if k != "reason"]}
+
+
 async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, quoted: Sequence[str] = (),
                          repeat: int = 0, max_tokens: int | None = None, schema: dict[str, Any] = VERDICT_SCHEMA,
-                         key: str = "verdict", threshold: float = 0.5) -> Verdict:
+                         key: str = "verdict", threshold: float = 0.5, reasons: bool = True) -> Verdict:
     """`quoted`: the untrusted texts the messages quote; a verdict that also appears in them is not read.
     `max_tokens` None: sized from the schema. A boolean verdict asks for token probabilities and is
-    P(true) >= `threshold` where the server returns them."""
+    P(true) >= `threshold` where the server returns them. `reasons` False: the verdict alone (the schema
+    without its reason, max_tokens sized from that schema)."""
+    if not reasons:
+        schema = without_reason(schema)
+        max_tokens = answer_budget(schema)  # the judge's own budget is sized for a reason that is not asked
     boolean = schema.get("properties", {}).get(key, {}).get("type") == "boolean"
     result = await model.chat(messages, json_schema=schema, max_tokens=max_tokens or answer_budget(schema),
                               repeat=repeat, **({"logprobs": TOP_LOGPROBS} if boolean else {}))
@@ -49,7 +61,7 @@ async def binary_verdict(model: ChatModel, messages: list[dict[str, Any]], *, qu
     score, reason = parse_binary(result.text, key=key, structured=True, quoted=quoted)
     if score is None:
         return Verdict(None, "unscored", result.text, "judge answer could not be parsed", prompt)
-    problem = reason_problem(result.text, structured=True, quoted=quoted)
+    problem = reason_problem(result.text, structured=True, quoted=quoted) if reasons else None
     prob = p_true(getattr(result, "token_logprobs", None), key) if boolean else None
     if prob is None:
         if problem is not None:

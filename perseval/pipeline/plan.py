@@ -79,10 +79,12 @@ def judge_key(rkey: str, spec: JudgeSpec) -> str:
 
 
 def verdict_reading(spec: JudgeSpec) -> dict[str, Any]:
-    """How an LLM judge's binary verdicts are read: the request version and the threshold on P(true)."""
+    """How an LLM judge's binary verdicts are read: the request version, the threshold on P(true) and, when off,
+    the reasons (the request changes; a judge with reasons keeps its keys)."""
     from perseval.judges.binary import VERDICT_READING
 
-    return {"verdict_reading": VERDICT_READING, "threshold": spec.threshold}
+    reasons = {} if spec.reasons else {"reasons": False}
+    return {"verdict_reading": VERDICT_READING, "threshold": spec.threshold, **reasons}
 
 
 def score_key(jkey: str, statistics: StatisticsSettings | None = None) -> str:

@@ -29,7 +29,6 @@ from perseval.pipeline.controls import history_owners, mark_outputs, owner_swap,
 from perseval.pipeline.cost import USAGE_INFO, unit_record
 from perseval.core.errors import InputError
 from perseval.core.hashing import canonical_json
-from perseval.judges.base import JudgeBinding
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
@@ -304,13 +303,12 @@ def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
 
     async def work() -> list[Judgment]:
         if not spec.uses_llm:
-            return await judge_shard(judges, [JudgeBinding(spec.name)], by_id, outputs)
+            return await judge_shard(judges, spec.bindings(), by_id, outputs)
         assert spec.model is not None and spec.sampling is not None  # a judge that uses a model has both
         client = rt.client(spec.model, spec.sampling, "judge", unit.seed)
         clients.append(client)
         try:
-            bindings = [JudgeBinding(spec.name, client, r, spec.threshold) for r in range(spec.repeats)]
-            return await judge_shard(judges, bindings, by_id, outputs)
+            return await judge_shard(judges, spec.bindings(client), by_id, outputs)
         finally:
             await client.aclose()
 

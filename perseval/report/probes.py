@@ -33,7 +33,6 @@ from perseval.setup.components import make_judges
 from perseval.setup.config import ModelConfig
 from perseval.setup.experiment import judge_specs
 from perseval.core.hashing import content_key
-from perseval.judges.base import JudgeBinding
 from perseval.pipeline.plan import DataUnit, Plan, model_fingerprint, verdict_reading
 from perseval.core.records import AgentOutput, Instance, Judgment
 from perseval.setup.specs import JudgeSpec
@@ -120,7 +119,7 @@ async def judge_probes(spec: JudgeSpec, client: Any, instances: list[Instance], 
     judges = [j for j in make_judges(spec) if j.item in probed]
     outputs, _ = probe_answers(instances, n, seed)
     by_id = {i.instance_id: i for i in instances}
-    bindings = [JudgeBinding(spec.name, client, r, spec.threshold) for r in range(spec.repeats)]
+    bindings = spec.bindings(client)
     return await judge_shard(judges, bindings, by_id, outputs)
 
 

@@ -45,6 +45,10 @@ class JudgeConfig(Strict):
     params: dict[str, Any] = {}
     # a binary verdict read as a probability passes at P(true) >= threshold (perseval.judges.binary)
     threshold: float = Field(0.5, gt=0.0, lt=1.0)
+    # false: a binary verdict is asked without its one-sentence reason (the verdict alone, a few tokens instead of
+    # ~25: the CPU protocol's budget). The prompt is the same, so the verdict and P(true) are too; the tables lose
+    # only the reason beside each judgment
+    reasons: bool = True
 
 
 class AgentConfig(Strict):

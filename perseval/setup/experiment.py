@@ -326,7 +326,7 @@ def _spec(exp: ResolvedExperiment, name: str, bench: str) -> JudgeSpec | None:
         raise ConfigError(f"{where}: key 'model': judge kind(s) {list(raw)} need a model")
     model = exp.models[cfg.model] if cfg.model else None
     return JudgeSpec(name, tuple(raw), params, model, cfg.sampling if model else None, cfg.repeats, uses_llm,
-                     cfg.threshold)
+                     cfg.threshold, cfg.reasons)
 
 
 def judge_specs(exp: ResolvedExperiment, index: int) -> list[JudgeSpec]:

@@ -37,6 +37,7 @@ class JudgeOverride(_Strict):
     params: dict[str, Any] = {}  # with no judge `kind`: keyed by judge kind, as in the judge YAML
     sampling: dict[str, Any] = {}
     repeats: int | None = Field(None, ge=1)
+    reasons: bool | None = None  # the judge YAML's `reasons` (False: verdicts without their reason)
 
 
 class ModelOverride(_Strict):
@@ -105,8 +106,7 @@ def _judge(cfg: Any, change: JudgeOverride, where: str) -> Any:
     if change.params:
         update["params"] = merged(cfg.params, change.params)
         _judge_params(cfg, update["params"], where, f"{key}.params")
-    if change.repeats is not None:
-        update["repeats"] = change.repeats
+    update.update({k: v for k in ("repeats", "reasons") if (v := getattr(change, k)) is not None})
     return cfg.model_copy(update=update)
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from perseval.judges.base import JudgeBinding
 from perseval.kernel.capabilities import Capability
+from perseval.llm.base import ChatModel
 from perseval.setup.config import ModelConfig, Sampling
 from perseval.kernel.params import Params
 
@@ -37,10 +39,17 @@ class JudgeSpec:
     repeats: int = 1
     uses_llm: bool = False  # some kind asks a model (then `model` is set)
     threshold: float = 0.5  # P(true) at which a binary verdict read from probabilities passes
+    reasons: bool = True  # a binary verdict comes with its one-sentence reason (judge YAML `reasons`)
 
     def __post_init__(self) -> None:
         if (self.model is None) != (self.sampling is None):
             raise ValueError(f"judge {self.name!r}: a model comes with its sampling, and sampling with a model")
+
+    def bindings(self, model: ChatModel | None = None) -> list[JudgeBinding]:
+        """The judge role as its judges see it: one binding per judge repeat (one for a rule judge)."""
+        if model is None:
+            return [JudgeBinding(self.name)]
+        return [JudgeBinding(self.name, model, r, self.threshold, self.reasons) for r in range(self.repeats)]
 
     def params_json(self) -> dict[str, dict[str, Any]]:
         return {k: p.model_dump(mode="json") for k, p in self.params.items()}

@@ -58,7 +58,7 @@ class FeedbackMatchJudge(Judge[FeedbackMatchParams]):
         rubric = (output.parsed or {}).get("rubric") or g.rubric or ""
         v = await binary_verdict(binding.model, feedback_messages(criterion, instance.query, g.need, g.response,
                                                                   rubric, g.human[criterion].feedback, generated),
-                                 repeat=binding.repeat, max_tokens=self.params.max_tokens)
+                                 repeat=binding.repeat, max_tokens=self.params.max_tokens, reasons=binding.reasons)
         return self.from_verdict(instance, output, binding, criterion, v)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:

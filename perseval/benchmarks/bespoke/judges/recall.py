@@ -79,7 +79,7 @@ class RecallJudge(Judge[RecallParams]):
                    response: str) -> Judgment:
         assert binding.model is not None
         v = await binary_verdict(binding.model, claim_messages(claim, response), quoted=[output.text],
-                                 repeat=binding.repeat, max_tokens=self.params.max_tokens)
+                                 repeat=binding.repeat, max_tokens=self.params.max_tokens, reasons=binding.reasons)
         return self.from_verdict(instance, output, binding, f"claim-{k}", v)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:

@@ -64,7 +64,8 @@ class CheckpointJudge(Judge[CheckpointParams]):
         assert binding.model is not None  # an LLM judge kind: the plan binds a model
         v = await binary_verdict(binding.model, judge_messages(instance.query, output.text, checkpoint["statement"],
                                                               self.params.response_chars),
-                                 quoted=[output.text], repeat=binding.repeat, max_tokens=self.params.max_tokens)
+                                 quoted=[output.text], repeat=binding.repeat, max_tokens=self.params.max_tokens,
+                                 reasons=binding.reasons)
         return self.from_verdict(instance, output, binding, checkpoint["id"], v)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:

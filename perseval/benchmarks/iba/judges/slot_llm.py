@@ -76,7 +76,7 @@ class SlotLlmJudge(Judge[SlotLlmParams]):
         messages = slot_judge_messages(instance.query, api.get("name", ""), slot, _allowed(instance, slot), value,
                                        preference_text(instance, slot, expected))
         v = await binary_verdict(binding.model, messages, quoted=[value], repeat=binding.repeat,
-                                 max_tokens=self.params.max_tokens)
+                                 max_tokens=self.params.max_tokens, reasons=binding.reasons)
         return self.from_verdict(instance, output, binding, slot, v)
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:

@@ -44,7 +44,7 @@ class GenerationJudge(Judge[GenerationParams]):
         messages = check_messages(check, instance.query, output.text, PrefEvalGold.of(instance).preference,
                                   self.params.response_chars)
         v = await binary_verdict(binding.model, messages, quoted=[output.text], repeat=binding.repeat,
-                                 max_tokens=self.params.max_tokens)
+                                 max_tokens=self.params.max_tokens, reasons=binding.reasons)
         return self.from_verdict(instance, output, binding, check, v)
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
