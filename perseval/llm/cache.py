@@ -111,12 +111,31 @@ def foreign(path: str | Path) -> str | None:
     return None
 
 
+# Files this process has already checked with `foreign`. The check reads the file outside SQLite (the header
+# with open(), the tables through an immutable connection), and closing such a descriptor drops every POSIX lock
+# this process holds on the file, SQLite's included: another process (a Dask worker, someone's sqlite3 reading the
+# cache) then takes itself for the last connection, checkpoints and deletes the -wal and -shm under this one's
+# open connections, whose every later open fails with "disk I/O error" (a healthy cache was set aside as damaged
+# that way). Checked once, before this process holds a lock on it, the file is left to SQLite.
+_CHECKED: set[Path] = set()
+_CHECKED_LOCK = threading.Lock()
+
+
+def _check_once(path: Path) -> None:
+    key = path.resolve()
+    with _CHECKED_LOCK:
+        if key in _CHECKED:
+            return
+        problem = foreign(path)
+        if problem:
+            raise ConfigError(f"request cache: {problem}")
+        _CHECKED.add(key)
+
+
 class RequestCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        problem = foreign(self.path)
-        if problem:
-            raise ConfigError(f"request cache: {problem}")
+        _check_once(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._unsaved: dict[str, tuple[str, str, float]] = {}  # key -> (deployment, response, created)
