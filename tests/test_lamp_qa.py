@@ -315,3 +315,14 @@ def test_validate_accepts_the_cpu_config_and_names_a_bad_row(tmp_path, monkeypat
     assert result.exit_code == 2, result.output
     assert "Society_and_Culture_test.json" in result.output and "row 2" in result.output
     assert "rubric_aspects[0].reason" in result.output and "Traceback" not in result.output
+
+
+def test_the_cross_benchmark_roles_of_the_lamp_qa_agents():
+    from perseval.report.cross_benchmark import agent_roles
+    from perseval.setup.experiment import experiment_file, load_experiment
+
+    roles = agent_roles(load_experiment(experiment_file("lamp_qa_cpu")))
+    assert (roles["lamp-qa-rag"], roles["lamp-qa-random-k"]) == ("history", "history")
+    assert (roles["lamp-qa-no-profile"], roles["lamp-qa-oracle"]) == ("no history", "oracle")
+    roles = agent_roles(load_experiment(REPO / "configs" / "experiments" / "personalization_cpu.yaml"))
+    assert (roles["lamp-qa-rag"], roles["lamp-qa-no-profile"]) == ("history", "no history")
