@@ -7,14 +7,14 @@ and the current question under another; without, the question alone. The oracle 
 aspects as the points the answer should cover (the release's plan-conditioned prompt, fed the gold plan).
 
 Judging: one request per rubric aspect with the question, the asker's narrative, the response (quoted as data)
-and the aspect with its reason and evidence; the judge answers a match score on the paper's scale, 0 (the
-response does not cover the aspect), 1 (covers it somewhat) or 2 (covers it well), and one sentence why.
+and the aspect with its reason and evidence; the judge answers only a match score on the paper's scale, 0 (the
+response does not cover the aspect), 1 (covers it somewhat) or 2 (covers it well), as the paper's judge does
+(no reason: a small judge copies a reason's placeholder instead of writing one).
 """
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from perseval.judges.binary import REASON
 from perseval.judges.quoting import data_rule, quote
 
 ANSWER_SYSTEM = ("You answer questions people post online. Give a complete, helpful answer written for the "
@@ -44,8 +44,8 @@ def answer_messages(question: str, items: Sequence[str], plan: Sequence[str] = (
 SCORES = (0, 1, 2)  # the paper's match score of one aspect
 MATCH_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"match_score": {"type": "integer", "enum": list(SCORES)}, "reason": REASON},
-    "required": ["match_score", "reason"],
+    "properties": {"match_score": {"type": "integer", "enum": list(SCORES)}},
+    "required": ["match_score"],
 }
 JUDGE_SYSTEM = ("You grade one response to a person's question against one aspect this person wants the answer "
                 "to address. Give a match score: 0 if the response does not cover the aspect, 1 if it covers it "
@@ -66,5 +66,5 @@ def aspect_messages(question: str, narrative: str, response: str, aspect: Mappin
             f"Aspect: {aspect['aspect']}\n"
             f"Why it matters to this person: {aspect['reason']}\n"
             f"What they wrote that shows it: {aspect['evidence']}\n\n"
-            'Reply with JSON only: {"match_score": 0, 1 or 2, "reason": "<one short sentence>"}')
+            'Reply with JSON only: {"match_score": 0, 1 or 2}')
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]

@@ -7,8 +7,8 @@ AUC read it on the 0..1 scale of a verdict. Per question, as the paper: `score` 
 match scores / (2 x the number of aspects), here x100 (0..100; the paper reports the 0..1 value). Beside it
 `full_coverage` and `no_coverage`: the shares of aspects scored 2 and 0 (x100).
 
-A question is unscored on every metric when any of its aspects is (the judge's answer could not be read, or
-its reason is empty or the prompt's placeholder: the raw answer is kept) or failed: dropping an aspect would
+A question is unscored on every metric when any of its aspects is (the judge's answer holds no match score
+0, 1 or 2 of its own: the raw answer is kept) or failed: dropping an aspect would
 change the denominator the paper divides by, and the paper's last resort, a 0 after 100 retries, would turn
 an unreadable judge into a bad answer. An output with no answer (invalid or empty) covers no aspect: each is
 scored 0 without a judge call. A failed output never reaches a judge (perseval.judges.base).
@@ -23,7 +23,7 @@ from pydantic import Field
 from perseval.benchmarks.lamp_qa.answers import answer_text
 from perseval.benchmarks.lamp_qa.prompts import MATCH_SCHEMA, SCORES, aspect_messages
 from perseval.benchmarks.lamp_qa.views import LampQaGold, LampQaPayload
-from perseval.core.parsing import judge_object, reason_problem
+from perseval.core.parsing import judge_object
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.judges.base import Judge, JudgeBinding, answer_budget
 from perseval.kernel.params import Params
@@ -43,18 +43,15 @@ def aspect_id(k: int) -> str:
     return f"aspect-{k + 1}"
 
 
-def read_match(text: str, quoted: list[str]) -> tuple[int | None, str]:
-    """(match score 0/1/2, reason) from the judge's own answer; (None, why) when it cannot be read."""
+def read_match(text: str, quoted: list[str]) -> int | None:
+    """The match score 0/1/2 of the judge's own answer (not one copied from `quoted`); None when it has none."""
     obj = judge_object(text, structured=True, quoted=quoted)
     value = obj.get("match_score") if obj else None
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or value not in SCORES:
-        return None, f"no match score in {list(SCORES)} in the judge's answer"
-    problem = reason_problem(text, structured=True, quoted=quoted)
-    return (None, problem) if problem else (int(value), str(obj.get("reason", "")))  # type: ignore[union-attr]
+    return None if isinstance(value, bool) or value not in SCORES else int(value)
 
 
 def question_scores(matches: list[int]) -> dict[str, float]:
@@ -81,12 +78,12 @@ class AspectsJudge(Judge[AspectsParams]):
         if result.status != "ok":
             return self.judgment(instance, output, binding, aspect_id(k), None, "failed", result.text,
                                  result.error or "", prompt)
-        match, reason = read_match(result.text, [response])
+        match = read_match(result.text, [response])
         if match is None:
-            return self.judgment(instance, output, binding, aspect_id(k), None, "unscored", result.text, reason,
-                                 prompt)
+            return self.judgment(instance, output, binding, aspect_id(k), None, "unscored", result.text,
+                                 f"no match score in {list(SCORES)} in the judge's answer", prompt)
         return self.judgment(instance, output, binding, aspect_id(k), match / 2, "scored", result.text,
-                             f"match score {match}: {reason}", prompt, method="text")
+                             f"match score {match}", prompt, method="text")
 
     async def judge(self, instance: Instance, output: AgentOutput, binding: JudgeBinding) -> list[Judgment]:
         rubric = [a.model_dump() for a in LampQaGold.of(instance).aspects]
