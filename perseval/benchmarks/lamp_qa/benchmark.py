@@ -47,8 +47,8 @@ class LampQaParams(Params):
         return value
 
 
-# With no `source:`, the hand-written sample in the official layout that ships in this folder (two users in
-# each of two categories, written for perseval, not taken from the release): enough to run the pipeline.
+# With no `source:`, the hand-written sample in the official layout that ships in this folder (the test split:
+# two users in each category, written for perseval, not taken from the release): enough to run the pipeline.
 SAMPLE = Path(__file__).parent / "sample"
 
 
