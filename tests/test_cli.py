@@ -48,7 +48,7 @@ def test_validate_checks_everything_without_starting_a_server(tmp_path):
     from .conftest import CONFIGS, shipped_configs
 
     ok = runner.invoke(app, ["validate", str(CONFIGS / "experiments" / "quickstart.yaml")])
-    assert ok.exit_code == 0 and "11 cell(s)" in ok.output
+    assert ok.exit_code == 0 and "15 cell(s)" in ok.output  # 11 judged cells, LaMP 4 (a control among them)
     root = shipped_configs(tmp_path)  # the shipped configs, flat: the copy's apeb-direct.yaml wins
     (root / "experiments" / "quickstart.yaml").write_text((CONFIGS / "experiments" / "quickstart.yaml").read_text())
     agent = root / "agents" / "apeb-direct.yaml"

@@ -88,12 +88,13 @@ def test_controls_add_runs_for_history_agents_only_and_leave_every_plain_key_as_
     data = yaml.safe_load((CONFIGS / "experiments" / "quickstart.yaml").read_text())
     on = make_plan(load_experiment(_tree(tmp_path, {**data, "name": "q2", "controls": [SWAPPED_HISTORY]})))
     plain = {c.name: c.key for c in on.cells if c.run.control is None}
-    assert plain == {c.name: c.key for c in base.cells}  # same cells, same score keys (and so run/judge keys)
+    # same cells, same score keys (and so run/judge keys); the quickstart's LaMP entry has its own control already
+    assert plain == {c.name: c.key for c in base.cells if c.run.control is None}
     assert [a.key for a in on.analyses] == [a.key for a in base.analyses]  # the paper's tables: unchanged
     controlled = {(c.benchmark, c.agent) for c in on.cells if c.run.control is not None}
     # history agents only: no oracle reading gold, no no-history agent; the IBA oracle reads the history's tags
     assert controlled == {("iba", "iba-rag"), ("iba", "iba-oracle"), ("bespoke", "bespoke-raw-history"),
-                          ("apeb", "apeb-direct")}
+                          ("apeb", "apeb-direct"), ("lamp", "lamp-rag")}
     swapped = [c for c in on.cells if c.run.control is not None]
     assert all(c.name.endswith(f"[{SWAPPED_HISTORY}]") and c.key not in plain.values() for c in swapped)
     assert len({c.run.key for c in swapped}) == len({(c.agent, c.backbone, c.retriever) for c in swapped})
@@ -104,7 +105,7 @@ def test_a_benchmark_entry_can_switch_controls_off(tmp_path):
     data["controls"] = [SWAPPED_HISTORY]
     data["benchmarks"][1]["controls"] = []
     plan = make_plan(load_experiment(_tree(tmp_path, {**data, "name": "q3"})))
-    assert {c.benchmark for c in plan.cells if c.run.control} == {"iba", "apeb"}
+    assert {c.benchmark for c in plan.cells if c.run.control} == {"iba", "apeb", "lamp"}  # LaMP's entry: its own
 
 
 # --- known answers on computed runs --------------------------------------------------------------------------------

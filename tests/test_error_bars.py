@@ -37,6 +37,7 @@ def quickstart(tmp_path):
     exp.experiment.benchmarks[0].baseline = "iba-no-history"
     exp.experiment.benchmarks[1].baseline = None
     exp.experiment.benchmarks[2].baseline = None
+    exp.experiment.benchmarks[3].baseline = None  # LaMP: the IBA comparisons alone make the Holm family
     exp.experiment.statistics.resamples = 400
     return make_plan(exp), str(tmp_path)
 

@@ -96,7 +96,7 @@ def test_the_controls_table_shows_when_a_control_ran(rows):
     from perseval.report.tables import controls_table
 
     assert controls_table(rows) is None and controls_table(ran) is not None
-    assert [t.columns[0].header for t in headline_tables(rows)] == ["cell"] * 3
+    assert [t.columns[0].header for t in headline_tables(rows)] == ["cell"] * 4  # one table per benchmark
 
 
 def _probed(rows):

@@ -31,14 +31,14 @@ QUICKSTART_KEYS = {
     "apeb/apeb-direct/smollm2-135m/-/apeb.ranking": ("aa713995e15fa2d6", "d4e2c5f047a42ecf"),
     "apeb/apeb-no-history/smollm2-135m/-/apeb.ranking": ("cf0e07cfc690df72", "a56e994098a7bff6"),
     "apeb/apeb-oracle/-/-/apeb.ranking": ("a6c327ed97378c84", "98189f9255948fef"),
-    "bespoke/bespoke-no-context/smollm2-135m/minilm/smollm2-judge": ("9016847bfdec565c", "3af949b6affa93f7"),
-    "bespoke/bespoke-raw-history/smollm2-135m/minilm/smollm2-judge": ("a76a5a12555ed4cb", "3aad48b1edbe4f29"),
+    "bespoke/bespoke-no-context/smollm2-135m/minilm/smollm2-judge": ("9016847bfdec565c", "27b86121b0d8a352"),
+    "bespoke/bespoke-raw-history/smollm2-135m/minilm/smollm2-judge": ("a76a5a12555ed4cb", "5cdbb06dc1dacb24"),
     "iba/iba-no-history/smollm2-135m/-/iba.slots": ("79731872710797fb", "699cccf245b73530"),
-    "iba/iba-no-history/smollm2-135m/-/smollm2-judge": ("79731872710797fb", "5c5b2c9d44121913"),
+    "iba/iba-no-history/smollm2-135m/-/smollm2-judge": ("79731872710797fb", "3537bb5286869e35"),
     "iba/iba-oracle/-/-/iba.slots": ("3f28b38706ab618b", "799f8c9f827bc884"),
-    "iba/iba-oracle/-/-/smollm2-judge": ("3f28b38706ab618b", "c5ca53cb1c03e924"),
+    "iba/iba-oracle/-/-/smollm2-judge": ("3f28b38706ab618b", "1c0536ff3b1f455a"),
     "iba/iba-rag/smollm2-135m/minilm/iba.slots": ("14eee880ff9980af", "5a37fa2fb94531bd"),
-    "iba/iba-rag/smollm2-135m/minilm/smollm2-judge": ("14eee880ff9980af", "fa41eb44e464188b"),
+    "iba/iba-rag/smollm2-135m/minilm/smollm2-judge": ("14eee880ff9980af", "80c68c4f6945b3b7"),
 }
 
 

@@ -170,7 +170,7 @@ def test_judges_name_what_really_produced_the_number(base):
         by_benchmark.setdefault(c.benchmark, set()).add((c.judge, c.judge_model))
     assert by_benchmark == {"iba": {("smollm2-judge", "smollm2-135m"), ("iba.slots", None)},
                             "bespoke": {("smollm2-judge", "smollm2-135m")},
-                            "apeb": {("apeb.ranking", None)}}
+                            "apeb": {("apeb.ranking", None)}, "lamp": {("lamp.rule", None)}}
     iba = next(c for c in base.cells if c.benchmark == "iba" and c.judge == "smollm2-judge")
     assert iba.judged.judge.kinds == ("iba.checkpoint",)
     bespoke = next(c for c in base.cells if c.benchmark == "bespoke")
