@@ -83,10 +83,28 @@ def test_pass_rates_at_a_calibrated_threshold_are_cross_fitted_by_probe_instance
     assert (rep["n.good"], rep["n.bad"], rep["pass_rates"]) == (3, 3, "cross-fitted by probe instance")
     plain = probes.probe_report(judgments, labels)  # at 0.5: everything passes, and no threshold is chosen
     assert plain["pass_rate.bad"] == 100.0 and "threshold" not in plain and plain["auc"] == rep["auc"]
+    rule = [replace(_j(iid, probes.WRONG, "x", None, ""), score=0.0) for iid in ps]  # absent by rule, not asked
+    with_rule = probes.probe_report(judgments + rule, {**labels, **{(j.agent, j.instance_id, "x"): 0 for j in rule}},
+                                    calibrated=True)
+    assert with_rule["threshold"] == rep["threshold"] and with_rule["threshold_items"] == 6  # they choose nothing
+    assert with_rule["pass_rate.bad"] == pytest.approx(100 / 6)
     text = [_j(iid, probes.GOOD, "x", None, "text") for iid in ps] + [_j(iid, probes.EMPTY, "x", None, "text")
                                                                       for iid in ps]
     no_p = probes.probe_report(text, labels, calibrated=True)
     assert no_p["threshold"] is None and no_p["discriminates"] is False  # no P(true): nothing to calibrate
+    assert probes._flag(no_p) == f"{probes.NOT_INTERPRETABLE} ({probes.UNCALIBRATED})"
+    assert probes._flag(plain) == probes.NOT_INTERPRETABLE  # at 0.5 it passes every bad item: the plain flag
+
+
+def test_verdicts_given_by_rule_choose_no_threshold():
+    """An empty response's claims are absent by rule (no P(true)): 0 at any threshold, they would only pull the
+    cut down (here from 0.9 to 0.6, which passes the known-bad 0.7)."""
+    asked = [_j("a", probes.GOOD, "x", 0.6), _j("b", probes.GOOD, "x", 0.9), _j("c", probes.EMPTY, "x", 0.7)]
+    rule = [replace(_j(iid, probes.WRONG, "x", None, ""), score=0.0) for iid in "abc"]
+    labels = {(j.agent, j.instance_id, j.item_id): int(j.agent == f"probe:{probes.GOOD}") for j in asked + rule}
+    rep = probes.probe_report(asked + rule, labels, calibrated=True)
+    assert (rep["threshold"], rep["threshold_items"], rep["auc_from"]) == (0.9, 3, "p_true")
+    assert youden_threshold([1, 1, 0, 0, 0, 0], [0.6, 0.9, 0.7, 0, 0, 0]) == 0.6
 
 
 def test_reading_again_changes_only_verdicts_read_from_p_true():

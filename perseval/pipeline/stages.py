@@ -377,8 +377,8 @@ def calibrated_threshold(root: str, probe_key: str) -> tuple[float | None, str]:
                      "has not run): the next run redoes it"
     threshold = store.manifest()["report"].get("threshold")
     return threshold, "" if threshold is not None else \
-        f"threshold: calibrated, but probe {probe_key} chose none (its verdicts carry no P(true), or its items " \
-        "are all of one verdict)"
+        f"threshold: calibrated, but probe {probe_key} chose none (none of its verdicts carry P(true), or those " \
+        "that do are all of items of one verdict)"
 
 
 def score_summary(root: str, cell: Cell) -> dict[str, Any]:

@@ -21,7 +21,8 @@ its AUC is undefined or below DISCRIMINATION_AUC, when the interval reaches down
 it passes at least PASSES_EVERYTHING of the known-bad items; its cells then show `—` with the AUC.
 
 A judge with `threshold: calibrated` has its threshold chosen here: the P(true) cut that maximizes Youden's J
-on all probe items (ties to the higher cut), which its cells are scored at (perseval.pipeline.stages.as_scored);
+on all probe items whose verdict was read from P(true) (ties to the higher cut; rule verdicts, such as an empty
+response's absent claims, are left out: no threshold decides them), which its cells are scored at (perseval.pipeline.stages.as_scored);
 its pass rates are cross-fitted by probe instance (each instance's items read at the cut fitted on the other
 instances'), so that "passes everything" is not measured on the items that chose the cut.
 
@@ -146,6 +147,13 @@ def _threshold(items: dict[Item, tuple[int, float]]) -> float | None:
     return youden_threshold([y for y, _ in items.values()], [v for _, v in items.values()])
 
 
+def read_from_p(judgments: list[Judgment], items: dict[Item, tuple[int, float]]) -> dict[Item, tuple[int, float]]:
+    """The items whose verdicts a threshold decides (read from P(true)): a verdict given by rule (an empty
+    response's claims are absent) is 0 at any threshold, so it would only lower the cut chosen."""
+    read = {(j.agent, j.instance_id, j.item_id) for j in judgments if j.method == "logprobs" and j.p_true is not None}
+    return {k: v for k, v in items.items() if k in read}
+
+
 def cross_fitted(judgments: list[Judgment], items: dict[Item, tuple[int, float]]) -> list[Judgment]:
     """`judgments` with each probe instance's verdicts read at the threshold fitted on the other instances'
     items (at_threshold; unscored where those others choose none), so pass rates at a calibrated threshold
@@ -167,10 +175,12 @@ def probe_report(judgments: list[Judgment], labels: dict[Item, int], calibrated:
     report: dict[str, Any] = {"n_items": len(items)}
     counted = judgments
     if calibrated:
-        report["threshold"] = _threshold(items) if source == "p_true" else None
+        fitted = read_from_p(judgments, items) if source == "p_true" else {}
+        report["threshold"] = _threshold(fitted)
+        report["threshold_items"] = len(fitted)
         report["pass_rates"] = "cross-fitted by probe instance"
         report["calibrated"] = True
-        counted = cross_fitted(judgments, items) if source == "p_true" else judgments
+        counted = cross_fitted(judgments, fitted)
     for kind in dict.fromkeys((GOOD, EMPTY, WRONG, *(agent.split(":", 1)[1] for agent, _, _ in labels))):
         got = [float(j.score) for j in counted if j.agent == f"probe:{kind}" and j.status == "scored"
                and (j.agent, j.instance_id, j.item_id) in labels and j.score is not None]
@@ -259,10 +269,23 @@ def with_probe_flags(plan: Plan, root: str, rows: list[Mapping[str, Any]]) -> li
                          judge_pass_rate_bad=rep["pass_rate.bad"], judge_discriminates=rep["discriminates"],
                          judge_probe_items=rep["n_items"], judge_probe_gold=rep.get("n.good", rep.get(f"n.{GOOD}")),
                          judge_probe_bad=rep.get("n.bad", (rep.get(f"n.{EMPTY}") or 0) + (rep.get(f"n.{WRONG}") or 0)),
-                         judge_flag=NOT_INTERPRETABLE if rep["discriminates"] is False else None,
+                         judge_flag=_flag(rep),
                          judge_threshold=rep.get("threshold") if rep.get("calibrated") else None)
         out.append(r)
     return out
+
+
+def _flag(report: Mapping[str, Any]) -> str | None:
+    """The flag of a probe report that does not discriminate, saying so when a calibrated judge got no threshold."""
+    if report["discriminates"] is not False:
+        return None
+    if report.get("calibrated") and report.get("threshold") is None:
+        return f"{NOT_INTERPRETABLE} ({UNCALIBRATED})"
+    return NOT_INTERPRETABLE
+
+
+UNCALIBRATED = "threshold: calibrated, but no threshold could be chosen: no known-good and known-bad items judged " \
+    "from P(true), so its P(true) verdicts are unscored"
 
 
 def discrimination_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -276,7 +299,7 @@ def discrimination_lines(rows: list[dict[str, Any]]) -> list[str]:
         auc = "undefined" if r.get("judge_auc") is None else f"{r['judge_auc']:.2f}"
         if r.get("judge_auc_ci_low") is not None:
             auc += f" [{r['judge_auc_ci_low']:.2f}, {r['judge_auc_ci_high']:.2f}] from {r.get('judge_auc_from')}"
-        verdict = "discriminates" if r["judge_discriminates"] else NOT_INTERPRETABLE
+        verdict = "discriminates" if r["judge_discriminates"] else r.get("judge_flag") or NOT_INTERPRETABLE
         calibrated = f"calibrated threshold t={r['judge_threshold']:.2f}, pass rates cross-fitted by probe " \
             "instance; " if r.get("judge_threshold") is not None else ""
         seen[judge] = (f"{judge}: AUC {auc} on {r.get('judge_probe_items', '?')} probe items of known verdict; "
