@@ -116,7 +116,9 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
                              for s in shard_ids[u.data.key] if (u.key, s) in todo.runs}, clock)
         _wait("judge", {(u.key, s): judge_task.submit(u, s, rt) for u in plan.judgings()
                         for s in shard_ids[u.run.data.key] if (u.key, s) in todo.judges}, clock)
-        probing = [u for u in probe_units(plan) if not probe_done(root, u)]  # judge_probes: off by default
+        # judge_probes: off by default. Before the score stage: a `threshold: calibrated` judge's cells are scored
+        # at the threshold its probe chooses (their score keys and freshness include the probe's)
+        probing = [u for u in probe_units(plan) if not probe_done(root, u)]
         prt = replace(rt, endpoints=servers.ensure({u.model.name for u in probing})) if probing else rt
         _wait("probe", {u.key: probe_task.submit(u, prt) for u in probing}, clock)
     _wait("score", {c.key: score_task.submit(c, rt) for c in plan.cells if c.key in todo.scores}, clock)

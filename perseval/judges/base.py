@@ -14,7 +14,7 @@ unusably) is judged, and each judge scores it as a miss.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from perseval.llm.base import ChatModel
@@ -87,6 +87,19 @@ class Judge(Configurable[P], ABC):
         judge, judge_repeat = (judgments[0].judge, judgments[0].judge_repeat) if judgments else ("", 0)
         return InstanceScore(instance.instance_id, output.agent, output.repeat, judge, judge_repeat, instance.group,
                              metric, value, n_items, n_unscored)
+
+
+def at_threshold(judgments: list[Judgment], threshold: float | None, why: str = "") -> list[Judgment]:
+    """`judgments` with every verdict read from P(true) (method `logprobs`) read again as P(true) >= `threshold`;
+    with no threshold (`why` says why) such a verdict is unscored. Text and rule verdicts stay as they are."""
+    def again(j: Judgment) -> Judgment:
+        if j.method != "logprobs" or j.p_true is None or j.status != "scored":
+            return j
+        if threshold is None:
+            return replace(j, score=None, status="unscored", feedback=why)
+        return replace(j, score=float(j.p_true >= threshold))
+
+    return [again(j) for j in judgments]
 
 
 def scored_values(judgments: list[Judgment]) -> list[float]:

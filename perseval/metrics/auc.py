@@ -43,3 +43,16 @@ def auc_interval(labels: Sequence[int], scores: Sequence[float], level: float = 
         (v01.var(ddof=1) / len(neg) if len(neg) > 1 else 0.0)
     half = float(norm.ppf(0.5 + level / 2)) * math.sqrt(var)
     return Auc(auc, max(0.0, auc - half), min(1.0, auc + half), len(pos), len(neg))
+
+
+def youden_threshold(labels: Sequence[int], scores: Sequence[float]) -> float | None:
+    """The cut t that maximizes Youden's J = TPR - FPR of `score >= t` (scikit-learn's roc_curve convention),
+    over the observed scores; a tie goes to the highest such cut, which passes the fewest known-bad items.
+    None unless both classes are present."""
+    y, s = np.asarray(labels), np.asarray(scores, dtype=float)
+    pos, neg = s[y == 1], s[y == 0]
+    if not len(pos) or not len(neg):
+        return None
+    cuts = np.unique(s)
+    j = (pos[None, :] >= cuts[:, None]).mean(axis=1) - (neg[None, :] >= cuts[:, None]).mean(axis=1)
+    return float(cuts[np.flatnonzero(np.isclose(j, j.max(), rtol=0.0, atol=1e-12))[-1]])

@@ -82,6 +82,8 @@ def judge_done(root: str, judged: JudgeUnit, shard: int) -> bool:
 def score_done(root: str, cell: Cell, cell_shards: list[int]) -> bool:
     inputs = [_part(root, stage, key, s) for stage, key in (("run", cell.run.key), ("judge", cell.judged.key))
               for s in cell_shards]
+    if cell.probe is not None:  # scored at its probe's calibrated threshold: a redone probe rescores it
+        inputs.append(_manifest(root, "probe", cell.probe))
     return StageStore(root, "score", cell.key).is_complete() and _newer(_manifest(root, "score", cell.key), inputs)
 
 

@@ -87,13 +87,26 @@ def verdict_reading(spec: JudgeSpec) -> dict[str, Any]:
     return {"verdict_reading": VERDICT_READING, "threshold": spec.threshold, **reasons}
 
 
-def score_key(jkey: str, statistics: StatisticsSettings | None = None) -> str:
+def score_key(jkey: str, statistics: StatisticsSettings | None = None, probe: str | None = None) -> str:
     """The statistics settings enter: the score table holds intervals made with them. The weighting enters
-    only when it is not the default, so the keys of instance-weighted tables stay as they were."""
+    only when it is not the default, so the keys of instance-weighted tables stay as they were. `probe`: the
+    key of the probe whose calibrated threshold the cell is scored at (`threshold: calibrated` only, so every
+    other score key stays as it was, and a changed probe rescores exactly the cells it calibrates)."""
     settings = (statistics or StatisticsSettings()).model_dump()
     if settings.get("weighting") == "instance":
         del settings["weighting"]
-    return content_key(*stages.SCORE.key_head, jkey, settings)
+    return content_key(*stages.SCORE.key_head, jkey, settings, *([{"probe": probe}] if probe else []))
+
+
+def probe_key(data: DataUnit, spec: JudgeSpec, n: int, seed: int) -> str:
+    """The key of one judge's probe of one benchmark entry (perseval.report.probes): the data, the judge binding
+    (kinds, params, repeats, model identity and sampling, how verdicts are read), N and the seed; a calibrated
+    judge's probe also chooses its threshold, so that enters too (only then: other probe keys stay)."""
+    assert spec.model is not None and spec.sampling is not None  # probed judges ask a model
+    calibrated = [{"calibrated": True}] if spec.calibrated else []
+    return content_key(*stages.PROBE.key_head, data.key, spec.name, list(spec.kinds), spec.params_json(),
+                       spec.repeats, model_fingerprint(spec.model, spec.sampling), n, seed, verdict_reading(spec),
+                       *calibrated)
 
 
 def entry_statistics(exp: ResolvedExperiment, entry: BenchmarkEntry) -> StatisticsSettings:
@@ -134,7 +147,9 @@ def make_plan(exp: ResolvedExperiment) -> Plan:
             for run in plain + control_runs(plain, b.agents[aname].needs, controls, seed):
                 for spec in b.judges[bi]:
                     judged = JudgeUnit(judge_key(run.key, spec), run, spec, seed)
-                    cell = Cell(score_key(judged.key, statistics), bi, judged, statistics)
+                    # validated when the experiment was loaded: a calibrated judge is probed on this entry
+                    probe = probe_key(data, spec, e.judge_probes, e.seed) if spec.calibrated else None
+                    cell = Cell(score_key(judged.key, statistics, probe), bi, judged, statistics, probe)
                     cells.setdefault(cell.name, cell)  # an agent that uses no retriever has one cell, not one each
         plan.cells += cells.values()
         cell_list = [c for c in cells.values() if c.run.control is None]  # the paper's tables: plain runs only

@@ -38,6 +38,7 @@ from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, Jud
 from perseval.core.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
                               instant)
 from perseval.core.redact import redact_records
+from perseval.judges.base import at_threshold
 from perseval.kernel.registry import benchmark_class, load_plugins
 from perseval.retrieval.base import ChunkIndex
 from perseval.pipeline.runner import judge_shard, run_agent_shard, score_outputs
@@ -336,7 +337,7 @@ def _score(cell: Cell, rt: Runtime) -> None:
     judges = make_judges(cell.judged.judge)
     by_id = {i.instance_id: i for i in load_instances(rt.root, cell.run.data.key)}
     outputs = rt.store("run", cell.run.key).read_records(AgentOutput)
-    judgments = rt.store("judge", cell.judged.key).read_records(Judgment)
+    judgments = as_scored(rt.root, cell, rt.store("judge", cell.judged.key).read_records(Judgment))
     scores = score_outputs(judges, by_id, outputs, judgments)
     failed = Counter(by_id[o.instance_id].group for o in outputs if o.status == "failed")  # no score: counted
     bench = benchmark_class(cell.benchmark)
@@ -359,8 +360,34 @@ def _score(cell: Cell, rt: Runtime) -> None:
                          "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
 
 
+def as_scored(root: str, cell: Cell, judgments: list[Judgment]) -> list[Judgment]:
+    """The cell's judgments as it is scored from them: as the judge stage stored them, or, for a judge with
+    `threshold: calibrated`, with each verdict read from P(true) read again at the threshold its probe chose
+    (unscored, saying why, where the probe chose none)."""
+    if cell.probe is None:
+        return judgments
+    return at_threshold(judgments, *calibrated_threshold(root, cell.probe))
+
+
+def calibrated_threshold(root: str, probe_key: str) -> tuple[float | None, str]:
+    """The threshold a complete probe chose (perseval.report.probes), or None and why not."""
+    store = StageStore(root, "probe", probe_key)
+    if not store.is_complete():
+        return None, f"threshold: calibrated, but probe {probe_key} is not complete (a probe judgment failed or it " \
+                     "has not run): the next run redoes it"
+    threshold = store.manifest()["report"].get("threshold")
+    return threshold, "" if threshold is not None else \
+        f"threshold: calibrated, but probe {probe_key} chose none (none of its verdicts carry P(true), or those " \
+        "that do are all of items of one verdict)"
+
+
 def score_summary(root: str, cell: Cell) -> dict[str, Any]:
     return {"key": cell.key, **StageStore(root, "score", cell.key).manifest()}
+
+
+# ---- probe (perseval.report.probes: the work; its key is made here, beside the others) --------------------
+
+PROBE = Stage("probe", 2)  # 2: verdicts read from token probabilities, AUC of P(true), PrefEval's checks probed
 
 
 # ---- analyze ------------------------------------------------------------------------------------

@@ -90,6 +90,7 @@ class Cell:
     bench_index: int
     judged: JudgeUnit
     statistics: StatisticsSettings = field(default_factory=StatisticsSettings)  # how its intervals are made
+    probe: str | None = None  # the probe key whose calibrated threshold it is scored at (`threshold: calibrated`)
 
     @property
     def run(self) -> RunUnit:

@@ -181,7 +181,8 @@ def with_controls(plan: Plan, root: str, rows: list[dict[str, Any]]) -> list[dic
 GAIN_METRICS = ("swapped_score", "personalization_gain", "personalization_gain_ci_low",
                 "personalization_gain_ci_high", "no_history_score", "history_gain", "history_gain_ci_low",
                 "history_gain_ci_high", "evidence_recall", "score_evidence_reached", "score_evidence_missed",
-                "judge_auc", "judge_pass_rate_gold", "judge_pass_rate_bad", "judge_discriminates")  # + perseval.report.probes
+                "judge_auc", "judge_pass_rate_gold", "judge_pass_rate_bad", "judge_discriminates",
+                "judge_threshold")  # + perseval.report.probes
 
 
 def control_metrics(cell: Cell, rows: list[dict[str, Any]]) -> dict[str, float]:

@@ -20,6 +20,12 @@ verdict is true (1) against false (0), with DeLong's 95% interval, probe items a
 its AUC is undefined or below DISCRIMINATION_AUC, when the interval reaches down to CHANCE_AUC, or when
 it passes at least PASSES_EVERYTHING of the known-bad items; its cells then show `—` with the AUC.
 
+A judge with `threshold: calibrated` has its threshold chosen here: the P(true) cut that maximizes Youden's J
+on all probe items whose verdict was read from P(true) (ties to the higher cut; rule verdicts, such as an empty
+response's absent claims, are left out: no threshold decides them), which its cells are scored at (perseval.pipeline.stages.as_scored);
+its pass rates are cross-fitted by probe instance (each instance's items read at the cut fitted on the other
+instances'), so that "passes everything" is not measured on the items that chose the cut.
+
 A probe's key hashes the data key, the judge binding (kinds, params, repeats, model identity and
 sampling, how verdicts are read), N and the seed, so it is judged once and its judgments are cached like any other.
 """
@@ -32,17 +38,18 @@ from typing import Any, Mapping
 from perseval.setup.components import make_judges
 from perseval.setup.config import ModelConfig
 from perseval.setup.experiment import judge_specs
-from perseval.core.hashing import content_key
-from perseval.pipeline.plan import DataUnit, Plan, model_fingerprint, verdict_reading
+from perseval.pipeline.plan import DataUnit, Plan, probe_key
+from perseval.pipeline.stages import PROBE
 from perseval.core.records import AgentOutput, Instance, Judgment
 from perseval.setup.specs import JudgeSpec
 from perseval.core.store import StageStore, unit_lock
 from perseval.report.rows import HeadlineRow
 from perseval.benchmarks.probes import EMPTY, GOOD, WRONG, Labels
 from perseval.kernel.registry import benchmark_class
-from perseval.metrics.auc import auc_interval
+from perseval.judges.base import at_threshold
+from perseval.metrics.auc import auc_interval, youden_threshold
 
-PROBE_VERSION = 2  # 2: verdicts read from token probabilities, AUC of P(true), PrefEval's checks probed
+PROBE_VERSION = PROBE.version
 DISCRIMINATION_AUC = 0.7
 CHANCE_AUC = 0.5  # the AUC interval must lie above it too: a high AUC on a handful of items is no evidence
 PASSES_EVERYTHING = 0.9
@@ -68,13 +75,8 @@ def probe_units(plan: Plan) -> list[ProbeUnit]:
     out = []
     for bi, data in enumerate(plan.data):
         for spec in judge_specs(plan.exp, bi):
-            if spec.uses_llm and spec.model and spec.sampling and \
-                    any(j.item in benchmark_class(data.entry.name).probed_items for j in make_judges(spec)):
-                model = spec.model
-                key = content_key("probe", PROBE_VERSION, data.key, spec.name, list(spec.kinds), spec.params_json(),
-                                  spec.repeats, model_fingerprint(model, spec.sampling), n, e.seed,
-                                  verdict_reading(spec))
-                out.append(ProbeUnit(key, data, spec, model, n, e.seed))
+            if spec.probed_on(data.entry.name) and spec.model:
+                out.append(ProbeUnit(probe_key(data, spec, n, e.seed), data, spec, spec.model, n, e.seed))
     return out
 
 
@@ -123,8 +125,10 @@ async def judge_probes(spec: JudgeSpec, client: Any, instances: list[Instance], 
     return await judge_shard(judges, bindings, by_id, outputs)
 
 
-def _item_scores(judgments: list[Judgment], labels: dict[tuple[str, str, str], int]
-                 ) -> tuple[list[tuple[int, float]], str]:
+Item = tuple[str, str, str]  # (probe agent, instance, item)
+
+
+def _item_scores(judgments: list[Judgment], labels: dict[Item, int]) -> tuple[dict[Item, tuple[int, float]], str]:
     """(label, value) per probe item, its judge repeats averaged: P(true) where every verdict the judge model
     gave carries one, else the 0/1 verdict; and which of the two it is. A verdict given without asking the
     model (an empty response's claims are absent by rule: `method` empty) counts as its 0/1 score."""
@@ -132,38 +136,73 @@ def _item_scores(judgments: list[Judgment], labels: dict[tuple[str, str, str], i
               and j.score is not None]
     asked = [j for j in scored if j.method]
     from_p = bool(asked) and all(j.p_true is not None for j in asked)
-    values: dict[tuple[str, str, str], list[float]] = {}
+    values: dict[Item, list[float]] = {}
     for j in scored:
         value = j.p_true if from_p and j.p_true is not None else j.score
         values.setdefault((j.agent, j.instance_id, j.item_id), []).append(float(value))
-    return [(labels[k], sum(v) / len(v)) for k, v in values.items()], "p_true" if from_p else "verdict"
+    return {k: (labels[k], sum(v) / len(v)) for k, v in values.items()}, "p_true" if from_p else "verdict"
 
 
-def probe_report(judgments: list[Judgment], labels: dict[tuple[str, str, str], int]) -> dict[str, Any]:
+def _threshold(items: dict[Item, tuple[int, float]]) -> float | None:
+    return youden_threshold([y for y, _ in items.values()], [v for _, v in items.values()])
+
+
+def read_from_p(judgments: list[Judgment], items: dict[Item, tuple[int, float]]) -> dict[Item, tuple[int, float]]:
+    """The items whose verdicts a threshold decides (read from P(true)): a verdict given by rule (an empty
+    response's claims are absent) is 0 at any threshold, so it would only lower the cut chosen."""
+    read = {(j.agent, j.instance_id, j.item_id) for j in judgments if j.method == "logprobs" and j.p_true is not None}
+    return {k: v for k, v in items.items() if k in read}
+
+
+def cross_fitted(judgments: list[Judgment], items: dict[Item, tuple[int, float]]) -> list[Judgment]:
+    """`judgments` with each probe instance's verdicts read at the threshold fitted on the other instances'
+    items (at_threshold; unscored where those others choose none), so pass rates at a calibrated threshold
+    are not measured on the items that chose it."""
+    out = []
+    for iid in dict.fromkeys(j.instance_id for j in judgments):
+        others = _threshold({k: v for k, v in items.items() if k[1] != iid})
+        out += at_threshold([j for j in judgments if j.instance_id == iid], others,
+                            "no threshold could be fitted on the other probe instances")
+    return out
+
+
+def probe_report(judgments: list[Judgment], labels: dict[Item, int], calibrated: bool = False) -> dict[str, Any]:
     """Pass rate per probe kind, the AUC of good against bad with DeLong's interval (probe items as the unit;
-    from P(true) where the judge's verdicts carry it), and whether the judge discriminates."""
+    from P(true) where the judge's verdicts carry it), and whether the judge discriminates. `calibrated`: also
+    the threshold chosen on all items (Youden's J of P(true); what the judge's cells are scored at), and the
+    pass rates cross-fitted by probe instance (cross_fitted), which decide whether it passes everything."""
     items, source = _item_scores(judgments, labels)
     report: dict[str, Any] = {"n_items": len(items)}
+    counted = judgments
+    if calibrated:
+        fitted = read_from_p(judgments, items) if source == "p_true" else {}
+        report["threshold"] = _threshold(fitted)
+        report["threshold_items"] = len(fitted)
+        report["pass_rates"] = "cross-fitted by probe instance"
+        report["calibrated"] = True
+        counted = cross_fitted(judgments, fitted)
     for kind in dict.fromkeys((GOOD, EMPTY, WRONG, *(agent.split(":", 1)[1] for agent, _, _ in labels))):
-        got = [float(j.score) for j in judgments if j.agent == f"probe:{kind}" and j.status == "scored"
+        got = [float(j.score) for j in counted if j.agent == f"probe:{kind}" and j.status == "scored"
                and (j.agent, j.instance_id, j.item_id) in labels and j.score is not None]
         if kind in (GOOD, EMPTY, WRONG) or got:
             report[f"pass_rate.{kind}"] = 100.0 * sum(got) / len(got) if got else None
             report[f"n.{kind}"] = len(got)
-    bad_verdicts = [float(j.score) for j in judgments if labels.get((j.agent, j.instance_id, j.item_id)) == 0
+    bad_verdicts = [float(j.score) for j in counted if labels.get((j.agent, j.instance_id, j.item_id)) == 0
                     and j.status == "scored" and j.score is not None]
-    good_verdicts = [float(j.score) for j in judgments if labels.get((j.agent, j.instance_id, j.item_id)) == 1
+    good_verdicts = [float(j.score) for j in counted if labels.get((j.agent, j.instance_id, j.item_id)) == 1
                      and j.status == "scored" and j.score is not None]
-    auc = auc_interval([y for y, _ in items], [v for _, v in items])
+    auc = auc_interval([y for y, _ in items.values()], [v for _, v in items.values()])
     report["auc"] = auc.auc if auc else None
     report["auc_ci"] = [auc.ci_low, auc.ci_high] if auc else None
     report["auc_from"] = source
     report["pass_rate.bad"] = 100.0 * sum(bad_verdicts) / len(bad_verdicts) if bad_verdicts else None
     report["pass_rate.good"] = 100.0 * sum(good_verdicts) / len(good_verdicts) if good_verdicts else None
     report["n.good"], report["n.bad"] = len(good_verdicts), len(bad_verdicts)
-    # None: nothing of known verdict was judged (no instance with such items), so nothing to say
+    # None: nothing of known verdict was judged (no instance with such items), so nothing to say. A calibrated
+    # judge with no threshold (no P(true)) cannot score its cells: it does not discriminate
     report["discriminates"] = None if not items else auc is not None and auc.auc >= DISCRIMINATION_AUC and \
-        auc.ci_low > CHANCE_AUC and (not bad_verdicts or sum(bad_verdicts) / len(bad_verdicts) < PASSES_EVERYTHING)
+        auc.ci_low > CHANCE_AUC and (not bad_verdicts or sum(bad_verdicts) / len(bad_verdicts) < PASSES_EVERYTHING) \
+        and (not calibrated or report["threshold"] is not None)
     report["unscored"] = sum(1 for j in judgments if j.status != "scored")
     report["text_verdicts"] = sum(1 for j in judgments if j.status == "scored" and j.method == "text")
     return report
@@ -194,7 +233,9 @@ def probe(unit: ProbeUnit, rt: Any) -> dict[str, Any]:
 
             judgments = asyncio.run(work())
             _, labels = probe_answers(instances, unit.n, unit.seed)
-            report = probe_report(judgments, labels)
+            report = probe_report(judgments, labels, unit.judge.calibrated)
+            if not unit.judge.calibrated:
+                report["threshold"] = unit.judge.threshold  # the one its verdicts were read at
             store.write_records(0, judgments, Judgment)
             if not any(j.status == "failed" for j in judgments):
                 store.mark_complete({"benchmark": unit.data.entry.name, "judge": unit.judge.name, "report": report})
@@ -228,9 +269,23 @@ def with_probe_flags(plan: Plan, root: str, rows: list[Mapping[str, Any]]) -> li
                          judge_pass_rate_bad=rep["pass_rate.bad"], judge_discriminates=rep["discriminates"],
                          judge_probe_items=rep["n_items"], judge_probe_gold=rep.get("n.good", rep.get(f"n.{GOOD}")),
                          judge_probe_bad=rep.get("n.bad", (rep.get(f"n.{EMPTY}") or 0) + (rep.get(f"n.{WRONG}") or 0)),
-                         judge_flag=NOT_INTERPRETABLE if rep["discriminates"] is False else None)
+                         judge_flag=_flag(rep),
+                         judge_threshold=rep.get("threshold") if rep.get("calibrated") else None)
         out.append(r)
     return out
+
+
+def _flag(report: Mapping[str, Any]) -> str | None:
+    """The flag of a probe report that does not discriminate, saying so when a calibrated judge got no threshold."""
+    if report["discriminates"] is not False:
+        return None
+    if report.get("calibrated") and report.get("threshold") is None:
+        return f"{NOT_INTERPRETABLE} ({UNCALIBRATED})"
+    return NOT_INTERPRETABLE
+
+
+UNCALIBRATED = "threshold: calibrated, but no threshold could be chosen: no known-good and known-bad items judged " \
+    "from P(true), so its P(true) verdicts are unscored"
 
 
 def discrimination_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -244,9 +299,11 @@ def discrimination_lines(rows: list[dict[str, Any]]) -> list[str]:
         auc = "undefined" if r.get("judge_auc") is None else f"{r['judge_auc']:.2f}"
         if r.get("judge_auc_ci_low") is not None:
             auc += f" [{r['judge_auc_ci_low']:.2f}, {r['judge_auc_ci_high']:.2f}] from {r.get('judge_auc_from')}"
-        verdict = "discriminates" if r["judge_discriminates"] else NOT_INTERPRETABLE
+        verdict = "discriminates" if r["judge_discriminates"] else r.get("judge_flag") or NOT_INTERPRETABLE
+        calibrated = f"calibrated threshold t={r['judge_threshold']:.2f}, pass rates cross-fitted by probe " \
+            "instance; " if r.get("judge_threshold") is not None else ""
         seen[judge] = (f"{judge}: AUC {auc} on {r.get('judge_probe_items', '?')} probe items of known verdict; "
-                       f"passes {_pct(r.get('judge_pass_rate_gold'))} of {r.get('judge_probe_gold', '?')} gold and "
+                       f"{calibrated}passes {_pct(r.get('judge_pass_rate_gold'))} of {r.get('judge_probe_gold', '?')} gold and "
                        f"{_pct(r.get('judge_pass_rate_bad'))} of {r.get('judge_probe_bad', '?')} known-bad items: "
                        f"{verdict} (AUC >= {DISCRIMINATION_AUC}, its interval above {CHANCE_AUC} and < "
                        f"{100 * PASSES_EVERYTHING:.0f}% of bad passed needed)")

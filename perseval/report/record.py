@@ -79,6 +79,7 @@ class JudgeCheck(Model):
     pass_rate_bad: Optional[float]
     discriminates: Optional[bool]
     items: Optional[int]
+    threshold: Optional[float] = None  # `threshold: calibrated`: the P(true) cut the probe chose
 
 
 class Cost(Model):
@@ -203,7 +204,7 @@ def cell_record(cell: Any, row: Mapping[str, Any], overall: Mapping[str, Any], r
     if row.get("judge_discriminates") is not None:
         check = JudgeCheck(auc=row.get("judge_auc"), pass_rate_gold=row.get("judge_pass_rate_gold"),
                            pass_rate_bad=row.get("judge_pass_rate_bad"), discriminates=row.get("judge_discriminates"),
-                           items=row.get("judge_probe_items"))
+                           items=row.get("judge_probe_items"), threshold=row.get("judge_threshold"))
     return CellRecord(key=cell.key, name=cell.name, parts=Parts(**{k: row[k] for k in Parts.model_fields}),
                       metric=row["metric"], status=row["status"], n=row["n"], unscored_items=row["unscored_items"],
                       failed_outputs=row["failed_outputs"], failed_judgments=row["failed_judgments"],
@@ -229,10 +230,17 @@ def results_digest(cells: Sequence[CellRecord], instances: Sequence[InstanceReco
     """What the run measured, hashed: the cells' scores, intervals and counts and every instance's user,
     score and verdicts (not the run ids, costs spent this run or timings, which differ on a cached re-run)."""
     body = {"cells": [c.model_dump(include={"key", "metric", "status", "n", "unscored_items", "failed_outputs",
-                                            "failed_judgments", "estimate", "difference", "judge_check"})
-                      for c in cells],
+                                            "failed_judgments", "estimate", "difference", "judge_check"},
+                                   exclude=_uncalibrated(c)) for c in cells],
             "instances": [i.model_dump(exclude={"trace_id"}) for i in instances]}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _uncalibrated(cell: CellRecord) -> dict[str, Any] | None:
+    """A judge check's threshold enters the digest only when the judge was calibrated: records made before the
+    field existed keep their digests."""
+    check = cell.judge_check
+    return {"judge_check": {"threshold"}} if check is not None and check.threshold is None else None
 
 
 def make_record(run_id: str, experiment: ExperimentRef, cells: list[CellRecord], instances: list[InstanceRecord],

@@ -29,7 +29,7 @@ COST = ("tokens_in", "tokens_out", "llm_seconds", "wall_seconds", "cost_usd", "n
         "new_cost_usd")
 PROBE = ("judge_auc", "judge_pass_rate_gold", "judge_pass_rate_bad", "judge_discriminates", "judge_flag",
          "judge_probe_items", "judge_probe_gold", "judge_probe_bad", "judge_auc_ci_low", "judge_auc_ci_high",
-         "judge_auc_from")
+         "judge_auc_from", "judge_threshold")
 
 
 PARTLY_SCORED = 0.5  # a cell with a smaller share of its instances scored is "partly scored", whatever its score
@@ -42,7 +42,8 @@ TYPES: dict[str, tuple[type, ...]] = {
                                           "delta_vs_baseline", "delta_ci_low", "delta_ci_high", "delta_p",
                                           "delta_n_users", "mde", *COST, "judge_auc", "judge_pass_rate_gold",
                                           "judge_pass_rate_bad", "judge_probe_items", "judge_probe_gold",
-                                          "judge_probe_bad", "judge_auc_ci_low", "judge_auc_ci_high")},
+                                          "judge_probe_bad", "judge_auc_ci_low", "judge_auc_ci_high",
+                                          "judge_threshold")},
     "judge_auc_from": (str, type(None)),
     # the estimate's effective users and estimand (issue 43): always filled now, absent from older summaries
     **{k: Number + (type(None),) for k in ("effective_users", "delta_effective_users")},
@@ -125,6 +126,7 @@ class HeadlineRow(dict):  # type: ignore[type-arg]
     judge_auc_ci_low: float | None  # DeLong's 95% interval of judge_auc, probe items as the unit
     judge_auc_ci_high: float | None
     judge_auc_from: str | None  # p_true: AUC of the verdict probabilities; verdict: of the 0/1 verdicts
+    judge_threshold: float | None  # `threshold: calibrated`: the P(true) cut its probe chose (else absent)
 
     @classmethod
     def of(cls, row: Mapping[str, Any]) -> "HeadlineRow":

@@ -148,11 +148,13 @@ def status_legend(rows: Sequence[Row]) -> str:
 
 def judge_text(row: Row) -> str:
     """"0.50 ✗": the AUC of the cell's judge on answers of known verdict (judge_probes) and whether it
-    discriminates; "" where the judge was not probed."""
+    discriminates ("0.92 ✓ t=0.81": and the threshold its probe chose, `threshold: calibrated`); "" where the
+    judge was not probed."""
     if row.get("judge_discriminates") is None:
         return ""
     auc = "n/a" if row.get("judge_auc") is None else f"{row['judge_auc']:.2f}"
-    return f"{auc} {'✓' if row['judge_discriminates'] else '✗'}"
+    calibrated = f" t={row['judge_threshold']:.2f}" if row.get("judge_threshold") is not None else ""
+    return f"{auc} {'✓' if row['judge_discriminates'] else '✗'}{calibrated}"
 
 
 def delta_compact(row: Row) -> str:

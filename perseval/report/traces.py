@@ -34,6 +34,7 @@ from mlflow.tracking import MlflowClient
 
 from perseval.setup.config import TraceSelection
 from perseval.pipeline.plan import Cell
+from perseval.pipeline.stages import as_scored
 from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.core.store import StageStore
 from perseval.metrics.ci_tables import cluster_of
@@ -126,7 +127,7 @@ def outcomes(root: str, cell: Cell, headline_metric: str,
     if not outputs:
         return []
     judged: dict[tuple[str, int], list[Judgment]] = defaultdict(list)
-    for j in _records(root, "judge", cell.judged.key, Judgment):
+    for j in as_scored(root, cell, _records(root, "judge", cell.judged.key, Judgment)):  # `threshold: calibrated`
         judged[(j.instance_id, j.repeat)].append(j)
     values: dict[tuple[str, int], list[float]] = defaultdict(list)
     cluster: dict[str, str] = {}

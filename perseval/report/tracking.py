@@ -114,7 +114,7 @@ def cell_params(exp: ResolvedExperiment, cell: Cell) -> dict[str, str]:
         params["retriever"] = "-"
     spec = cell.judged.judge
     params.update(flatten("judge", {"name": spec.name, "kinds": ",".join(spec.kinds), "params": spec.params_json(),
-                                    "repeats": spec.repeats}))
+                                    "repeats": spec.repeats, **({"threshold": "calibrated"} if spec.calibrated else {})}))
     if spec.model and spec.sampling:
         params.update(flatten("judge.sampling", spec.sampling.model_dump()))
         params.update(flatten("judge_model", spec.model.model_dump()))

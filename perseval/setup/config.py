@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, Validation
 from perseval.core import files
 from perseval.core.errors import ConfigError, InputError
 from perseval.core.hashing import content_key
-from perseval.setup.overrides import Overrides
+from perseval.setup.overrides import Overrides, Threshold
 from perseval.kernel.params import Strict, error_lines, invalid
 from perseval.llm.settings import (DEPLOYMENT_FORMATS, EMBEDDED_ONLY, STRUCTURED_OUTPUT, DeploymentConfig,  # noqa: F401
                                    ModelConfig, Price, Sampling, VLLMSettings, default_dialect)
@@ -43,8 +43,9 @@ class JudgeConfig(Strict):
     sampling: Sampling = Sampling(max_tokens=128)
     repeats: int = Field(1, ge=1)
     params: dict[str, Any] = {}
-    # a binary verdict read as a probability passes at P(true) >= threshold (perseval.judges.binary)
-    threshold: float = Field(0.5, gt=0.0, lt=1.0)
+    # a binary verdict read as a probability passes at P(true) >= threshold (perseval.judges.binary); `calibrated`:
+    # the threshold is chosen on the probe set, per benchmark entry (perseval.report.probes)
+    threshold: Threshold = 0.5
     # false: a binary verdict is asked without its one-sentence reason (the verdict alone, a few tokens instead of
     # ~25: the CPU protocol's budget). The prompt is the same, so the verdict and P(true) are too; the tables lose
     # only the reason beside each judgment

@@ -21,7 +21,7 @@ from perseval.setup.config import (DEPLOYMENT_FORMATS, AgentConfig, BenchmarkEnt
                              JudgeConfig, ModelConfig, ResolvedExperiment, RetrieverConfig, Strict, load_config)
 from perseval.core import files
 from perseval.core.errors import ConfigError
-from perseval.setup.overrides import apply_overrides
+from perseval.setup.overrides import CALIBRATED, THRESHOLDS, apply_overrides
 from perseval.kernel.params import Params, validate_params
 from perseval.kernel.registry import (BENCHMARKS, agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
                                retriever_class)
@@ -325,8 +325,28 @@ def _spec(exp: ResolvedExperiment, name: str, bench: str) -> JudgeSpec | None:
     if uses_llm and not cfg.model:
         raise ConfigError(f"{where}: key 'model': judge kind(s) {list(raw)} need a model")
     model = exp.models[cfg.model] if cfg.model else None
-    return JudgeSpec(name, tuple(raw), params, model, cfg.sampling if model else None, cfg.repeats, uses_llm,
-                     cfg.threshold, cfg.reasons)
+    calibrated = cfg.threshold == CALIBRATED
+    spec = JudgeSpec(name, tuple(raw), params, model, cfg.sampling if model else None, cfg.repeats, uses_llm,
+                     0.5 if calibrated else cfg.threshold, cfg.reasons, calibrated)
+    if calibrated:
+        _check_calibrated(exp, spec, bench)
+    return spec
+
+
+def _check_calibrated(exp: ResolvedExperiment, spec: JudgeSpec, bench: str) -> None:
+    """`threshold: calibrated` needs probes to choose it on, and at least two probe instances so that the pass
+    rates reported beside it are cross-fitted (each instance judged at a threshold fitted on the others)."""
+    override = exp.experiment.overrides.judges.get(spec.name)
+    where, key = (exp.path, f"overrides.judges.{spec.name}.threshold") if override and override.threshold \
+        else (exp.file_of("judges", spec.name), "threshold")
+    if exp.experiment.judge_probes < 2:
+        why = f"the experiment {exp.path} sets judge_probes: {exp.experiment.judge_probes}, and 2 or more are needed"
+    elif not spec.probed_on(bench):
+        why = f"judge {spec.name!r} has no probe items on benchmark {bench!r} (its kinds: {', '.join(spec.kinds)})"
+    else:
+        return
+    raise ConfigError(f"{where}: key '{key}': `calibrated` chooses the threshold on the probe set, but {why}; "
+                      f"allowed: {THRESHOLDS}")
 
 
 def judge_specs(exp: ResolvedExperiment, index: int) -> list[JudgeSpec]:

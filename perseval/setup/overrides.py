@@ -18,9 +18,9 @@ effective settings, so an override equal to the YAML's value leaves every key as
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, TypeVar
+from typing import Annotated, Any, Literal, Mapping, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from perseval.core.errors import ConfigError
 from perseval.kernel.params import error_lines, invalid, validate_params
@@ -33,11 +33,29 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+CALIBRATED = "calibrated"
+THRESHOLDS = "a number in (0, 1), or `calibrated` (chosen on the probe set: needs judge_probes >= 2)"
+
+
+def _threshold(value: Any) -> Any:
+    """One message for every wrong value (pydantic's union would give one per member)."""
+    if value == CALIBRATED or value is None:
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < 1:
+        return float(value)
+    raise ValueError(f"{value!r} is not allowed: {THRESHOLDS}")
+
+
+# P(true) at which a binary verdict read as a probability passes, or `calibrated` (perseval.report.probes)
+Threshold = Annotated[float | Literal["calibrated"], BeforeValidator(_threshold)]
+
+
 class JudgeOverride(_Strict):
     params: dict[str, Any] = {}  # with no judge `kind`: keyed by judge kind, as in the judge YAML
     sampling: dict[str, Any] = {}
     repeats: int | None = Field(None, ge=1)
     reasons: bool | None = None  # the judge YAML's `reasons` (False: verdicts without their reason)
+    threshold: Threshold | None = None  # the judge YAML's `threshold`
 
 
 class ModelOverride(_Strict):
@@ -106,7 +124,7 @@ def _judge(cfg: Any, change: JudgeOverride, where: str) -> Any:
     if change.params:
         update["params"] = merged(cfg.params, change.params)
         _judge_params(cfg, update["params"], where, f"{key}.params")
-    update.update({k: v for k in ("repeats", "reasons") if (v := getattr(change, k)) is not None})
+    update.update({k: v for k in ("repeats", "reasons", "threshold") if (v := getattr(change, k)) is not None})
     return cfg.model_copy(update=update)
 
 

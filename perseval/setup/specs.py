@@ -10,6 +10,7 @@ from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatModel
 from perseval.setup.config import ModelConfig, Sampling
 from perseval.kernel.params import Params
+from perseval.kernel.registry import benchmark_class, judge_class
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,10 @@ class JudgeSpec:
     uses_llm: bool = False  # some kind asks a model (then `model` is set)
     threshold: float = 0.5  # P(true) at which a binary verdict read from probabilities passes
     reasons: bool = True  # a binary verdict comes with its one-sentence reason (judge YAML `reasons`)
+    # `threshold: calibrated`: the cells are scored at the threshold the probe stage chose on the probe set
+    # (perseval.report.probes); the judge stage reads its verdicts at `threshold` (0.5) meanwhile, and every
+    # judgment keeps its P(true) for the score stage to read again
+    calibrated: bool = False
 
     def __post_init__(self) -> None:
         if (self.model is None) != (self.sampling is None):
@@ -50,6 +55,11 @@ class JudgeSpec:
         if model is None:
             return [JudgeBinding(self.name)]
         return [JudgeBinding(self.name, model, r, self.threshold, self.reasons) for r in range(self.repeats)]
+
+    def probed_on(self, benchmark: str) -> bool:
+        """Whether this judge asks a model about items of `benchmark` whose verdict a probe knows."""
+        probed = benchmark_class(benchmark).probed_items
+        return self.uses_llm and self.model is not None and any(judge_class(k).item in probed for k in self.kinds)
 
     def params_json(self) -> dict[str, dict[str, Any]]:
         return {k: p.model_dump(mode="json") for k, p in self.params.items()}
