@@ -123,7 +123,8 @@ def _experiment(tmp_path, override: dict | None = None, judge: dict | None = Non
     data = yaml.safe_load((CONFIGS / "experiments" / "quickstart.yaml").read_text())
     data.update(exp)
     if override is not None:
-        data.setdefault("overrides", {})["judges"] = {"smollm2-judge": override}
+        judges = data.setdefault("overrides", {}).setdefault("judges", {})
+        judges["smollm2-judge"] = {**judges.get("smollm2-judge", {}), **override}  # beside the quickstart's own
     if judge is not None:
         path = root / "judges" / f"{judge['name']}.yaml"
         path.write_text(yaml.safe_dump(judge))
