@@ -1,5 +1,5 @@
-"""LaMP-QA's prompts, in perseval's own words after the structure of the paper's (Salemi & Zamani 2025, §5 and
-the release's code; none of their wording is copied).
+"""LaMP-QA's prompts, in perseval's own words after the structure of the paper's (Salemi & Zamani 2025) and
+the release's code; none of their wording is copied.
 
 Answering: a system message saying the task, then the user message: with profile items, the user's earlier
 posts (each item's text, the k chosen ones separated by blank lines, in retrieval order) under one heading

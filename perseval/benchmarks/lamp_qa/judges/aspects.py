@@ -1,4 +1,4 @@
-"""lamp_qa.aspects: the paper's evaluation (Salemi & Zamani 2025, §4; the release's `evaluation/evaluator.py`),
+"""lamp_qa.aspects: the paper's evaluation (Salemi & Zamani 2025; the release's `evaluation/evaluator.py`),
 an LLM judge of every rubric aspect of a question.
 
 One request per aspect; the judge gives the paper's match score, 0 (not covered), 1 (covered somewhat) or 2
