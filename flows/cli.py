@@ -252,6 +252,10 @@ def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any)
     _quiet_prefect_console()
     root = Path(output_root or exp.experiment.output_root).resolve()
     try:
+        if output_root:  # the file's output_root was checked at load; the option's is checked here, still early
+            from perseval.setup.checks import check_output_root
+
+            check_output_root(exp, output_root)
         with stop_on_interrupt(root, sys.argv[1:]), _prefect_for(exp.experiment.output_root, output_root):
             from flows.runtime import run_experiment
 

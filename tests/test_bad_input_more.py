@@ -429,6 +429,22 @@ def test_a_request_cache_folder_is_never_moved(command, tmp_path, configs, monke
     assert _snapshot(folder) == before and _beside(folder) == ["my-notes"], result.output
 
 
+@pytest.mark.parametrize("root", ["/proc/perseval-runs", "notes.txt/runs"])
+def test_an_output_root_given_on_the_command_line_is_checked_before_any_server_starts(root, tmp_path, configs,
+                                                                                     monkeypatch):
+    """`run --output-root` replaces the file's output_root after the file was checked: the option gets the same
+    check, named as the option, before the Prefect server (or any other) is started."""
+    import flows.cli as cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "notes.txt").write_text("a file\n")
+    started = []
+    monkeypatch.setattr(cli, "_prefect_for", lambda *a: started.append(a))
+    result = runner.invoke(app, ["run", str(_experiment(configs, tmp_path / "out")), "--output-root", root])
+    assert result.exit_code == 2 and "--output-root" in result.output and repr(root) in result.output, result.output
+    assert not started and not (tmp_path / "out").exists()
+
+
 @pytest.mark.integration
 def test_a_run_whose_output_root_holds_a_cache_folder_stops_and_leaves_it(tmp_path, configs, prefect_api):
     """`--output-root` moves the default cache after validation: the flow's start refuses the folder there

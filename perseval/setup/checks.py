@@ -179,26 +179,36 @@ def _llama_cpp_python(where: str) -> None:
         raise ConfigError(f"{where}: key 'server': llama-cpp-python: {exc}") from None
 
 
-def _output_root(exp: ResolvedExperiment) -> None:
+def check_output_root(exp: ResolvedExperiment, override: str) -> None:
+    """`--output-root` given on the command line in place of the file's `output_root`: the same checks, the
+    error naming the option (a folder that cannot be written failed the run at its first write, after the
+    servers had started)."""
+    _output_root(exp, override)
+    _request_cache(exp, override)
+
+
+def _output_root(exp: ResolvedExperiment, override: str | None = None) -> None:
     """Outputs can be written under `output_root` (a read-only folder, or one under /proc, failed the run
     only at its first write, after the servers had started)."""
-    problem = files.unwritable(Path(exp.experiment.output_root))
+    root = override or exp.experiment.output_root
+    problem = files.unwritable(Path(root))
     if problem:
-        raise ConfigError(f"{exp.path}: key 'output_root': {exp.experiment.output_root!r}: {problem}; name a folder "
-                          "perseval can create files in")
+        where = "--output-root" if override else f"{exp.path}: key 'output_root'"
+        raise ConfigError(f"{where}: {root!r}: {problem}; name a folder perseval can create files in")
 
 
-def _request_cache(exp: ResolvedExperiment) -> None:
+def _request_cache(exp: ResolvedExperiment, override: str | None = None) -> None:
     """The request cache's path holds nothing perseval would move aside or write into: no folder (it used to
     be renamed `.damaged-<time>` by the first run), no file of another kind, no other program's database."""
     e = exp.experiment
-    path = Path(e.request_cache) if e.request_cache else Path(e.output_root) / DEFAULT_CACHE
+    path = Path(e.request_cache) if e.request_cache else Path(override or e.output_root) / DEFAULT_CACHE
     problem = foreign(path)
     if problem and e.request_cache:
         raise ConfigError(f"{exp.path}: key 'request_cache': {problem}")
     if problem:
-        raise ConfigError(f"{exp.path}: key 'output_root': its {DEFAULT_CACHE} (the request cache when "
-                          f"`request_cache` is not set): {problem}")
+        where = "--output-root" if override else f"{exp.path}: key 'output_root'"
+        raise ConfigError(f"{where}: its {DEFAULT_CACHE} (the request cache when `request_cache` is not set): "
+                          f"{problem}")
 
 
 def _tracking_uri(exp: ResolvedExperiment) -> None:
