@@ -738,6 +738,12 @@ def not_http() -> Iterator[str]:
                 try:
                     conn.recv(65536)
                     conn.sendall(b"Invalid SSH identification string.\r\n")
+                    # close with FIN after reading all the client sent: closing with its bytes unread sends a
+                    # reset, which the client reads as "connection reset" before it sees the banner (a CI run
+                    # under load met that race)
+                    conn.shutdown(socket.SHUT_WR)
+                    while conn.recv(65536):
+                        pass
                 except OSError:
                     pass
 
