@@ -12,7 +12,7 @@ import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from perseval.benchmarks.lamp.layout import TASKS, TaskSpec, outputs_file, questions_file, task_folder
 from perseval.benchmarks.lamp.prompts import item_text, retrieval_query
@@ -121,17 +121,24 @@ def read_task(source: Path, task: str, split: str, setting: str) -> TaskData:
     golds = read_golds(outputs_file(folder, split), spec)
     path = questions_file(folder, split)
     rows = read_json(path, f"the questions of {task} ({setting}-based {split} split); {HINT}")
+    return read_questions(path, task, rows, lambda row, raw: question(path, row, raw, spec, golds, (setting, split)))
+
+
+def read_questions(path: Path, name: str, rows: Any,
+                   question_of: Callable[[int, Any], tuple[Instance, list[Document]]]) -> TaskData:
+    """The questions of one file (a non-empty JSON list), each built by `question_of(row, raw)`; a repeated id
+    is refused naming both rows."""
     if not isinstance(rows, list) or not rows:
         raise InputError(path, "expected a non-empty JSON list of questions")
     instances, documents, first = [], [], {}
     for row, raw in enumerate(rows, 1):
-        inst, docs = question(path, row, raw, spec, golds, (setting, split))
+        inst, docs = question_of(row, raw)
         if inst.instance_id in first:
             raise _fail(path, row, "id", f"duplicate id (first at row {first[inst.instance_id]})")
         first[inst.instance_id] = row
         instances.append(inst)
         documents += docs
-    return TaskData(task, instances, documents, len(rows))
+    return TaskData(name, instances, documents, len(rows))
 
 
 def sample_questions(data: TaskData, sample: int, seed: int) -> TaskData:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perseval.benchmarks.lamp.loader import TaskData, read_json
+from perseval.benchmarks.lamp.loader import TaskData, read_json, read_questions
 from perseval.benchmarks.lamp_qa.layout import ASPECT_FIELDS, CATEGORIES, category_file
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
@@ -95,15 +95,5 @@ def read_category(source: Path, category: str, split: str) -> TaskData:
     category as its task, so LaMP's seeded `sample_questions` draws from it."""
     path = category_file(source, category, split)
     rows = read_json(path, f"the {split} split of {category} ({path.name}); {HINT}")
-    if not isinstance(rows, list) or not rows:
-        raise InputError(path, "expected a non-empty JSON list of questions")
-    instances, documents, first = [], [], {}
-    for row, raw in enumerate(rows, 1):
-        inst, docs = question(path, row, raw, category, split)
-        if inst.instance_id in first:
-            raise _fail(path, row, "id", f"duplicate id (first at row {first[inst.instance_id]})")
-        first[inst.instance_id] = row
-        instances.append(inst)
-        documents += docs
-    return TaskData(category, instances, documents, len(rows))
+    return read_questions(path, category, rows, lambda row, raw: question(path, row, raw, category, split))
 
