@@ -39,10 +39,16 @@ from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.core.store import StageStore
 from perseval.metrics.ci_tables import cluster_of
 
-AUTO_LIMIT = 1000  # default selection: every instance of a run below this many outputs in all its cells
-AUTO_PER_CELL = 100  # above it, the first this many instances of each cell (the same ones in every cell)
+# MLflow stores a trace in about 60-70 ms of CPU on this kind of machine (SQLite, its ORM): the default selection
+# keeps the track stage a small share of a large run's wall time; the record and samples.jsonl hold every instance
+AUTO_LIMIT = 500  # default selection: every instance of a run below this many outputs in all its cells
+AUTO_PER_CELL = 25  # above it, the first this many instances of each cell (the same ones in every cell)
 TEXT_CHARS = 2000  # a passage, an answer or a raw judge text is clipped to this in a span or an assessment
 LINK_BATCH = 100  # MLflow links at most 100 traces to a run per call
+# traces handed to MLflow's asynchronous export between two flushes: its queue holds a bounded number of tasks
+# (MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE, 1000 by default) and drops what comes when it is full, and an
+# assessment on a dropped trace fails the track stage ("Trace ... not found")
+EXPORT_BATCH = 100
 TAG = "perseval."
 USAGE = ("prompt_tokens", "completion_tokens", "cached", "status", "latency_s")
 # trace steps that are one LLM request even where the agent records no token counts for them
@@ -412,12 +418,14 @@ def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str
     """For each agent run of the (cell, child run id, headline metric) triples: write one trace per selected
     output that has none yet, with every judge's spans and verdicts, and link each trace to the child run of
     every judge cell; tag each child run with the counts. The spans of all cells are stored before the first
-    assessment (one flush of MLflow's asynchronous trace export for the whole run).
+    assessment (MLflow's asynchronous trace export flushed after each agent run and every EXPORT_BATCH traces).
     Returns each agent run's traces and outcomes (what the cells' samples pages show)."""
     client = MlflowClient()
-    parts = [_write_run(root, group, experiment_id, selection) for group in by_agent_run(cells)]
-    if any(p.new for p in parts):
-        mlflow.flush_trace_async_logging(terminate=False)  # assessments need the stored traces
+    parts = []
+    for group in by_agent_run(cells):
+        parts.append(_write_run(root, group, experiment_id, selection))
+        if parts[-1].new:  # assessments need the stored traces, and the export queue room for the next run's
+            mlflow.flush_trace_async_logging(terminate=False)
     counts = {}
     for p in parts:
         n_assessments = {c.key: 0 for c, _, _ in p.cells}
@@ -450,10 +458,12 @@ def _write_run(root: str, group: list[tuple[Cell, str, str]], experiment_id: str
     gold = gold_evidence(root, first.run.data.key) if todo else {}
     run_id = group[0][1]
     new, ids = [], {k: have[k] for k in keys if k in have}
-    for k in todo:
+    for n, k in enumerate(todo, 1):
         judged = [(cell, d[k]) for (cell, _, _), d in zip(group, per_cell)]
         ids[k] = write_trace(judged, run_id, gold)
         new.append((ids[k], judged))
+        if n % EXPORT_BATCH == 0:  # stored before the queue can fill: none is dropped
+            mlflow.flush_trace_async_logging(terminate=False)
     return RunTraces(group, new, per_cell, ids)
 
 
