@@ -196,6 +196,10 @@ class RequestCache:
         if con is None:
             con = sqlite3.connect(self.path, timeout=60, isolation_level=None)
             con.execute("PRAGMA journal_mode=WAL")
+            # in WAL mode NORMAL syncs at checkpoints, not at every commit: a crash of perseval loses nothing, a
+            # power cut at most the last answers (sent again by the next run); FULL's sync per commit made the
+            # cache the bottleneck of a run against a fast server
+            con.execute("PRAGMA synchronous=NORMAL")
             con.execute("PRAGMA busy_timeout=60000")
             self._local.con = con
         yield con
@@ -257,6 +261,39 @@ class RequestCache:
         except sqlite3.Error as exc:  # the count of this run's requests is short by one; the answer is kept
             log.warning("request cache %s: a request sent could not be logged (%s): this run's request counts "
                         "miss it", self.path, exc)
+
+    def settle(self, key: str, deployment: str, response: dict[str, Any] | None, log: tuple[Any, ...]) -> None:
+        """A sent request is over, in one transaction: its answer stored (None: a failure, not cached), the
+        request logged (`log`: log_request's fields after the key) and this process's claim on it dropped. One
+        commit where put, log_request and unclaim took three; the answer lands before the claim goes, so another
+        process waiting on the claim finds it. Where the write fails, each step is tried on its own as before."""
+        with self._unsaved_lock:
+            if response is not None:
+                self._unsaved[key] = (deployment, canonical_json(response), time.time())
+            rows = [(k, *v) for k, v in self._unsaved.items()]
+        run_id, role, status, prompt_tokens, completion_tokens, latency_s = log
+        try:
+            with self._conn() as con:
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    con.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?)", rows)
+                    con.execute("INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                (run_id, deployment, role, key, status, prompt_tokens, completion_tokens,
+                                 latency_s, time.time()))
+                    con.execute("DELETE FROM inflight WHERE key = ? AND host = ? AND pid = ?",
+                                (key, socket.gethostname(), os.getpid()))
+                    con.execute("COMMIT")
+                except BaseException:
+                    con.execute("ROLLBACK")
+                    raise
+        except sqlite3.Error:
+            self.flush()
+            self.log_request(run_id, deployment, role, key, status, prompt_tokens, completion_tokens, latency_s)
+            self.unclaim(key)
+            return
+        with self._unsaved_lock:
+            for k, *_ in rows:
+                self._unsaved.pop(k, None)
 
     def claim(self, key: str, stale_s: float) -> bool:
         """Take the sending of `key` for this process (single flight across the processes sharing the cache);

@@ -227,6 +227,7 @@ class LLMClient:
             hit = self._cached(key)
             if hit is not None:
                 return hit
+        settled = False  # _send's one write stores the answer, logs the request and drops the claim together
         try:
             async with self._gate.turn(json.dumps(messages, ensure_ascii=False)) if self._gate else nullcontext():
                 async with self._sem:
@@ -236,9 +237,12 @@ class LLMClient:
                     gone = server_exit(self.endpoint)
                     if gone is not None:  # not sent, not counted: no request reaches a dead server's port
                         return ChatResult(text="", status="failed", error=redact(f"not sent: {gone}")[:2000])
-                    return await self._send(req, key, schema)
+                    result = await self._send(req, key, schema)
+                    settled = True
+                    return result
         finally:
-            self.cache.unclaim(key)
+            if not settled:
+                self.cache.unclaim(key)
 
     async def _alive(self, request: httpx.Request) -> None:
         """httpx's request hook: an attempt to a server that has exited is not made (a connection error)."""
@@ -265,16 +269,16 @@ class LLMClient:
             failed = ChatResult(text="", status="failed", error=redact(error)[:2000],
                                 latency_s=time.monotonic() - start)
             self.usage.record(failed)
-            self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, status, 0, 0,
-                                   failed.latency_s)
+            self.cache.settle(key, self.endpoint.identity, None,
+                              (self.run_id, self.role, status, 0, 0, failed.latency_s))
             self._capture(req, key, failed, schema)
             return failed
         result = _to_result(resp)
         result.latency_s = time.monotonic() - start
         self.usage.record(result)
-        self.cache.put(key, self.endpoint.identity, _cacheable(result))
-        self.cache.log_request(self.run_id, self.endpoint.identity, self.role, key, "ok", result.prompt_tokens,
-                               result.completion_tokens, result.latency_s)
+        self.cache.settle(key, self.endpoint.identity, _cacheable(result),
+                          (self.run_id, self.role, "ok", result.prompt_tokens, result.completion_tokens,
+                           result.latency_s))
         self._capture(req, key, result, schema)
         return result
 
