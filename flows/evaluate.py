@@ -22,10 +22,12 @@ from perseval.setup.experiment import load_experiment
 from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.report.gains import with_controls
 from perseval.report.probes import probe_done, probe_units, with_probe_flags
-from perseval.pipeline.freshness import data_done, index_done, pending
+from perseval.pipeline.freshness import data_done, index_done, pending, reshard
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
+from perseval.llm.embedded import serving
 from perseval.pipeline.plan import Plan, make_plan
+from perseval.pipeline.units import MIN_SHARD, Sharding
 from perseval.core.progress import stage_bar
 from perseval.report.headline import headline_rows, track
 from perseval.pipeline.stages import Runtime, data_manifest, score_summary
@@ -73,6 +75,13 @@ def resolved(experiment: ResolvedExperiment | str | Path) -> ResolvedExperiment:
     return load_experiment(experiment)
 
 
+def sharding(exp: ResolvedExperiment) -> Sharding:
+    """The experiment's shard size, or the automatic one for its deployments and task slots."""
+    concurrency = max((serving(d).max_concurrency for d in exp.deployments.values()), default=1)
+    d = exp.experiment.dask
+    return Sharding(exp.experiment.shard_size, concurrency, d.n_workers * d.threads_per_worker)
+
+
 @flow(name="perseval-evaluate", log_prints=True)
 def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = None, stop_after: str | None = None,
              sample: int | None = None, mlflow_base: str | None = None, show_progress: bool = True) -> dict[str, Any]:
@@ -89,7 +98,7 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
     root = str(Path(e.output_root).resolve())
     plan: Plan = make_plan(exp)
     cache = str(Path(e.request_cache).resolve()) if e.request_cache else str(Path(root) / "request-cache.sqlite")
-    rt = Runtime(root, uuid.uuid4().hex, cache, e.shard_size, exp.plugins)
+    rt = Runtime(root, uuid.uuid4().hex, cache, sharding(exp), exp.plugins)
     clock = StageClock(show_progress)
     timings = clock.timings
     # A damaged cache is set aside here, once, before any worker opens it; and this connection stays open for
@@ -101,13 +110,14 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
         building = [u for u in plan.data if not data_done(root, u)]
         crt = replace(rt, endpoints=servers.ensure({m.name for u in building for m in u.construction.values()}))
         _wait("construct", {u.key: construct_task.submit(u, crt) for u in building}, clock)
-        data = {u.key: data_manifest(root, u.key, e.shard_size) for u in plan.data}
+        data = {u.key: data_manifest(root, u.key, rt.shard_size) for u in plan.data}
         if stop_after == "construct":
             return {"run_id": rt.run_id, "data": {k: asdict(m) for k, m in data.items()}, "timings": timings,
                     "entered_at": entered_at}
         _wait("index", {u.key: index_task.submit(u, rt) for u in plan.index if not index_done(root, u)},
               clock)
         shard_ids = {k: list(m.shard_ids) for k, m in data.items()}
+        reshard(root, plan, {k: m.shard_size for k, m in data.items()}, e.shard_size or MIN_SHARD)
         todo = pending(root, plan, shard_ids)
         t0 = time.monotonic()
         rt = replace(rt, endpoints=servers.ensure(todo.models(plan)))

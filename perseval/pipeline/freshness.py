@@ -9,6 +9,7 @@ The flow asks once, before a stage, and submits only pending units.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,7 +17,9 @@ import pyarrow.parquet as pq
 
 from perseval.kernel.capabilities import needs_model
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan
-from perseval.core.store import MANIFEST, StageStore
+from perseval.core.store import MANIFEST, StageStore, atomic_write_text
+
+SHARDS_FILE = "_shards.json"  # beside a run or judge output's parts: how many instances each part holds
 
 
 def _newer(path: Path, inputs: list[Path]) -> bool:
@@ -109,3 +112,27 @@ def pending(root: str, plan: Plan, shards: dict[str, list[int]]) -> Pending:
         if any(c.key in out.scores for c in unit.cells) or not analysis_done(root, unit):
             out.analyses.add(unit.key)
     return out
+
+
+def reshard(root: str, plan: Plan, sizes: dict[str, int], legacy: int) -> list[str]:
+    """Make every run and judge output's parts hold shards of this run's size (`sizes`: data key -> instances
+    per shard): an output written in shards of another size is cleared (its parts would cover other instances
+    under the same part numbers; its answers come back from the request cache), and each output records its
+    size. An output written before sizes were recorded was written in shards of `legacy` (the experiment's
+    explicit shard_size, else the fixed default of then). Returns the outputs cleared, as stage/key."""
+    cleared = []
+    units = [("run", r.key, r.data.key) for r in plan.runs()] + \
+        [("judge", j.key, j.run.data.key) for j in plan.judgings()]
+    for stage, key, data_key in units:
+        store, size = StageStore(root, stage, key), sizes[data_key]
+        layout = store.dir / SHARDS_FILE
+        try:
+            recorded = json.loads(layout.read_text())["shard_size"]
+        except (OSError, ValueError, KeyError, TypeError):
+            recorded = legacy if store.parts() else size
+        if recorded != size:
+            store.clear()
+            cleared.append(f"{stage}/{key}")
+        if recorded != size or not layout.exists():
+            atomic_write_text(json.dumps({"shard_size": size}), layout)
+    return cleared

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import ANALYSIS_COLUMNS, AnalysisInputs, Benchmark
@@ -34,7 +36,7 @@ from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import group_table, scores_frame
 from perseval.metrics.ci_tables import cluster_of, uncertainty_tables
-from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, shards
+from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, Sharding, shards
 from perseval.core.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
                               instant)
 from perseval.core.redact import redact_records
@@ -67,12 +69,16 @@ class Runtime:
     root: str
     run_id: str
     cache_path: str
-    shard_size: int
+    shard_size: int | Sharding  # an experiment's explicit size, or its Sharding (perseval.pipeline.units)
     plugins: tuple[str, ...] = ()
     endpoints: dict[str, Endpoint] = field(default_factory=dict)  # model name -> a started deployment
 
     def store(self, stage: str, key: str) -> StageStore:
         return StageStore(self.root, stage, key)
+
+    def shard_length(self, data_key: str) -> int:
+        """How many instances each shard of a data key holds."""
+        return data_manifest(self.root, data_key, self.shard_size).shard_size
 
     def client(self, model: ModelConfig, sampling: Sampling, role: str, seed: int) -> LLMClient:
         if model.name not in self.endpoints:
@@ -105,12 +111,14 @@ class DataManifest:
     n_documents: int
     shard_ids: tuple[int, ...]  # the run and judge shards of these instances (perseval.pipeline.units.shards)
     info: dict[str, Any] = field(default_factory=dict)
+    shard_size: int = 0  # instances per shard
 
 
-def data_manifest(root: str, key: str, shard_size: int) -> DataManifest:
+def data_manifest(root: str, key: str, shard_size: int | Sharding) -> DataManifest:
     m = StageStore(root, "data", key).manifest()
-    return DataManifest(key, m["benchmark"], m["n_instances"], m["n_documents"],
-                        tuple(shards(m["n_instances"], shard_size)), m.get("info", {}))
+    n = m["n_instances"]
+    size = shard_size.size(n) if isinstance(shard_size, Sharding) else shard_size
+    return DataManifest(key, m["benchmark"], n, m["n_documents"], tuple(shards(n, size)), m.get("info", {}), size)
 
 
 def construct(unit: DataUnit, rt: Runtime) -> DataManifest:
@@ -170,6 +178,20 @@ async def _write_batches(bench: Benchmark, unit: DataUnit, data: StageStore, doc
 
 def load_instances(root: str, dkey: str) -> list[Instance]:
     return StageStore(root, "data", dkey).read_records(Instance)
+
+
+def shard_instances(root: str, dkey: str, shard: int, shard_size: int) -> list[Instance]:
+    """One shard's instances, reading only the data parts it overlaps (their row counts come from the Parquet
+    footers): a task's read stays the size of its shard however large the data is."""
+    store = StageStore(root, "data", dkey)
+    first, stop, offset, tables = shard * shard_size, (shard + 1) * shard_size, 0, []
+    for path in store.parts():
+        n = pq.ParquetFile(path).metadata.num_rows
+        if offset < stop and offset + n > first:
+            lo = max(first - offset, 0)
+            tables.append(pq.read_table(path).slice(lo, min(stop - offset, n) - lo))
+        offset += n
+    return from_table(pa.concat_tables(tables), Instance) if tables else []
 
 
 def load_documents(root: str, dkey: str, owners: set[str] | None = None) -> list[Document]:
@@ -253,10 +275,13 @@ def _run_shard(unit: RunUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     t0 = time.monotonic()
     load_plugins(rt.plugins)
     agent = make_agent(unit.agent)
-    instances = load_instances(rt.root, unit.data.key)
+    size = rt.shard_length(unit.data.key)
+    # a control pairs each user with another of the whole data; a plain run reads its shard alone
+    instances = load_instances(rt.root, unit.data.key) if unit.control else \
+        shard_instances(rt.root, unit.data.key, shard, size)
     by_id = {i.instance_id: i for i in instances}
     swap = owner_swap(unit.control, instances)  # None for a plain run: nothing below changes then
-    items = swapped_items(shard_of(instances, shard, rt.shard_size), swap)
+    items = swapped_items(shard_of(instances, shard, size) if unit.control else instances, swap)
     ctx = swapped_context(_context(unit, rt, history_owners(items, swap) | {CORPUS_OWNER}, by_id), swap)
 
     clients: list[LLMClient] = []
@@ -298,7 +323,9 @@ def _judge(unit: JudgeUnit, shard: int, rt: Runtime) -> dict[str, Any]:
     spec = unit.judge
     judges = make_judges(spec)
     outputs = rt.store("run", unit.run.key).read_part(shard, AgentOutput)
-    by_id = {i.instance_id: i for i in load_instances(rt.root, unit.run.data.key)}
+    # the shard's own instances: what its outputs answer (reading every instance made the stage quadratic)
+    by_id = {i.instance_id: i for i in shard_instances(rt.root, unit.run.data.key, shard,
+                                                        rt.shard_length(unit.run.data.key))}
 
     clients: list[LLMClient] = []
 

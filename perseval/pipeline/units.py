@@ -14,9 +14,34 @@ from perseval.kernel.params import Params
 from perseval.setup.specs import AgentSpec, JudgeSpec
 
 
-def shards(n_instances: int, shard_size: int) -> list[int]:
+MIN_SHARD = 8  # the smallest automatic shard (the fixed default before shards followed the deployment)
+SHARDS_PER_SLOT = 4  # automatic shards per task slot and unit: few tasks, and a short tail of one slot working
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """How many instances one run or judge task takes: the experiment's `shard_size`, or (None) a size that
+    follows the deployments and the data. Each task's client keeps up to its deployment's `max_concurrency`
+    requests in flight, so an automatic shard holds at least that many instances; and it holds at least
+    1/(slots x SHARDS_PER_SLOT) of the data, so that a stage is a few tasks per slot whatever its size: a task
+    costs about 0.1-0.3 s of its own (Prefect's task run, the shard's reads; docs/guides/performance.md), which
+    at the old fixed 8 instances was most of a task against a fast server."""
+
+    explicit: int | None = None
+    concurrency: int = 1  # the largest max_concurrency among the experiment's deployments
+    slots: int = 1  # tasks the task runner runs at once
+
+    def size(self, n_instances: int) -> int:
+        if self.explicit is not None:
+            return self.explicit
+        spread = -(-n_instances // (self.slots * SHARDS_PER_SLOT))
+        return max(MIN_SHARD, self.concurrency, spread)
+
+
+def shards(n_instances: int, shard_size: "int | Sharding") -> list[int]:
     """The shard ids of a benchmark's instances: the one place the shard count is derived."""
-    return list(range(max(1, -(-n_instances // shard_size))))
+    size = shard_size.size(n_instances) if isinstance(shard_size, Sharding) else shard_size
+    return list(range(max(1, -(-n_instances // size))))
 
 
 @dataclass

@@ -107,7 +107,8 @@ class ExperimentConfig(Strict):
     name: str
     seed: int = 42
     repeats: int = Field(1, ge=1)
-    shard_size: int = Field(8, ge=1)
+    # instances per run/judge task; None: sized to the deployments' concurrency and the data (perseval.pipeline.units)
+    shard_size: int | None = Field(None, ge=1)
     output_root: str = "runs"
     request_cache: str | None = None  # None: <output_root>/request-cache.sqlite
     plugins: list[str] = []  # modules or .py files (relative to this file) that register components
