@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from perseval.metrics.uncertainty import mde
@@ -280,9 +281,11 @@ def write_record(record: RunRecord, root: str | Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     out = record
     if len(record.instances) > INLINE_INSTANCES:
-        frame = pd.DataFrame([i.model_dump() | {"verdicts": json.dumps([v.model_dump() for v in i.verdicts])}
-                              for i in record.instances])
-        frame.to_parquet(folder / INSTANCES, index=False)
+        # pyarrow, not pandas: a missing value stays null and reads back as None (pandas made a missing trace id
+        # NaN, which the reader refused after a run's whole work)
+        pq.write_table(pa.Table.from_pylist([i.model_dump() | {"verdicts": json.dumps([v.model_dump() for v in
+                                                                                      i.verdicts])}
+                                             for i in record.instances]), folder / INSTANCES)
         out = record.model_copy(update={"instances": [], "instances_file": INSTANCES})
     (folder / RECORD).write_text(out.model_dump_json(indent=1))
     return folder
@@ -298,10 +301,9 @@ def read_record(path: str | Path) -> RunRecord:
                          f"{SCHEMA_VERSION}")
     record = RunRecord.model_validate(data)
     if record.instances_file:
-        frame = pd.read_parquet(folder / record.instances_file)
-        rows = frame.to_dict("records")
+        rows = pq.read_table(folder / record.instances_file).to_pylist()
         record = record.model_copy(update={"instances": [InstanceRecord.model_validate(
-            r | {"verdicts": json.loads(r["verdicts"]), "score": _num(r["score"])}) for r in rows]})
+            r | {"verdicts": json.loads(r["verdicts"])}) for r in rows]})
     return record
 
 
