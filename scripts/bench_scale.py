@@ -1,0 +1,232 @@
+"""The pipeline at the server's speed: run by hand, not a test.
+
+A LaMP-layout release (LaMP-2 and LaMP-4, N questions each, 40 profile items per user, written in the
+official file layout) runs through the real pipeline (`perseval run`, a child process in its own working
+folder: its own output root, MLflow SQLite and Prefect home) against the stand-in OpenAI-compatible server
+(perseval.llm.standin, a process of its own that answers at once), with the agents oracle, no-profile and
+BM25 top-k, the swapped-history control and LaMP's rule judge: 3 LLM requests per instance. Beside it, a plain
+async client sends the same number of requests to the same server at the same concurrency. Per size it prints
+each stage's seconds, the run stage's requests/s and its ratio to the plain client, the seconds outside every
+stage, peak RSS of the run's process tree and MB per 1k instances; then a cached re-run (requests, wall).
+
+    python scripts/bench_scale.py --sizes 2000 20000 --json scale.json
+    python scripts/bench_scale.py --sizes 400 --concurrency 64 --shard-size 8     # the old default shard size
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_pipeline import child_env  # noqa: E402  (scripts/, this script's folder)
+from perseval.llm.standin import standin_process  # noqa: E402
+
+PROFILE_ITEMS = 40
+TAGS = ("sci-fi", "comedy", "action", "romance", "classic", "fantasy", "dystopia", "true story")
+WORDS = ("river station council budget vote cycle lane school market harbour festival museum bridge library "
+         "storm garden rail tram tower park film ship star crew robot moon detective novel city").split()
+
+
+def _sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def write_release(folder: Path, per_task: int, seed: int = 7) -> None:
+    """LaMP-2 (movie tags) and LaMP-4 (news headlines) dev splits in the official layout, `per_task` questions
+    each, every user with PROFILE_ITEMS profile items."""
+    rng = random.Random(seed)
+    tags = ", ".join(TAGS)
+    for task, n in (("LaMP_2", 2), ("LaMP_4", 4)):
+        questions, golds = [], []
+        for q in range(per_task):
+            qid = f"{n}{q:07d}"
+            if n == 2:
+                text = (f"Which tag does this movie relate to among the following tags? Just answer with the tag "
+                        f"name without further explanation. tags: [{tags}] description: {_sentence(rng, 12)}")
+                profile = [{"id": f"{qid}{i:02d}", "description": _sentence(rng, 10), "tag": rng.choice(TAGS)}
+                           for i in range(PROFILE_ITEMS)]
+                gold = rng.choice(TAGS)
+            else:
+                text = f"Generate a headline for the following article: {_sentence(rng, 20)}"
+                profile = [{"id": f"{qid}{i:02d}", "text": _sentence(rng, 18), "title": _sentence(rng, 6)}
+                           for i in range(PROFILE_ITEMS)]
+                gold = _sentence(rng, 6)
+            questions.append({"id": qid, "input": text, "profile": profile})
+            golds.append({"id": qid, "output": gold})
+        split = folder / task / "dev"
+        split.mkdir(parents=True, exist_ok=True)
+        (split / "dev_questions.json").write_text(json.dumps(questions))
+        (split / "dev_outputs.json").write_text(json.dumps({"task": task, "golds": golds}))
+
+
+def write_configs(work: Path, per_task: int, base_url: str, concurrency: int, shard_size: int | None) -> Path:
+    cfg = work / "configs"
+    for sub in ("models", "deployments", "experiments"):
+        (cfg / sub).mkdir(parents=True, exist_ok=True)
+    (cfg / "models" / "stand-in.yaml").write_text(yaml.safe_dump(
+        {"name": "stand-in", "format": "api", "source": "stand-in", "deployment": "stand-in",
+         "sampling": {"temperature": 0.0, "max_tokens": 64}}))
+    (cfg / "deployments" / "stand-in.yaml").write_text(yaml.safe_dump(
+        {"name": "stand-in", "kind": "openai", "base_url": base_url, "max_concurrency": concurrency,
+         "retries": 0}))
+    experiment: dict[str, Any] = {
+        "name": "scale", "seed": 42, "repeats": 1, "output_root": "runs", "backbones": ["stand-in"],
+        "retrievers": ["bm25"], "judges": [], "controls": ["swapped-history"],
+        "benchmarks": [{"name": "lamp", "source": str(work / "release"), "sample": per_task,
+                        "params": {"split": "dev", "setting": "user", "tasks": ["LaMP-2", "LaMP-4"]},
+                        "agents": ["lamp-oracle", "lamp-no-profile", "lamp-rag"]}],
+        "mlflow": {"experiment": "perseval-scale", "tracking_uri": "sqlite:///mlruns/mlflow.db",
+                   "artifact_root": "mlruns/artifacts"}}
+    if shard_size:
+        experiment["shard_size"] = shard_size
+    path = cfg / "experiments" / "scale.yaml"
+    path.write_text(yaml.safe_dump(experiment, sort_keys=False))
+    return path
+
+
+# ---- the stand-in and the plain client ---------------------------------------------------------------
+
+async def plain_client(url: str, n: int, concurrency: int) -> float:
+    """Requests/s of `n` distinct chat requests through one httpx.AsyncClient, `concurrency` in flight."""
+    sem = asyncio.Semaphore(concurrency)
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=60) as client:
+        async def one(i: int) -> None:
+            async with sem:
+                body = {"model": "stand-in", "max_tokens": 64, "temperature": 0.0,
+                        "messages": [{"role": "user", "content": f"plain request {i}: {_sentence(random.Random(i), 30)}"}]}
+                (await client.post("/v1/chat/completions", json=body)).raise_for_status()
+
+        t0 = time.monotonic()
+        await asyncio.gather(*(one(i) for i in range(n)))
+        return n / (time.monotonic() - t0)
+
+
+# ---- one size -----------------------------------------------------------------------------------------
+
+class PeakRss(threading.Thread):
+    """The largest summed RSS of a process and its descendants, sampled every 0.5 s."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.done = pid, 0, threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.5):
+            try:
+                root = psutil.Process(self.pid)
+                procs = [root, *root.children(recursive=True)]
+                self.peak = max(self.peak, sum(_rss(p) for p in procs))
+            except psutil.NoSuchProcess:
+                return
+
+
+def _rss(p: psutil.Process) -> int:
+    try:
+        return p.memory_info().rss
+    except psutil.Error:
+        return 0
+
+
+def perseval_run(config: Path, work: Path, tag: str) -> dict[str, Any]:
+    summary = work / f"summary-{tag}.json"
+    cmd = [sys.executable, "-m", "flows.cli", "run", str(config), "--summary-json", str(summary), "--quiet"]
+    t0 = time.monotonic()
+    with open(work / f"out-{tag}.log", "w") as log:
+        proc = subprocess.Popen(cmd, cwd=work, env=child_env(work, None), stdout=log, stderr=subprocess.STDOUT)
+        rss = PeakRss(proc.pid)
+        rss.start()
+        rc = proc.wait()
+        rss.done.set()
+    wall = time.monotonic() - t0
+    if rc != 0:
+        tail = (work / f"out-{tag}.log").read_text()[-4000:]
+        raise SystemExit(f"perseval run ({tag}) exited {rc}:\n{tail}")
+    got = json.loads(summary.read_text())
+    return {"wall_s": round(wall, 1), "rc": rc, "peak_rss_mb": round(rss.peak / 2 ** 20),
+            "timings": got["timings"], "llm_requests": got["llm_requests"]}
+
+
+def one_size(instances: int, url: str, concurrency: int, shard_size: int | None, plain_rate: float,
+             keep: Path | None) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix=f"scale-{instances}-", dir=keep))
+    per_task = instances // 2
+    write_release(work / "release", per_task)
+    config = write_configs(work, per_task, f"{url}/v1", concurrency, shard_size)
+    cold = perseval_run(config, work, "cold")
+    again = perseval_run(config, work, "cached")
+    t = cold["timings"]
+    stage_sum = sum(v for v in t.values() if isinstance(v, (int, float)))
+    run_rate = cold["llm_requests"] / t["run"] if t.get("run") else float("nan")
+    out = {"instances": instances, "requests": cold["llm_requests"], "cold": cold, "cached": again,
+           "run_req_per_s": round(run_rate, 1), "ratio_to_plain": round(run_rate / plain_rate, 2),
+           "outside_stages_s": round(cold["wall_s"] - stage_sum, 1),
+           "mb_per_1k_instances": round(cold["peak_rss_mb"] / instances * 1000, 1),
+           "per_1k_instances_s": {k: round(v / instances * 1000, 3) for k, v in t.items()
+                                  if isinstance(v, (int, float))}}
+    if keep is None:
+        shutil.rmtree(work, ignore_errors=True)
+    else:
+        out["workdir"] = str(work)
+    return out
+
+
+def report(rows: list[dict[str, Any]], plain_rate: float) -> None:
+    print(f"plain httpx client: {plain_rate:.0f} req/s")
+    for r in rows:
+        c = r["cold"]
+        print(f"\n{r['instances']} instances, {r['requests']:.0f} requests: wall {c['wall_s']} s, exit {c['rc']}, "
+              f"peak RSS {c['peak_rss_mb']} MB ({r['mb_per_1k_instances']} MB per 1k instances)")
+        print(f"  run stage {r['run_req_per_s']} req/s = {r['ratio_to_plain']}x the plain client; "
+              f"outside every stage {r['outside_stages_s']} s")
+        print("  stage s:      " + ", ".join(f"{k} {v}" for k, v in c["timings"].items()))
+        print("  s per 1k:     " + ", ".join(f"{k} {v}" for k, v in r["per_1k_instances_s"].items()))
+        print(f"  cached re-run: {r['cached']['wall_s']} s, {r['cached']['llm_requests']:.0f} requests")
+    if len(rows) > 1:
+        a, b = rows[0]["per_1k_instances_s"], rows[-1]["per_1k_instances_s"]
+        print(f"\nper-instance cost, {rows[-1]['instances']} vs {rows[0]['instances']}: " + ", ".join(
+            f"{k} {b[k] / a[k]:.2f}x" for k in a if k in b and a[k] > 0.05))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="the pipeline against an instant stand-in server")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000], help="instances per run (half per task)")
+    ap.add_argument("--concurrency", type=int, default=64, help="the deployment's max_concurrency")
+    ap.add_argument("--shard-size", type=int, default=None, help="an explicit shard_size (default: the automatic one)")
+    ap.add_argument("--plain-requests", type=int, default=3000)
+    ap.add_argument("--latency-ms", type=float, default=0.0, help="the stand-in's latency per completion")
+    ap.add_argument("--keep", type=Path, default=None, help="keep each run's working folder under this folder")
+    ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = ap.parse_args()
+    with standin_process(args.latency_ms) as url:
+        plain = asyncio.run(plain_client(url, args.plain_requests, args.concurrency))
+        rows = []
+        for n in args.sizes:
+            rows.append(one_size(n, url, args.concurrency, args.shard_size, plain, args.keep))
+            print(json.dumps(rows[-1]), flush=True)
+    report(rows, plain)
+    if args.json:
+        args.json.write_text(json.dumps({"machine": f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
+                                         "plain_req_per_s": round(plain, 1), "runs": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
