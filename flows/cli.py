@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, ContextManager, NoReturn, Optional
 
@@ -175,6 +176,7 @@ def run(config: Path = CONFIG,
     own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
+    began, ended = summary.pop("window")
     from perseval.report.headline import SMALL_MODEL_WARNING
 
     from perseval.report.record import read_record, record_dir
@@ -194,6 +196,12 @@ def run(config: Path = CONFIG,
     console.print(f"record: {folder / 'record.json'}" + (f" (results computed by run {record.computed_by[:8]}; "
                   "this run reused its cached outputs)" if record.computed_by != record.run_id else ""),
                   highlight=False, soft_wrap=True)
+    import psutil
+
+    # the seconds outside the stages, named: `start` from the process's start (imports, loading the file, the
+    # local Prefect server) to the flow's preparation, `report` from the flow's end to this line
+    summary["timings"] = {"start": round(began - psutil.Process().create_time(), 2), **summary["timings"],
+                          "report": round(time.time() - ended, 2)}
     console.print(stage_line(summary["timings"]), highlight=False)
     console.print(f"LLM requests sent this run: {summary['llm_requests']} ({summary['llm_distinct_requests']} "
                   f"distinct) {summary['requests']}")

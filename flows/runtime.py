@@ -111,4 +111,5 @@ def run_experiment(experiment: ResolvedExperiment | str | Path, *, output_root: 
         APILogWorker.drain_all(timeout=5)
     fixed = {"prepare": round(t1 - t0, 2), "flow_start": round(summary.pop("entered_at") - t1, 2)}
     summary["timings"] = {**fixed, **summary["timings"]}
+    summary["window"] = (t0, time.time())  # the caller names what came before and after (perseval run: start, report)
     return summary
