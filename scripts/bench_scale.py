@@ -49,9 +49,9 @@ def _sentence(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
 
 
-def write_release(folder: Path, per_task: int, seed: int = 7) -> None:
+def write_release(folder: Path, per_task: int, seed: int = 7, profile_items: int = PROFILE_ITEMS) -> None:
     """LaMP-2 (movie tags) and LaMP-4 (news headlines) dev splits in the official layout, `per_task` questions
-    each, every user with PROFILE_ITEMS profile items."""
+    each, every user with `profile_items` profile items."""
     rng = random.Random(seed)
     tags = ", ".join(TAGS)
     for task, n in (("LaMP_2", 2), ("LaMP_4", 4)):
@@ -62,12 +62,12 @@ def write_release(folder: Path, per_task: int, seed: int = 7) -> None:
                 text = (f"Which tag does this movie relate to among the following tags? Just answer with the tag "
                         f"name without further explanation. tags: [{tags}] description: {_sentence(rng, 12)}")
                 profile = [{"id": f"{qid}{i:02d}", "description": _sentence(rng, 10), "tag": rng.choice(TAGS)}
-                           for i in range(PROFILE_ITEMS)]
+                           for i in range(profile_items)]
                 gold = rng.choice(TAGS)
             else:
                 text = f"Generate a headline for the following article: {_sentence(rng, 20)}"
                 profile = [{"id": f"{qid}{i:02d}", "text": _sentence(rng, 18), "title": _sentence(rng, 6)}
-                           for i in range(PROFILE_ITEMS)]
+                           for i in range(profile_items)]
                 gold = _sentence(rng, 6)
             questions.append({"id": qid, "input": text, "profile": profile})
             golds.append({"id": qid, "output": gold})
@@ -77,7 +77,12 @@ def write_release(folder: Path, per_task: int, seed: int = 7) -> None:
         (split / "dev_outputs.json").write_text(json.dumps({"task": task, "golds": golds}))
 
 
-def write_configs(work: Path, per_task: int, base_url: str, concurrency: int, shard_size: int | None) -> Path:
+AGENTS = ("lamp-oracle", "lamp-no-profile", "lamp-rag")
+
+
+def write_configs(work: Path, per_task: int, base_url: str, concurrency: int, shard_size: int | None,
+                  agents: tuple[str, ...] = AGENTS, retrievers: tuple[str, ...] = ("bm25",),
+                  controls: tuple[str, ...] = ("swapped-history",)) -> Path:
     cfg = work / "configs"
     for sub in ("models", "deployments", "experiments"):
         (cfg / sub).mkdir(parents=True, exist_ok=True)
@@ -89,10 +94,10 @@ def write_configs(work: Path, per_task: int, base_url: str, concurrency: int, sh
          "retries": 0}))
     experiment: dict[str, Any] = {
         "name": "scale", "seed": 42, "repeats": 1, "output_root": "runs", "backbones": ["stand-in"],
-        "retrievers": ["bm25"], "judges": [], "controls": ["swapped-history"],
+        "retrievers": list(retrievers), "judges": [], "controls": list(controls),
         "benchmarks": [{"name": "lamp", "source": str(work / "release"), "sample": per_task,
                         "params": {"split": "dev", "setting": "user", "tasks": ["LaMP-2", "LaMP-4"]},
-                        "agents": ["lamp-oracle", "lamp-no-profile", "lamp-rag"]}],
+                        "agents": list(agents)}],
         "mlflow": {"experiment": "perseval-scale", "tracking_uri": "sqlite:///mlruns/mlflow.db",
                    "artifact_root": "mlruns/artifacts"}}
     if shard_size:
