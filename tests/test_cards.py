@@ -1,0 +1,84 @@
+"""Every benchmark opens with its card (perseval/benchmarks/<name>/card.py): its pointers name code that
+exists, its protocol sheet exists, and its prompt templates, rendered here on the shipped sample straight
+from the release files, are what the agents really send (a scripted chat model records the messages)."""
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+from perseval.agents.base import AgentContext
+from perseval.benchmarks.base import build_all
+from perseval.benchmarks.card import BenchmarkCard, resolve
+from perseval.core.records import Passage
+from perseval.kernel.registry import agent_class, benchmark_class
+from tests.conftest import REPO
+from tests.scripted import ScriptedChat
+
+BENCHMARKS = REPO / "perseval" / "benchmarks"
+CARDS = sorted(p.parent.name for p in BENCHMARKS.glob("*/card.py"))
+
+
+def card_of(name: str) -> BenchmarkCard:
+    return importlib.import_module(f"perseval.benchmarks.{name}.card").CARD
+
+
+@pytest.mark.parametrize("name", CARDS)
+def test_a_card_is_one_short_page_whose_pointers_name_real_code(name):
+    card = card_of(name)
+    assert card.name == name or benchmark_class(card.name)
+    assert len((BENCHMARKS / name / "card.py").read_text().splitlines()) <= 160
+    assert (REPO / card.protocol).is_file() and card.prompts and card.judges and card.metrics
+    for what, pointer in card.pointers().items():
+        assert resolve(pointer) is not None, (what, pointer)
+
+
+def sent(agent_name: str, instance, ctx: AgentContext, **params) -> list[dict]:
+    """The messages `agent_name` sends for `instance` (a scripted model records them)."""
+    chat = ScriptedChat('{"answer": "x"}')
+    agent = agent_class(agent_name)(agent_class(agent_name).Params(**params))
+    asyncio.run(agent.act(instance, AgentContext(**{**ctx.__dict__, "llm": chat}), 0, agent_name))
+    return chat.calls[0]["messages"]
+
+
+def history_context(data, task) -> AgentContext:
+    """Retrieval that returns the owner's history in file order (the test then knows which items are shown)."""
+    def retrieve(owner, query, k):
+        async def run():
+            return [Passage(d.doc_id, 0, d.text, 1.0) for d in data.documents if d.owner == owner][:k]
+        return run()
+    return AgentContext(retrieve=retrieve, task=task, documents=lambda o: [d for d in data.documents if d.owner == o])
+
+
+# --- LaMP ---------------------------------------------------------------------------------------------
+
+def lamp_expected(task: str, question: dict, k: int) -> str:
+    from perseval.benchmarks.lamp import card
+    items = [card.ITEM_TEMPLATES[task].format(**item) for item in question["profile"][:k]]
+    text = question["input"]
+    if not items:
+        return card.NO_PROFILE_TEMPLATE.format(input=text)
+    joined = card.ITEM_SEPARATOR.join(items)
+    if task == "LaMP-1":
+        cut = text.index("title") + len("title")
+        return card.PROMPT_TEMPLATES[task].format(head=text[:cut], items=joined, tail=text[cut:])
+    return card.PROMPT_TEMPLATES.get(task, card.PROMPT_TEMPLATE).format(items=joined, input=text)
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_lamps_templates_are_what_the_rag_agent_sends_on_the_sample(k):
+    bench = benchmark_class("lamp")(benchmark_class("lamp").Params())
+    data = build_all(bench, sample=3, seed=1, source=None)
+    sample = BENCHMARKS / "lamp" / "sample"
+    checked = set()
+    for inst in data.instances:
+        task = inst.group
+        folder = next(p for p in (sample / task.replace("-", "_")).rglob("dev_questions.json"))
+        question = next(q for q in json.loads(folder.read_text()) if inst.instance_id.endswith(f"-{q['id']}"))
+        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        assert messages == [{"role": "user", "content": lamp_expected(task, question, k)}]
+        checked.add(task)
+    assert checked == {"LaMP-1", "LaMP-2", "LaMP-3", "LaMP-4", "LaMP-5", "LaMP-7"}
