@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.lamp_qa.analysis import paper_table
-from perseval.benchmarks.lamp.analysis import intervals
+from perseval.benchmarks.profile_questions import intervals
 from perseval.benchmarks.lamp_qa.answers import extract
 from perseval.benchmarks.lamp_qa.benchmark import Category
 from perseval.benchmarks.lamp_qa.judges.aspects import NO_ANSWER, question_scores

@@ -21,7 +21,8 @@ from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
 from perseval.benchmarks.lamp.analysis import analyze
 from perseval.benchmarks.lamp.answers import LampTask
 from perseval.benchmarks.lamp.layout import PUBLIC_TASKS, TASKS
-from perseval.benchmarks.lamp.loader import read_task, sample_questions
+from perseval.benchmarks.lamp.loader import read_task
+from perseval.benchmarks.profile_questions import sample_questions
 from perseval.benchmarks.lamp.stats import dataset_tables
 from perseval.benchmarks.lamp.views import LampGold, LampPayload
 from perseval.core.records import Document, Instance

@@ -19,7 +19,6 @@ from pydantic import Field, field_validator
 
 from perseval.benchmarks import probes
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
-from perseval.benchmarks.lamp.loader import sample_questions
 from perseval.benchmarks.lamp_qa.analysis import analyze
 from perseval.benchmarks.lamp_qa.answers import LampQaTask
 from perseval.benchmarks.lamp_qa.judges.aspects import aspect_id
@@ -27,6 +26,7 @@ from perseval.benchmarks.lamp_qa.layout import CATEGORIES
 from perseval.benchmarks.lamp_qa.loader import read_category
 from perseval.benchmarks.lamp_qa.stats import dataset_tables
 from perseval.benchmarks.lamp_qa.views import LampQaGold, LampQaPayload
+from perseval.benchmarks.profile_questions import sample_questions
 from perseval.core.records import Document, Instance
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_benchmark
