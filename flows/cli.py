@@ -529,7 +529,7 @@ def _between_or_exit(client: Any, parents: list[Any], between: tuple[str, str]) 
 def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path],
                        detect: Optional[float]) -> None:
     """The differences between runs (and to `baseline` within each run) with their error bars."""
-    from perseval.setup.config import StatisticsSettings
+    from perseval.metrics.settings import StatisticsSettings
     from perseval.report.run_compare import differences, run_pairs, shown, within_pairs
     from perseval.report.tables import frame_table
 

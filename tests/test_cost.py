@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup.config import Price, Sampling
+from perseval.llm.settings import Price, Sampling
 from perseval.setup.experiment import load_experiment
 from perseval.pipeline.cost import Spend, Usage, UnitRecords, plan_cost, unit_record
 from perseval.core.errors import ConfigError
