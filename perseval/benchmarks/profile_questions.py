@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 
+from perseval.benchmarks.base import BenchmarkData, gather
 from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance, Passage
@@ -72,6 +73,17 @@ def sample_questions(data: TaskData, sample: int, seed: int) -> TaskData:
     instances = [q for i, q in enumerate(data.instances) if i in keep]
     users = {i.user_id for i in instances}
     return TaskData(data.task, instances, [d for d in data.documents if d.owner in users], data.n_rows)
+
+
+def question_data(groups: dict[str, TaskData], info: dict[str, Any]) -> BenchmarkData:
+    """Every group's questions with their profiles, in order; `info` gains, per group (by the name it is keyed
+    on), its questions in the file and kept, then the totals of instances, users and documents."""
+    instances, documents = gather((data.instances, data.documents) for data in groups.values())
+    for name, data in groups.items():
+        info[f"{name}_questions_in_file"] = data.n_rows
+        info[f"{name}_questions"] = len(data.instances)
+    info.update(instances=len(instances), users=len({i.user_id for i in instances}), documents=len(documents))
+    return BenchmarkData(instances, documents, info)
 
 
 def group_rows(instances: list[Instance], documents: Iterable[Document], groups: Iterable[str], label: str,
