@@ -214,7 +214,7 @@ def test_random_k_draws_k_distinct_items_of_the_users_profile_reproducibly():
     assert len(shown) == 2
 
 
-def test_the_swapped_profile_control_pairs_users_of_the_same_task():
+def test_the_swapped_history_control_pairs_users_of_the_same_task():
     _, data = build()
     swap = derangement(data.instances, seed=3)
     task = {i.user_id: i.group for i in data.instances}
