@@ -82,3 +82,37 @@ def test_lamps_templates_are_what_the_rag_agent_sends_on_the_sample(k):
         assert messages == [{"role": "user", "content": lamp_expected(task, question, k)}]
         checked.add(task)
     assert checked == {"LaMP-1", "LaMP-2", "LaMP-3", "LaMP-4", "LaMP-5", "LaMP-7"}
+
+
+# --- LaMP-QA ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_lamp_qas_templates_are_what_the_rag_agent_and_the_judge_send_on_the_sample(k):
+    from perseval.benchmarks.lamp_qa import card
+    from perseval.core.records import AgentOutput
+    from perseval.judges.base import JudgeBinding
+    from perseval.judges.quoting import quote
+    from perseval.kernel.registry import judge_class
+    bench = benchmark_class("lamp_qa")(benchmark_class("lamp_qa").Params())
+    data = build_all(bench, sample=2, seed=1, source=None)
+    rows = {str(q["id"]): q for f in (BENCHMARKS / "lamp_qa" / "sample").glob("*.json")
+            for q in json.loads(f.read_text())}
+    for inst in data.instances:
+        question = next(q for qid, q in rows.items() if inst.instance_id.endswith(f"-{qid}"))
+        items = [p["text"].strip() for p in question["profile"][:k]]
+        user = (card.PROFILE_TEMPLATE.format(items=card.ITEM_SEPARATOR.join(items), question=question["question"])
+                if items else card.NO_PROFILE_TEMPLATE.format(question=question["question"]))
+        system = card.PROFILE_SYSTEM if items else card.ANSWER_SYSTEM
+        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        assert messages == [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    inst = data.instances[0]
+    question = next(q for qid, q in rows.items() if inst.instance_id.endswith(f"-{qid}"))
+    aspect = question["rubric_aspects"][0]
+    chat = ScriptedChat('{"match_score": 2}')
+    judge = judge_class("lamp_qa.aspects")(judge_class("lamp_qa.aspects").Params())
+    out = AgentOutput(inst.instance_id, "a", 0, "An answer.", parsed={"answer": "An answer."})
+    asyncio.run(judge.judge(inst, out, JudgeBinding("m", chat)))
+    user = card.JUDGE_TEMPLATE.format(question=question["question"], narrative=question["narrative"] or "(none)",
+                                      response=quote("response", "An answer."), **aspect)
+    assert chat.calls[0]["messages"][1] == {"role": "user", "content": user}
+    assert chat.calls[0]["messages"][0]["content"].startswith(card.JUDGE_INSTRUCTION)
