@@ -9,7 +9,6 @@ from typing import Any, ContextManager, NoReturn, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from flows.env import apply_offline_env
 
@@ -140,12 +139,6 @@ def stage_line(timings: dict[str, float]) -> str:
     parts = [f"{stage} {seconds:.1f}" for stage, seconds in timings.items() if isinstance(seconds, (int, float))]
     total = sum(v for v in timings.values() if isinstance(v, (int, float)))
     return "stage seconds: " + ", ".join(parts) + f" (sum {total:.1f})"
-
-
-def _cost_table(rows: list[dict]) -> Table:
-    from perseval.report.tables import cost_table
-
-    return cost_table(rows)
 
 
 def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[str]:
