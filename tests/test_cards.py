@@ -116,3 +116,28 @@ def test_lamp_qas_templates_are_what_the_rag_agent_and_the_judge_send_on_the_sam
                                       response=quote("response", "An answer."), **aspect)
     assert chat.calls[0]["messages"][1] == {"role": "user", "content": user}
     assert chat.calls[0]["messages"][0]["content"].startswith(card.JUDGE_INSTRUCTION)
+
+
+# --- PersonaMem ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_persona_mems_templates_are_what_the_rag_agent_sends_on_the_test_release(k):
+    import csv
+    from perseval.benchmarks.persona_mem import card
+    bench = benchmark_class("persona_mem")(benchmark_class("persona_mem").Params())
+    data = build_all(bench, sample=4, seed=1, source=REPO / "tests" / "data" / "persona_mem")
+    rows = {r["question_id"]: r for r in csv.DictReader((REPO / "tests/data/persona_mem/questions_32k.csv").open())}
+    assert data.instances
+    for inst in data.instances:
+        row = next(r for qid, r in rows.items() if inst.instance_id.endswith(qid))
+        options = "\n".join(card.OPTION_TEMPLATE.format(letter=letter, text=text)
+                            for letter, text in zip("abcd", inst.payload["options"]))
+        user = card.QUESTION_TEMPLATE.format(question=row["user_question_or_message"], options=options)
+        shown = [d.text for d in data.documents if d.owner == inst.user_id][:k]
+        if shown:
+            block = card.EXCERPTS_TEMPLATE.format(excerpts="\n".join(card.EXCERPT_TEMPLATE.format(excerpt=t)
+                                                                     for t in shown))
+            user = card.WITH_EXCERPTS_TEMPLATE.format(excerpts_block=block, question=row["user_question_or_message"],
+                                                      options=options)
+        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        assert messages == [{"role": "user", "content": user}]
