@@ -141,3 +141,25 @@ def test_persona_mems_templates_are_what_the_rag_agent_sends_on_the_test_release
                                                       options=options)
         messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "user", "content": user}]
+
+
+# --- PrefEval -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reminder", [False, True])
+def test_prefevals_templates_are_what_the_zero_shot_agent_sends_on_the_test_release(reminder):
+    from perseval.benchmarks.prefeval import card
+    bench = benchmark_class("prefeval")(benchmark_class("prefeval").Params(inter_turns=[2]))
+    data = build_all(bench, sample=6, seed=1, source=REPO / "tests" / "data" / "prefeval")
+    kinds = set()
+    for inst in data.instances:
+        final = sent("prefeval.zero_shot", inst, history_context(data, None), reminder=reminder)[-1]
+        tail = [card.REMINDER] if reminder else []
+        if inst.payload["task"] == "classification":
+            options = "\n".join(card.OPTION_TEMPLATE.format(letter=letter, text=text)
+                                for letter, text in zip("ABCD", inst.payload["options"]))
+            parts = [inst.query, *tail, card.MCQ_INSTRUCTION, options]
+        else:
+            parts = [inst.query + " " + card.WORD_LIMIT.format(n=300), *tail]
+        assert final == {"role": "user", "content": "\n\n".join(parts)}
+        kinds.add(inst.payload["task"])
+    assert kinds == {"classification", "generation"}
