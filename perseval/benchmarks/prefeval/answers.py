@@ -14,8 +14,8 @@ from perseval.benchmarks.prefeval.layout import CLASSIFICATION, LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.records import Instance, Passage
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
-from perseval.benchmarks.prefeval.card import (CONTEXT_INTRO, EXCERPT_TEMPLATE, MCQ_INSTRUCTION, OPTION_TEMPLATE, REMINDER,
-                                             WORD_LIMIT)
+from perseval.benchmarks.prefeval.card import (CONTEXT_INTRO, EXCERPT_TEMPLATE, MCQ_INSTRUCTION, OPTION_TEMPLATE,
+                                             REMINDER, WORD_LIMIT)
 
 CHOICE_SCHEMA: dict[str, Any] = {"type": "object",
                                  "properties": {"choice": {"type": "string", "enum": list(LETTERS)}},
@@ -34,7 +34,8 @@ def question_text(instance: Instance, *, reminder: bool = False, excerpts: Seque
     official "(Please respond within N words.)" when `word_limit` is N), the reminder, the options."""
     parts = []
     if excerpts:
-        parts.append(CONTEXT_INTRO + "\n" + "\n".join(EXCERPT_TEMPLATE.format(k=k, excerpt=e) for k, e in enumerate(excerpts, 1)))
+        lines = [EXCERPT_TEMPLATE.format(k=k, excerpt=e) for k, e in enumerate(excerpts, 1)]
+        parts.append(CONTEXT_INTRO + "\n" + "\n".join(lines))
     limit = f" {WORD_LIMIT.format(n=word_limit)}" if word_limit and not is_classification(instance) else ""
     parts.append(instance.query + limit)
     if reminder:
