@@ -163,3 +163,24 @@ def test_prefevals_templates_are_what_the_zero_shot_agent_sends_on_the_test_rele
         assert final == {"role": "user", "content": "\n\n".join(parts)}
         kinds.add(inst.payload["task"])
     assert kinds == {"classification", "generation"}
+
+
+# --- APeB ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("history", [False, True])
+def test_apebs_templates_are_what_the_direct_agent_sends_on_the_generated_sample(history):
+    from perseval.benchmarks.apeb import card
+    from perseval.benchmarks.apeb.prompts import candidate_line
+    bench = benchmark_class("apeb")(benchmark_class("apeb").Params())
+    data = build_all(bench, sample=3, seed=1, source=None)
+    for inst in data.instances[:4]:
+        params = {"use_history": history, "retrieve_k": 2 if history else None}
+        messages = sent("apeb.direct", inst, history_context(data, None), **params)
+        candidates = inst.payload["candidates"]
+        parts = [card.QUERY_TEMPLATE.format(query=inst.query),
+                 card.CANDIDATES_TEMPLATE.format(candidates="\n".join(candidate_line(c) for c in candidates)),
+                 card.FINAL_TEMPLATE.format(k=5)]
+        if history:
+            shown = [f"- {d.text}" for d in data.documents if d.owner == inst.user_id][:2]
+            parts.insert(0, card.ACTIVITY_TEMPLATE.format(activity="\n".join(shown) or card.NO_ACTIVITY))
+        assert messages == [{"role": "system", "content": card.SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
