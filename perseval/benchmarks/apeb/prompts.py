@@ -1,5 +1,6 @@
 """Prompts and output schemas of the APeB systems: the ranking call (direct ranking, VQRA's second step,
-ReAct's final answer) and VQRA's query refinement. ReAct's own prompt lives with its loop. The texts are the card's (perseval.benchmarks.apeb.card).
+ReAct's final answer) and VQRA's query refinement. ReAct's own prompt lives with its loop. The texts are
+the card's (perseval.benchmarks.apeb.card).
 
 Kept compact on purpose: the embedded default is a 135M model with a 4k context, so a history line is
 one short line and a candidate one line.
