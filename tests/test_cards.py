@@ -184,3 +184,28 @@ def test_apebs_templates_are_what_the_direct_agent_sends_on_the_generated_sample
             shown = [f"- {d.text}" for d in data.documents if d.owner == inst.user_id][:2]
             parts.insert(0, card.ACTIVITY_TEMPLATE.format(activity="\n".join(shown) or card.NO_ACTIVITY))
         assert messages == [{"role": "system", "content": card.SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+# --- IBA-Bench ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_ibas_templates_are_what_the_rag_agent_sends_on_the_constructed_sample(k):
+    from perseval.benchmarks.iba import card
+    bench = benchmark_class("iba")(benchmark_class("iba").Params())
+    data = build_all(bench, sample=8, seed=1, source=None)
+    kinds = set()
+    for inst in data.instances:
+        shown = [d.text for d in data.documents if d.owner == inst.user_id][:k]
+        passages = "\n".join(card.PASSAGE_TEMPLATE.format(i=i, text=t) for i, t in enumerate(shown, 1))
+        history = card.HISTORY_TEMPLATE.format(passages=passages) if shown else ""
+        api = inst.payload.get("api")
+        if api:
+            slots = "\n".join(card.SLOT_TEMPLATE.format(name=s["name"], allowed=" | ".join(s["values"]))
+                              for s in api["slots"] if s["name"] not in api.get("task_fixed", {}))
+            user = card.API_TEMPLATE.format(history=history, task=inst.query, api=api["name"], slots=slots)
+        else:
+            user = card.GENERATE_TEMPLATE.format(history=history, task=inst.query)
+        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        assert messages == [{"role": "system", "content": card.AGENT_SYSTEM}, {"role": "user", "content": user}]
+        kinds.add(bool(api))
+    assert kinds == {True, False}
