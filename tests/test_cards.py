@@ -209,3 +209,22 @@ def test_ibas_templates_are_what_the_rag_agent_sends_on_the_constructed_sample(k
         assert messages == [{"role": "system", "content": card.AGENT_SYSTEM}, {"role": "user", "content": user}]
         kinds.add(bool(api))
     assert kinds == {True, False}
+
+
+# --- Bespoke ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_bespokes_templates_are_what_the_rag_agent_sends_on_the_shipped_sample(k):
+    from perseval.benchmarks.bespoke import card
+    bench = benchmark_class("bespoke")(benchmark_class("bespoke").Params())
+    data = build_all(bench, sample=2, seed=1, source=None)
+    for inst in data.instances[:3]:
+        shown = [d.text.strip() for d in data.documents if d.owner == inst.user_id][:k]
+        parts = [card.QUERY_TEMPLATE.format(query=inst.query)]
+        if shown:
+            sessions = "\n".join(card.SESSION_TEMPLATE.format(source="session", text=t) for t in shown)
+            parts.append(card.USER_CONTEXT_TEMPLATE.format(user_context=sessions))
+        parts.append(card.FINAL_INSTRUCTION)
+        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        assert messages == [{"role": "system", "content": card.ANSWER_SYSTEM},
+                            {"role": "user", "content": "\n\n".join(parts)}]
