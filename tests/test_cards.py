@@ -26,6 +26,11 @@ def card_of(name: str) -> BenchmarkCard:
     return importlib.import_module(f"perseval.benchmarks.{name}.card").CARD
 
 
+def test_every_benchmark_folder_has_a_card():
+    folders = sorted(p.parent.name for p in BENCHMARKS.glob("*/benchmark.py"))
+    assert CARDS == folders
+
+
 @pytest.mark.parametrize("name", CARDS)
 def test_a_card_is_one_short_page_whose_pointers_name_real_code(name):
     card = card_of(name)
