@@ -10,7 +10,6 @@ from typing import Any, ContextManager, NoReturn, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from flows.env import apply_offline_env
 
@@ -141,12 +140,6 @@ def stage_line(timings: dict[str, float]) -> str:
     parts = [f"{stage} {seconds:.1f}" for stage, seconds in timings.items() if isinstance(seconds, (int, float))]
     total = sum(v for v in timings.values() if isinstance(v, (int, float)))
     return "stage seconds: " + ", ".join(parts) + f" (sum {total:.1f})"
-
-
-def _cost_table(rows: list[dict]) -> Table:
-    from perseval.report.tables import cost_table
-
-    return cost_table(rows)
 
 
 def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[str]:
@@ -537,7 +530,7 @@ def _between_or_exit(client: Any, parents: list[Any], between: tuple[str, str]) 
 def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path],
                        detect: Optional[float]) -> None:
     """The differences between runs (and to `baseline` within each run) with their error bars."""
-    from perseval.setup.config import StatisticsSettings
+    from perseval.metrics.settings import StatisticsSettings
     from perseval.report.run_compare import differences, run_pairs, shown, within_pairs
     from perseval.report.tables import frame_table
 

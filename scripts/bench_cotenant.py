@@ -36,7 +36,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from perseval.setup.config import DeploymentConfig, ModelConfig  # noqa: E402
+from perseval.llm.settings import DeploymentConfig, ModelConfig
 from perseval.llm import deployments  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
 from perseval.llm.embedded import cores  # noqa: E402

@@ -44,7 +44,8 @@ sys.path.insert(0, str(REPO / "scripts"))  # proc_cpu, beside this script, also 
 
 from perseval.benchmarks.iba.distribution import FULL_SIZE  # noqa: E402
 from perseval.setup.components import make_retriever  # noqa: E402
-from perseval.setup.config import BenchmarkEntry, ResolvedExperiment, RetrieverConfig  # noqa: E402
+from perseval.retrieval.settings import RetrieverConfig
+from perseval.setup.config import BenchmarkEntry, ResolvedExperiment
 from perseval.setup.experiment import benchmark_params, load_experiment  # noqa: E402
 from perseval.llm.client import CAPTURE_ENV  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402

@@ -70,7 +70,9 @@ except ImportError:  # pragma: no cover - only when measuring an older checkout
     STEPS, gold_evidence, held_by_step = (), None, None
 from perseval.benchmarks.iba.release import load_release
 from perseval.setup.components import make_retriever
-from perseval.setup.config import AgentConfig, DeploymentConfig, ModelConfig, RetrieverConfig, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig
+from perseval.retrieval.settings import RetrieverConfig
+from perseval.setup.config import AgentConfig, load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment

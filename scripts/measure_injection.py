@@ -53,7 +53,8 @@ from perseval.benchmarks.apeb.judges.rubric import CRITERIA as RUBRIC_CRITERIA
 from perseval.benchmarks.bespoke.agents.responder import BespokeResponder
 from perseval.benchmarks.bespoke.layout import CRITERIA as BESPOKE_CRITERIA
 from perseval.setup.components import make_benchmark
-from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
+from perseval.setup.config import load_config
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient

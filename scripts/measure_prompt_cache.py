@@ -24,7 +24,8 @@ import httpx
 from perseval.benchmarks.iba.agents.iba_agent import prompts
 from perseval.benchmarks.iba.release import load_release
 from perseval.llm.deployments import Deployment
-from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig
+from perseval.setup.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"

@@ -25,7 +25,7 @@ def test_group_means_and_overall_hand_computed():
 
 
 def test_intervals_rest_on_users_and_leave_the_means_unchanged():
-    from perseval.setup.config import StatisticsSettings
+    from perseval.metrics.settings import StatisticsSettings
     from perseval.metrics.uncertainty import cluster_mean
 
     def su(iid, user, group, value, repeat=0):

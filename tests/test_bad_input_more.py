@@ -100,7 +100,8 @@ import flows.cli
 from flows.cli import _redo_hint, app
 from flows.failure import failure_report, what_failed
 from flows.prefect_server import IDLE_ENV
-from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
+from perseval.setup.config import load_config
 from perseval.setup.experiment import load_experiment
 from perseval.core.errors import DeploymentError, EndpointRefused
 from perseval.llm import deployments

@@ -148,7 +148,8 @@ def test_local_corpus_search_over_page_summaries(tmp_path: Path, official: Path,
 
     from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
     from perseval.setup.components import make_retriever
-    from perseval.setup.config import RetrieverConfig, load_config
+    from perseval.retrieval.settings import RetrieverConfig
+    from perseval.setup.config import load_config
     from perseval.core.records import CORPUS_OWNER, Instance
     from perseval.retrieval.search import make_search
     from tests.conftest import CONFIGS

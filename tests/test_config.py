@@ -4,7 +4,8 @@ import pytest
 import yaml
 
 from perseval.kernel.registry import agent_class
-from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig
+from perseval.setup.config import load_config
 from perseval.pipeline.controls import uses_history
 from perseval.setup.experiment import BENCHMARKS_DIR, judge_specs, load_experiment
 from perseval.core.errors import ConfigError

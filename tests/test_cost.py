@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup.config import Price, Sampling
+from perseval.llm.settings import Price, Sampling
 from perseval.setup.experiment import load_experiment
 from perseval.pipeline.cost import Spend, Usage, UnitRecords, plan_cost, unit_record
 from perseval.core.errors import ConfigError
@@ -186,10 +186,10 @@ def test_a_bad_price_is_refused_naming_the_file_and_key(tmp_path, price, message
 def _rendered(rows: list[dict]) -> str:
     from rich.console import Console
 
-    from flows.cli import _cost_table
+    from perseval.report.tables import cost_table
 
     console = Console(record=True, width=200)
-    console.print(_cost_table(rows))
+    console.print(cost_table(rows))
     return console.export_text()
 
 

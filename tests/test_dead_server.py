@@ -26,7 +26,8 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import ServerPool
 from perseval.llm.endpoint import ServerExited
-from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
+from perseval.setup.config import load_config
 
 from .cli_runs import server_of
 from .conftest import CONFIGS

@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 
 import flows.cli
 from flows.cli import app
-from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig
+from perseval.setup.config import load_config
 from perseval.core.errors import ConfigError
 from perseval.setup.experiment import load_experiment
 from perseval.llm import deployments, embedded

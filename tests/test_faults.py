@@ -25,7 +25,7 @@ from flows.cli import app
 from perseval.benchmarks.apeb.judges.ranking import RankingJudge
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
 from perseval.core.errors import ConfigError
-from perseval.setup.config import Sampling
+from perseval.llm.settings import Sampling
 from perseval.setup.experiment import load_experiment
 from perseval.judges.base import JudgeBinding
 from perseval.llm.cache import RequestCache

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from perseval.setup.config import DeploymentConfig, ModelConfig
+from perseval.llm.settings import DeploymentConfig, ModelConfig
 from perseval.llm import deployments
 from perseval.llm.deployments import VLLM_PYTHON_ENV, vllm_command, vllm_python
 

@@ -354,7 +354,7 @@ def test_deep_retrieval_mechanics_vs_plain_top_k_at_equal_budget(tmp_path):
     expansion and salience re-ranking."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     from perseval.setup.components import make_retriever
-    from perseval.setup.config import RetrieverConfig
+    from perseval.retrieval.settings import RetrieverConfig
     from perseval.kernel.registry import benchmark_class
 
     data = benchmark_class("iba")({"noise_per_evidence": 20}).build(sample=12, seed=42, source=None)

@@ -164,7 +164,8 @@ def indexed(tmp_path_factory):
     """The release and a real MiniLM + FAISS index of its histories."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     from perseval.setup.components import make_retriever
-    from perseval.setup.config import RetrieverConfig, load_config
+    from perseval.retrieval.settings import RetrieverConfig
+    from perseval.setup.config import load_config
 
     data = load_release(RELEASE)
     retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))
@@ -352,7 +353,8 @@ def test_a_preference_stated_late_in_a_long_turn_is_seen_by_the_rater_and_the_ex
     a statement after a paragraph of chatter reached neither. Now the rater sees the whole chunk and
     the extraction shares 3000 characters among the kept passages."""
     from perseval.setup.components import make_retriever
-    from perseval.setup.config import RetrieverConfig, load_config
+    from perseval.retrieval.settings import RetrieverConfig
+    from perseval.setup.config import load_config
 
     data = load_release(long_turn_release(tmp_path / "release"))
     long_id = next(d.doc_id for d in data.documents if d.meta.get("supports"))

@@ -129,8 +129,8 @@ def test_unparseable_and_failed_judge_answers_are_excluded_and_counted():
 
 
 def test_label_sample_writes_what_raters_and_perseval_agreement_read(tmp_path):
-    """`perseval label-sample`'s files: the seeded sample as an empty label file with the views raters read,
-    and a model's labels per repeat, each readable by `perseval agreement` (read_label_csv)."""
+    """`perseval iba label-sample`'s files: the seeded sample as an empty label file with the views raters read,
+    and a model's labels per repeat, each readable by `perseval iba agreement` (read_label_csv)."""
     from perseval.benchmarks.iba.label_sample import pick, write_for_raters, write_judge_labels
 
     _, _, data = sample()

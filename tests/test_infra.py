@@ -7,7 +7,7 @@ import subprocess
 import pytest
 import yaml
 
-from perseval.setup.config import DeploymentConfig, ModelConfig
+from perseval.llm.settings import DeploymentConfig, ModelConfig
 from perseval.setup.experiment import load_experiment
 from perseval.llm.deployments import vllm_command
 

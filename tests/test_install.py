@@ -9,7 +9,8 @@ from importlib.metadata import PackageNotFoundError, distribution
 from packaging.requirements import Requirement
 
 from perseval.llm.identity import resolve_gguf
-from perseval.setup.config import ModelConfig, load_config
+from perseval.llm.settings import ModelConfig
+from perseval.setup.config import load_config
 
 from .conftest import CONFIGS
 

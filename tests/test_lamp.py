@@ -15,7 +15,8 @@ from sklearn.metrics import accuracy_score, f1_score, mean_absolute_error, mean_
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import build_all
-from perseval.benchmarks.lamp.analysis import f1_rows, intervals, paper_table
+from perseval.benchmarks.lamp.analysis import f1_rows, paper_table
+from perseval.benchmarks.profile_questions import intervals
 from perseval.benchmarks.lamp.answers import extract, read_label
 from perseval.benchmarks.lamp.layout import TASKS
 from perseval.benchmarks.lamp.metrics import macro_f1, rouge1, rouge_l
@@ -213,7 +214,7 @@ def test_random_k_draws_k_distinct_items_of_the_users_profile_reproducibly():
     assert len(shown) == 2
 
 
-def test_the_swapped_profile_control_pairs_users_of_the_same_task():
+def test_the_swapped_history_control_pairs_users_of_the_same_task():
     _, data = build()
     swap = derangement(data.instances, seed=3)
     task = {i.user_id: i.group for i in data.instances}

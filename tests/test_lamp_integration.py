@@ -1,7 +1,7 @@
 """LaMP end to end on real parts, from the hand-written sample in the official layout: `perseval validate`
 (and its file/row/field line on a broken sample), then one `perseval run`, tiny: BM25 over the profiles, the
 embedded llama.cpp server, Prefect + Dask, MLflow. Three tasks (a classification, the rating, a generation),
-two users each; the oracle, the no-profile floor and BM25 top-3 with the swapped-profile control; scored by
+two users each; the oracle, the no-profile floor and BM25 top-3 with the swapped-history control; scored by
 the rule judge only."""
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_validate_accepts_the_cpu_config_and_names_a_bad_row(workdir, monkeypatc
     assert "Traceback" not in result.output
 
 
-def test_lamp_runs_end_to_end_with_the_swapped_profile_control(workdir, prefect_api):
+def test_lamp_runs_end_to_end_with_the_swapped_history_control(workdir, prefect_api):
     rc, result, out = finish(cli_run(workdir, prefect_api, workdir / "runs", "lamp", experiment="tiny"), workdir, "lamp")
     assert rc == 0, out[-3000:]
     head = {r["agent"]: r for r in result["headline"]}

@@ -1,6 +1,6 @@
 """LaMP-QA from the hand-written sample in the official layout (perseval/benchmarks/lamp_qa/sample): the loader
 and its row errors, the prompts the agents really send, the judge's per-aspect scores and the paper's
-per-question aggregation (against numpy), the probes, the swapped-profile pairing, the paper table (against
+per-question aggregation (against numpy), the probes, the swapped-history pairing, the paper table (against
 a pandas group-by) and `perseval validate`."""
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.lamp_qa.analysis import paper_table
-from perseval.benchmarks.lamp.analysis import intervals
+from perseval.benchmarks.profile_questions import intervals
 from perseval.benchmarks.lamp_qa.answers import extract
 from perseval.benchmarks.lamp_qa.benchmark import Category
 from perseval.benchmarks.lamp_qa.judges.aspects import NO_ANSWER, question_scores
@@ -255,7 +255,7 @@ def test_a_score_copied_from_the_response_is_not_the_judges():
     assert all(j.status == "unscored" for j in js)
 
 
-# --- probes, the swapped profile, the paper table -----------------------------------------------------------
+# --- probes, the swapped history, the paper table -----------------------------------------------------------
 
 def test_the_probes_state_the_aspects_answer_nothing_or_state_another_users_of_the_category():
     _, data = build()
@@ -277,7 +277,7 @@ def test_the_probes_state_the_aspects_answer_nothing_or_state_another_users_of_t
     assert {o.agent for o in outputs} == {f"probe:{k}" for k in (GOOD, EMPTY, WRONG)} and len(outputs) == 18
 
 
-def test_the_swapped_profile_control_pairs_users_of_the_same_category():
+def test_the_swapped_history_control_pairs_users_of_the_same_category():
     _, data = build()
     swap = derangement(data.instances, seed=3)
     category = {i.user_id: i.group for i in data.instances}

@@ -1,7 +1,7 @@
 """LaMP-QA end to end on real parts, from the hand-written sample in the official layout: `perseval validate`
 (and its file/row/field line on a broken sample), then one `perseval run`, tiny: BM25 over the profiles, the
 embedded llama.cpp server as backbone and as the per-aspect judge, Prefect + Dask, MLflow. One category, two
-askers; the no-profile floor and BM25 top-2 with the swapped-profile control, and one judge probe."""
+askers; the no-profile floor and BM25 top-2 with the swapped-history control, and one judge probe."""
 from __future__ import annotations
 
 import csv
@@ -73,7 +73,7 @@ def _records(workdir: Path, stage: str, keys: set[str], cls):
     return [r for key in keys for r in StageStore(workdir / "runs", stage, key).read_records(cls)]
 
 
-def test_lamp_qa_runs_end_to_end_judged_per_aspect_with_the_swapped_profile_control(workdir, prefect_api):
+def test_lamp_qa_runs_end_to_end_judged_per_aspect_with_the_swapped_history_control(workdir, prefect_api):
     rc, result, out = finish(cli_run(workdir, prefect_api, workdir / "runs", "lamp_qa", experiment="tiny"),
                              workdir, "lamp_qa")
     assert rc == 0, out[-3000:]

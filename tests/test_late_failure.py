@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from flows.failure import LATE_FAILURE_EXIT, TRACEBACK_ENV, failure_report, what_failed
-from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig
+from perseval.setup.config import load_config
 from perseval.core.errors import DeploymentError
 from perseval.llm.deployments import Deployment
 

@@ -4,9 +4,11 @@ Layers: perseval/ never imports Prefect, tasks/ or flows/; tasks/ never imports 
 Wings of perseval/ stack in LAYERS, and a wing imports only wings of the layers below its own:
 core/ (records, store, errors) < kernel/ (Params, registries, capabilities: the shared vocabulary) <
 the base components (llm, metrics, retrieval) < agents and judges < benchmarks < setup/ (loading an
-experiment) < pipeline/ < report/ < a benchmark's own command modules (named in its components.yaml), which
-nothing in perseval imports. So no component imports setup/, the agent contract never reaches into a
-benchmark, and nothing runs back up.
+experiment) < pipeline/ < report/. A benchmark's own command modules (named in its components.yaml), which
+nothing in perseval imports, keep their wing's rules too: they read the store through core/ and the rest
+through perseval.kernel.commands.CommandHost. So no component imports setup/, the agent contract never
+reaches into a benchmark, nothing runs back up, and no module is an exception. No benchmark imports
+another benchmark (test_no_benchmark_imports_another).
 """
 from __future__ import annotations
 
@@ -54,8 +56,7 @@ def test_no_layer_imports_a_layer_above_it(layer):
 
 
 def command_files() -> set[Path]:
-    """A benchmark's own command modules (components.yaml `commands:`): the top of the house, beside the
-    `perseval` command that mounts them, so they sit above every wing."""
+    """A benchmark's own command modules (components.yaml `commands:`), mounted by the `perseval` command."""
     from perseval.kernel.registry import command_modules
 
     return {ROOT.joinpath(*m.split(".")).with_suffix(".py") for m in command_modules().values()}
@@ -63,7 +64,7 @@ def command_files() -> set[Path]:
 
 @pytest.mark.parametrize("wing", sorted(WING_RULES))
 def test_no_wing_imports_a_wing_it_may_not(wing):
-    files = sorted(set((ROOT / "perseval" / wing).rglob("*.py")) - command_files())
+    files = sorted((ROOT / "perseval" / wing).rglob("*.py"))  # no exception: a command module included
     assert files
     bad = {str(f.relative_to(ROOT)): sorted(n for n in imported(f) if wing_of(n) in WING_RULES[wing])
            for f in files}
@@ -131,3 +132,36 @@ def test_a_benchmark_s_commands_are_imported_by_nothing_in_perseval():
     assert "perseval.benchmarks.iba.cli" in commands
     users = {str(f.relative_to(ROOT)) for f in (ROOT / "perseval").rglob("*.py") if imported(f) & commands}
     assert users == set()
+
+
+def cross_benchmark_imports(root: Path = ROOT) -> dict[str, list[str]]:
+    """module file -> the modules of other benchmark folders it imports (perseval/benchmarks/<a>/ -> <b>)."""
+    benchmarks = root / "perseval" / "benchmarks"
+    folders = {p.name for p in benchmarks.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    found = {}
+    for f in sorted(benchmarks.glob("*/**/*.py")):
+        own = f.relative_to(benchmarks).parts[0]
+        other = sorted(n for n in imported(f, root) if n.split(".")[:2] == ["perseval", "benchmarks"]
+                       and len(n.split(".")) > 2 and n.split(".")[2] in folders - {own})
+        if other:
+            found[str(f.relative_to(root))] = other
+    return found
+
+
+def test_no_benchmark_imports_another():
+    assert {f: n for f, n in cross_benchmark_imports().items() if not f.startswith("perseval/benchmarks/custom/")} == {}
+
+
+@pytest.mark.xfail(strict=True, reason="custom still reuses IBA's release loader, task format and judges and "
+                                       "APeB's: the shared parts are not yet moved below the benchmarks")
+def test_custom_imports_no_other_benchmark():
+    assert cross_benchmark_imports() == {}
+
+
+def test_the_cross_benchmark_check_sees_a_relative_import(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / "perseval" / "benchmarks" / name).mkdir(parents=True)
+        (tmp_path / "perseval" / "benchmarks" / name / "__init__.py").write_text("")
+    (tmp_path / "perseval" / "benchmarks" / "a" / "m.py").write_text("def f():\n    from ..b import x\n")
+    assert cross_benchmark_imports(tmp_path) == {"perseval/benchmarks/a/m.py": ["perseval.benchmarks.b",
+                                                                                "perseval.benchmarks.b.x"]}

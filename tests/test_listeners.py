@@ -8,7 +8,8 @@ import pytest
 from flows.cli import ui_command
 from flows.prefect_server import prefect_server_command
 from flows.runtime import task_runner
-from perseval.setup.config import DaskSettings, DeploymentConfig, ModelConfig, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig
+from perseval.setup.config import DaskSettings, load_config
 from perseval.llm import deployments
 from perseval.llm.deployments import Deployment, vllm_command
 from perseval.llm.embedded import embedded_command

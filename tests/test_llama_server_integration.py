@@ -12,7 +12,8 @@ import httpx
 import jsonschema
 import pytest
 
-from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
+from perseval.setup.config import load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment

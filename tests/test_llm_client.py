@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from perseval.setup.config import Sampling
+from perseval.llm.settings import Sampling
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import CAPTURE_ENV, CAPTURED_BODY, LLMClient, append_jsonl
 from perseval.llm.endpoint import Endpoint

@@ -184,7 +184,8 @@ def test_an_agents_prompt_version_moves_its_run_keys_from_the_first_change_on():
     from dataclasses import replace
 
     from perseval.pipeline.plan import run_key
-    from perseval.setup.config import AgentConfig, ModelConfig, load_config
+    from perseval.llm.settings import ModelConfig
+    from perseval.setup.config import AgentConfig, load_config
     from perseval.setup.experiment import agent_spec
 
     spec = {name: agent_spec(load_config(AgentConfig, shipped_config("agents", name)), name)

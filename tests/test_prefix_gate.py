@@ -6,7 +6,7 @@ import asyncio
 import threading
 import time
 
-from perseval.setup.config import Sampling
+from perseval.llm.settings import Sampling
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint

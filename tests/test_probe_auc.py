@@ -18,7 +18,7 @@ from perseval.metrics.auc import auc_interval
 from perseval.report.probes import judge_probes, probe_answers, probe_report
 from perseval.report.rows import HeadlineRow
 from perseval.report.tables import judge_text, score_text
-from perseval.setup.config import ModelConfig, Sampling
+from perseval.llm.settings import ModelConfig, Sampling
 from perseval.setup.specs import JudgeSpec
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.prefeval.benchmark import PrefEval

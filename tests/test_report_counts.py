@@ -8,9 +8,9 @@ from types import SimpleNamespace as NS
 import pandas as pd
 from rich.console import Console
 
-from flows.cli import _cost_table
 from perseval.pipeline.cost import plan_cost
 from perseval.report.headline import cell_status
+from perseval.report.tables import cost_table
 from perseval.pipeline.stages import write_artifact
 
 
@@ -51,7 +51,7 @@ def test_the_cost_table_labels_seconds_as_summed_shard_time():
            "new_tokens_in": 1, "tokens_out": 1, "new_tokens_out": 1, "llm_seconds": 1.0, "wall_seconds": 3500.0,
            "cost_usd": None, "new_cost_usd": None}
     console = Console(width=200, record=True)
-    console.print(_cost_table([row]))
+    console.print(cost_table([row]))
     text = console.export_text()
     assert "shard s" in text and "wall s" not in text and "counted in its first cell" in text
 

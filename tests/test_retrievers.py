@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from perseval.setup.components import make_retriever
-from perseval.setup.config import RetrieverConfig, load_config
+from perseval.retrieval.settings import RetrieverConfig
+from perseval.setup.config import load_config
 from perseval.core.records import Document
 from perseval.kernel.registry import retriever_class
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup.config import Sampling
+from perseval.llm.settings import Sampling
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from perseval.benchmarks.base import ANALYSIS_COLUMNS
-from perseval.setup.config import StatisticsSettings
+from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.ci_tables import uncertainty_tables
 from perseval.metrics.uncertainty import cluster_mean
 from perseval.metrics.variance import variance_components

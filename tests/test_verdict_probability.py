@@ -16,7 +16,7 @@ from perseval.judges.probability import TOP_LOGPROBS, p_true
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
-from perseval.setup.config import Sampling
+from perseval.llm.settings import Sampling
 from tests.http_stub import JsonHandler, completion, serve
 
 ANSWER = '{"verdict": true, "reason": "It names the preference."}'

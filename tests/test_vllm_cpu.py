@@ -24,7 +24,8 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from perseval.setup.config import DeploymentConfig, ModelConfig, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig
+from perseval.setup.config import load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from perseval.setup.config import DeploymentConfig, ModelConfig, Sampling, load_config
+from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
+from perseval.setup.config import load_config
 from perseval.core.errors import DeploymentError
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient

@@ -189,6 +189,16 @@ async def collect(batches: AsyncIterator[BenchmarkData]) -> BenchmarkData:
     return out
 
 
+def gather(parts: Iterable[tuple[Iterable[Instance], Iterable[Document]]]) -> tuple[list[Instance], list[Document]]:
+    """Every part's instances and documents, concatenated in order (a build's loop over groups or sessions)."""
+    instances: list[Instance] = []
+    documents: list[Document] = []
+    for part_instances, part_documents in parts:
+        instances += part_instances
+        documents += part_documents
+    return instances, documents
+
+
 def build_all(bench: Benchmark, *, sample: int, seed: int, source: Path | None,
               models: Mapping[str, ChatModel] | None = None) -> BenchmarkData:
     """The streamed build of `bench`, gathered in memory (tests and small builds)."""

@@ -6,7 +6,7 @@ A labels CSV is long or wide:
         default the item id), `agent` (whose output was labelled; needed when several agents were judged
         on the instance) and `user_id` (the unit the bootstrap resamples; default the instance's user);
   wide  `instance_id` (optionally `agent`, `user_id`) and one column per criterion, each an item id
-        (the layout of `perseval agreement`'s CSVs: reasonableness, coherence, persona_consistency).
+        (the layout of `perseval iba agreement`'s CSVs: reasonableness, coherence, persona_consistency).
 Values are numbers on the judge's own scale (0/1 for binary judges; yes/no and true/false read as 1/0;
 Bespoke criteria 1..5); an empty cell is not labelled and is left out.
 """

@@ -17,12 +17,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from perseval.setup.config import DeploymentConfig, Price
+from perseval.llm.settings import DeploymentConfig, Price
 from perseval.llm.usage import Usage
 from perseval.core.store import StageStore
 
 if TYPE_CHECKING:
-    from perseval.setup.config import ModelConfig, ResolvedExperiment
+    from perseval.llm.settings import ModelConfig
+    from perseval.setup.config import ResolvedExperiment
     from perseval.pipeline.units import Cell, Plan
 
 USAGE_INFO = "usage"  # the key of a part's tally in its Parquet metadata (perseval.core.store part_info)

@@ -16,7 +16,10 @@ from typing import Any
 
 from perseval.pipeline import stages
 from perseval.kernel.capabilities import needs_index, needs_model
-from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, Sampling, StatisticsSettings
+from perseval.llm.settings import ModelConfig, Sampling
+from perseval.metrics.settings import StatisticsSettings
+from perseval.retrieval.settings import RetrieverConfig
+from perseval.setup.config import BenchmarkEntry, ResolvedExperiment
 from perseval.pipeline.controls import control_runs
 from perseval.setup.entries import entry_ids
 from perseval.setup.experiment import bound

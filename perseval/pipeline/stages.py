@@ -26,7 +26,7 @@ from perseval.benchmarks.base import ANALYSIS_COLUMNS, AnalysisInputs, Benchmark
 from perseval.kernel.capabilities import Capability, needs_model
 from perseval.setup.components import make_agent, make_benchmark, make_judges, make_retriever
 from perseval.pipeline.freshness import analysis_done, data_done, index_done, judge_done, part_final, score_done
-from perseval.setup.config import ModelConfig, Sampling
+from perseval.llm.settings import ModelConfig, Sampling
 from perseval.pipeline.controls import history_owners, mark_outputs, owner_swap, swapped_context, swapped_items
 from perseval.pipeline.cost import USAGE_INFO, unit_record
 from perseval.core.errors import InputError

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment, RetrieverConfig, StatisticsSettings
+from perseval.llm.settings import ModelConfig
+from perseval.metrics.settings import StatisticsSettings
+from perseval.retrieval.settings import RetrieverConfig
+from perseval.setup.config import BenchmarkEntry, ResolvedExperiment
 from perseval.pipeline.controls import Control, control_label
 from perseval.kernel.params import Params
 from perseval.setup.specs import AgentSpec, JudgeSpec

@@ -12,7 +12,7 @@ from typing import Any, Mapping, TypeVar
 
 import pandas as pd
 
-from perseval.setup.config import StatisticsSettings
+from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.differences import compare_values, instance_values  # noqa: F401  (re-exported)
 from perseval.metrics.uncertainty import Difference, holm
 from perseval.pipeline.plan import Cell, Plan

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from perseval.setup.components import make_judges
-from perseval.setup.config import ModelConfig
+from perseval.llm.settings import ModelConfig
 from perseval.setup.experiment import judge_specs
 from perseval.pipeline.plan import DataUnit, Plan, probe_key
 from perseval.pipeline.stages import PROBE

@@ -18,7 +18,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from perseval.report.comparisons import compare_values, difference_mde, instance_values, pick_baseline
-from perseval.setup.config import StatisticsSettings
+from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.uncertainty import Difference, holm, users_needed
 from perseval.report.record import download_record
 from perseval.report.tracking import mlflow_key

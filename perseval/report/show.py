@@ -22,7 +22,8 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from perseval.setup.config import ModelConfig, ResolvedExperiment
+from perseval.llm.settings import ModelConfig
+from perseval.setup.config import ResolvedExperiment
 from perseval.setup.entries import entry_ids
 from perseval.setup.experiment import bound, judge_specs
 from perseval.llm.embedded import serving

@@ -19,7 +19,8 @@ from typing import Sequence
 from urllib.parse import urlsplit
 
 from perseval.kernel.capabilities import needs_index, needs_model
-from perseval.setup.config import BenchmarkEntry, ModelConfig, ResolvedExperiment
+from perseval.llm.settings import ModelConfig
+from perseval.setup.config import BenchmarkEntry, ResolvedExperiment
 from perseval.core import files
 from perseval.setup.entries import entry_ids
 from perseval.core.errors import ConfigError

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from perseval.setup.config import RetrieverConfig
+from perseval.retrieval.settings import RetrieverConfig
 from perseval.core.errors import ConfigError
 from perseval.kernel.params import Params, validate_params
 from perseval.kernel.registry import agent_class, benchmark_class, judge_class, retriever_class

@@ -26,10 +26,9 @@ from perseval.core.errors import ConfigError, InputError
 from perseval.core.hashing import content_key
 from perseval.setup.overrides import Overrides, Threshold
 from perseval.kernel.params import Strict, error_lines, invalid
-from perseval.llm.settings import (DEPLOYMENT_FORMATS, EMBEDDED_ONLY, STRUCTURED_OUTPUT, DeploymentConfig,  # noqa: F401
-                                   ModelConfig, Price, Sampling, VLLMSettings, default_dialect)
-from perseval.metrics.settings import StatisticsSettings  # noqa: F401
-from perseval.retrieval.settings import ChunkingConfig, RetrieverConfig  # noqa: F401
+from perseval.llm.settings import DeploymentConfig, ModelConfig, Price, Sampling, VLLMSettings
+from perseval.metrics.settings import StatisticsSettings
+from perseval.retrieval.settings import ChunkingConfig, RetrieverConfig
 
 
 class JudgeConfig(Strict):

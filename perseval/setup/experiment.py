@@ -17,8 +17,10 @@ from typing import Any
 from perseval.setup import checks
 from perseval.kernel.capabilities import capabilities
 from perseval.setup.components import lookup
-from perseval.setup.config import (DEPLOYMENT_FORMATS, AgentConfig, BenchmarkEntry, DeploymentConfig, ExperimentConfig,
-                             JudgeConfig, ModelConfig, ResolvedExperiment, RetrieverConfig, Strict, load_config)
+from perseval.llm.settings import DEPLOYMENT_FORMATS, DeploymentConfig, ModelConfig
+from perseval.retrieval.settings import RetrieverConfig
+from perseval.setup.config import (AgentConfig, BenchmarkEntry, ExperimentConfig, JudgeConfig, ResolvedExperiment,
+                                   Strict, load_config)
 from perseval.core import files
 from perseval.core.errors import ConfigError
 from perseval.setup.overrides import CALIBRATED, THRESHOLDS, apply_overrides

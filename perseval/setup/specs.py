@@ -8,7 +8,7 @@ from typing import Any
 from perseval.judges.base import JudgeBinding
 from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatModel
-from perseval.setup.config import ModelConfig, Sampling
+from perseval.llm.settings import ModelConfig, Sampling
 from perseval.kernel.params import Params
 from perseval.kernel.registry import benchmark_class, judge_class
 

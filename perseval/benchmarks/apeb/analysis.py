@@ -15,7 +15,7 @@ import pandas as pd
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA
 from perseval.benchmarks.apeb.stats import OVERALL, dataset_tables
 from perseval.benchmarks.apeb.views import ApebPayload
-from perseval.benchmarks.iba.plots import grouped_bars
+from perseval.benchmarks.plots import grouped_bars
 from perseval.metrics.ci_tables import ci_long, with_users
 from perseval.core.records import Instance
 

@@ -38,7 +38,7 @@ from perseval.benchmarks.apeb.logs import BehaviourLogs
 from perseval.benchmarks.apeb.sessions import FILTER_REASONS, MiningConfig, Session, mine_sessions
 from perseval.benchmarks.apeb.stats import dataset_tables
 from perseval.benchmarks.apeb.synth_logs import LogConfig, generate_logs
-from perseval.benchmarks.base import Benchmark, BenchmarkData
+from perseval.benchmarks.base import Benchmark, BenchmarkData, gather
 from perseval.kernel.params import Params
 from perseval.core.records import Document, Instance
 from perseval.kernel.registry import register_benchmark
@@ -83,11 +83,9 @@ class APeB(Benchmark[ApebParams]):
         logs: BehaviourLogs = load_logs(source) if source is not None else generate_logs(sample, seed, s.logs)
         mined = mine_sessions(logs.events, s.mining)
         sessions = mined.sessions if source is None else select_sessions(mined.sessions, sample, seed)
-        instances: list[Instance] = []
-        documents: list[Document] = []
-        for session in sessions:
-            instances += self.instances(session, logs.catalog, seed)
-            documents += event_documents(session.user_id, session.history, logs.catalog)
+        instances, documents = gather((self.instances(session, logs.catalog, seed),
+                                       event_documents(session.user_id, session.history, logs.catalog))
+                                      for session in sessions)
         info: dict[str, Any] = {
             "origin": "source" if source is not None else "generated", "users_in_logs": len(logs.events),
             "events_in_logs": logs.n_events, "products": len(logs.catalog.products),

@@ -1,5 +1,6 @@
 """Prompts and output schemas of the APeB systems: the ranking call (direct ranking, VQRA's second step,
-ReAct's final answer) and VQRA's query refinement. ReAct's own prompt lives with its loop.
+ReAct's final answer) and VQRA's query refinement. ReAct's own prompt lives with its loop. The texts are
+the card's (perseval.benchmarks.apeb.card).
 
 Kept compact on purpose: the embedded default is a 135M model with a 4k context, so a history line is
 one short line and a candidate one line.
@@ -8,12 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from perseval.benchmarks.apeb.card import (ACTIVITY_TEMPLATE, CANDIDATES_TEMPLATE, FINAL_TEMPLATE, NO_ACTIVITY,
+                                         QUERY_TEMPLATE, REFINE_SYSTEM, REFINE_TEMPLATE, REFINED_TEMPLATE, SYSTEM)
 from perseval.core.records import Document
 
-SYSTEM = (
-    "You are a personal shopping assistant. Given what a shopper searched for and what they did "
-    "on the platform before, pick the products they are most likely to buy. Reply with JSON only."
-)
 
 
 def history_line(doc: Document) -> str:
@@ -34,8 +33,7 @@ def candidate_line(card: dict[str, Any]) -> str:
 
 
 def activity_block(history: list[str]) -> str:
-    body = "\n".join(history) if history else "- (no recorded activity)"
-    return f"The shopper's recent activity, oldest first:\n{body}"
+    return ACTIVITY_TEMPLATE.format(activity="\n".join(history) if history else NO_ACTIVITY)
 
 
 def ranking_messages(query: str, candidates: list[dict[str, Any]], history: list[str] | None,
@@ -43,17 +41,16 @@ def ranking_messages(query: str, candidates: list[dict[str, Any]], history: list
     """Chat messages asking for the `k` best candidate ids; `history` None means no history section;
     `refined` is a history-aware rewrite of the query (VQRA), shown beside the shopper's own words."""
     parts = [activity_block(history)] if history is not None else []
-    parts.append(f'The shopper searched for: "{query}"')
+    parts.append(QUERY_TEMPLATE.format(query=query))
     if refined:
-        parts.append(f'What they most likely want, given their history: "{refined}"')
-    parts.append("Candidate products:\n" + "\n".join(candidate_line(c) for c in candidates))
+        parts.append(REFINED_TEMPLATE.format(refined=refined))
+    parts.append(CANDIDATES_TEMPLATE.format(candidates="\n".join(candidate_line(c) for c in candidates)))
     parts.append(final_instruction(k))
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 def final_instruction(k: int) -> str:
-    return (f"Choose the {k} candidates this shopper is most likely to buy, most likely first. "
-            f'Answer as {{"ranking": [{k} candidate ids]}}, using only ids from the list, each once.')
+    return FINAL_TEMPLATE.format(k=k)
 
 
 def correction_message(kept: list[str], k: int = 5) -> dict[str, str]:
@@ -80,17 +77,8 @@ def ranking_schema(candidate_ids: list[str], k: int = 5) -> dict[str, Any]:
 
 # --- VQRA: vague query refinement with the history ------------------------------------------------
 
-REFINE_SYSTEM = (
-    "You help a shopping assistant understand vague searches. From the shopper's past activity, work out "
-    "what they are really looking for and rewrite their search as a short, explicit product query "
-    "(product type, preferred brand, price level, key features). Reply with JSON only."
-)
-
-
 def refine_messages(query: str, history: list[str]) -> list[dict[str, str]]:
-    user = (f"{activity_block(history)}\n\nThe shopper searched for: \"{query}\"\n\n"
-            'Rewrite the search as an explicit product query this shopper would type. Answer as '
-            '{"refined_query": "..."}.')
+    user = REFINE_TEMPLATE.format(activity_block=activity_block(history), query=query)
     return [{"role": "system", "content": REFINE_SYSTEM}, {"role": "user", "content": user}]
 
 

@@ -27,7 +27,7 @@ from perseval.benchmarks.iba.analysis_frame import OVERALL, UNSCORED, Prepared, 
 from perseval.benchmarks.iba.analysis_slices import by_evidence, by_preferences, qa_vs_task, static_vs_dynamic
 from perseval.benchmarks.iba.analysis_tables import (ablation_table, default_base, domain_table, repeat_std_table,
                                                      retriever_swap)
-from perseval.benchmarks.iba.plots import grouped_bars, line_figure
+from perseval.benchmarks.plots import grouped_bars, line_figure
 from perseval.metrics.ci_tables import with_users
 from perseval.kernel.params import Params
 from perseval.core.records import Instance

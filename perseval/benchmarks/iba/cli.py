@@ -9,15 +9,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 import typer
 
 from perseval.kernel.commands import CommandHost
-
-if TYPE_CHECKING:
-    from perseval.pipeline.plan import Plan
-    from perseval.setup.config import ResolvedExperiment
 
 
 def commands(host: CommandHost) -> typer.Typer:
@@ -79,20 +75,23 @@ def commands(host: CommandHost) -> typer.Typer:
     return app
 
 
-def write_label_sample(exp: ResolvedExperiment, plan: Plan, root: str, n: int, out_dir: Path, model: str | None,
+def write_label_sample(exp: Any, plan: Any, root: str, n: int, out_dir: Path, model: str | None,
                        repeats: int) -> list[Path]:
     """Files written: per IBA entry a label template and instance views, and with `model` its label files
-    (the model served for the purpose, and stopped)."""
+    (the model served for the purpose, and stopped). `exp` and `plan` are what `host.load` returns (the
+    resolved experiment and its plan; typed Any: a benchmark imports neither setup/ nor pipeline/)."""
     from perseval.benchmarks.iba import label_sample as ls
     from perseval.llm.cache import RequestCache
     from perseval.llm.client import LLMClient
     from perseval.llm.deployments import ServerPool
-    from perseval.pipeline.stages import load_documents, load_instances
+    from perseval.core.records import Document, Instance
+    from perseval.core.store import StageStore
 
     out_dir.mkdir(parents=True, exist_ok=True)
     units = [u for u in plan.data if u.entry.name == "iba"]
     samples = {f"iba{i}" if len(units) > 1 else "iba":
-               ls.pick(load_instances(root, u.key), load_documents(root, u.key), n, u.seed)
+               ls.pick(StageStore(root, "data", u.key).read_records(Instance),
+                       StageStore(root, "documents", u.key).read_records(Document), n, u.seed)
                for i, u in enumerate(units)}
     paths = [p for name, s in samples.items() for p in ls.write_for_raters(s, out_dir, name)]
     if model is None:

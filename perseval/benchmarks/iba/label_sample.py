@@ -1,7 +1,7 @@
-"""The IBA validation sample (appendix B.1) as files: what `perseval label-sample` writes.
+"""The IBA validation sample (appendix B.1) as files: what `perseval iba label-sample` writes.
 
 A seeded sample of the built instances, an empty label file per sample for human raters (the layout
-`perseval agreement` reads) with the instance views they label from, and, with a model, one label
+`perseval iba agreement` reads) with the instance views they label from, and, with a model, one label
 file per judge repeat, so that a judge's labels are compared with a human's, or with its own repeat,
 by the same command.
 """

@@ -17,25 +17,11 @@ from perseval.benchmarks.lamp.layout import TASKS
 from perseval.benchmarks.lamp.metrics import macro_f1
 from perseval.benchmarks.lamp.views import LampGold
 from perseval.core.records import Instance
-from perseval.metrics.ci_tables import ci_long, instance_level
+from perseval.benchmarks.profile_questions import intervals, system_labels
 
-SYSTEM = ["agent", "backbone", "retriever", "judge"]
 # per-instance metric -> (the paper's column name, the factor to its scale)
 COLUMNS = {"accuracy": ("Accuracy", 0.01), "abs_error": ("MAE", 1.0), "rouge1": ("ROUGE-1", 0.01),
            "rougeL": ("ROUGE-L", 0.01)}
-
-
-def _system(frame: pd.DataFrame) -> pd.Series:
-    return pd.Series([" / ".join(str(v) for v in row if isinstance(v, str) and v and v != "-")
-                      for row in frame[SYSTEM].itertuples(index=False)], index=frame.index, dtype=object)
-
-
-def intervals(scores: pd.DataFrame) -> pd.DataFrame:
-    """Per system, task and metric: the mean over instances with its user-clustered interval."""
-    sub = scores[scores["value"].notna()]
-    sub = sub.assign(system=_system(sub), task=sub["group"])
-    inst = instance_level(sub, ["system", "task", "metric"])
-    return ci_long(inst, ["system", "task", "metric"])
 
 
 def f1_rows(judgments: pd.DataFrame, instances: list[Instance]) -> list[dict[str, Any]]:
@@ -44,7 +30,7 @@ def f1_rows(judgments: pd.DataFrame, instances: list[Instance]) -> list[dict[str
         return []
     gold = {i.instance_id: (i.group, LampGold.of(i).output) for i in instances}
     acc = judgments[(judgments["item_id"] == "accuracy") & judgments["instance_id"].isin(gold)]
-    acc = acc.assign(system=_system(acc), task=acc["instance_id"].map(lambda i: gold[i][0]))
+    acc = acc.assign(system=system_labels(acc), task=acc["instance_id"].map(lambda i: gold[i][0]))
     rows = []
     for (system, task), sub in acc.groupby(["system", "task"], sort=False):
         golds = [gold[i][1] for i in sub["instance_id"]]

@@ -18,6 +18,7 @@ from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.lamp.layout import TASKS, TaskSpec
 from perseval.benchmarks.lamp.prompts import with_profile
 from perseval.benchmarks.lamp.views import LampPayload
+from perseval.benchmarks.profile_questions import distinct
 from perseval.core.parsing import extract_json
 from perseval.core.records import Instance, Passage
 
@@ -65,17 +66,6 @@ def extract(instance: Instance, text: str) -> Answer:
     if label is None:
         return Answer(None, f"no single label of {task.name} in the answer (allowed: {list(task.labels)})")
     return Answer({"answer": label})
-
-
-def distinct(passages: Sequence[Passage]) -> list[Passage]:
-    """One passage per profile item (its first chunk), in rank order."""
-    seen: set[str] = set()
-    out = []
-    for p in passages:
-        if p.doc_id not in seen:
-            seen.add(p.doc_id)
-            out.append(p)
-    return out
 
 
 class LampTask(TaskFormat):

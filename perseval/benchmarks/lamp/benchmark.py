@@ -21,7 +21,8 @@ from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
 from perseval.benchmarks.lamp.analysis import analyze
 from perseval.benchmarks.lamp.answers import LampTask
 from perseval.benchmarks.lamp.layout import PUBLIC_TASKS, TASKS
-from perseval.benchmarks.lamp.loader import read_task, sample_questions
+from perseval.benchmarks.lamp.loader import read_task
+from perseval.benchmarks.profile_questions import question_data, sample_questions
 from perseval.benchmarks.lamp.stats import dataset_tables
 from perseval.benchmarks.lamp.views import LampGold, LampPayload
 from perseval.core.records import Document, Instance
@@ -65,19 +66,10 @@ class Lamp(Benchmark[LampParams]):
 
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         p = self.params
-        instances: list[Instance] = []
-        documents: list[Document] = []
         info: dict[str, Any] = {"source": str(source) if source else "bundled sample (not the release)",
                                 "split": p.split, "setting": p.setting}
-        source = source or SAMPLE
-        for task in p.tasks:
-            data = sample_questions(read_task(source, task, p.split, p.setting), sample, seed)
-            instances += data.instances
-            documents += data.documents
-            info[f"{task}_questions_in_file"] = data.n_rows
-            info[f"{task}_questions"] = len(data.instances)
-        info.update(instances=len(instances), users=len({i.user_id for i in instances}), documents=len(documents))
-        return BenchmarkData(instances, documents, info)
+        return question_data({task: sample_questions(read_task(source or SAMPLE, task, p.split, p.setting), sample,
+                                                     seed) for task in p.tasks}, info)
 
     def stats(self, instances: list[Instance], documents: Iterable[Document]) -> dict[str, pd.DataFrame]:
         return dataset_tables(instances, documents)

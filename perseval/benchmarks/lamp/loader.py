@@ -8,39 +8,17 @@ the task's pattern (perseval.benchmarks.lamp.prompts), with the item's date when
 """
 from __future__ import annotations
 
-import json
-import random
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from perseval.benchmarks.lamp.layout import TASKS, TaskSpec, outputs_file, questions_file, task_folder
 from perseval.benchmarks.lamp.prompts import item_text, retrieval_query
+from perseval.benchmarks.profile_questions import TaskData, read_json, read_questions, row_error as _fail
 from perseval.core.errors import InputError
-from perseval.core import files
 from perseval.core.records import Document, Instance
 
 BENCHMARK = "lamp"
 HINT = "see docs/benchmarks/lamp.md for where to get the release and its layout"
-
-
-@dataclass
-class TaskData:
-    """One task's split: its questions in file order, with every profile item as a document."""
-
-    task: str
-    instances: list[Instance]
-    documents: list[Document]
-    n_rows: int
-
-
-def read_json(path: Path, missing: str) -> Any:
-    """The JSON value of `path`; InputError naming the file (missing, not UTF-8, not JSON: with its line)."""
-    text = files.read_text(path, missing=f"missing: {missing}")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not JSON: {files.json_problem(exc, whole_file=True)}") from None
 
 
 def _ident(value: Any) -> str | None:
@@ -124,28 +102,3 @@ def read_task(source: Path, task: str, split: str, setting: str) -> TaskData:
     return read_questions(path, task, rows, lambda row, raw: question(path, row, raw, spec, golds, (setting, split)))
 
 
-def read_questions(path: Path, name: str, rows: Any,
-                   question_of: Callable[[int, Any], tuple[Instance, list[Document]]]) -> TaskData:
-    """The questions of one file (a non-empty JSON list), each built by `question_of(row, raw)`; a repeated id
-    is refused naming both rows."""
-    if not isinstance(rows, list) or not rows:
-        raise InputError(path, "expected a non-empty JSON list of questions")
-    instances, documents, first = [], [], {}
-    for row, raw in enumerate(rows, 1):
-        inst, docs = question_of(row, raw)
-        if inst.instance_id in first:
-            raise _fail(path, row, "id", f"duplicate id (first at row {first[inst.instance_id]})")
-        first[inst.instance_id] = row
-        instances.append(inst)
-        documents += docs
-    return TaskData(name, instances, documents, len(rows))
-
-
-def sample_questions(data: TaskData, sample: int, seed: int) -> TaskData:
-    """A seeded subset of `sample` questions (users) of one task, in file order, with their profiles."""
-    if sample <= 0 or len(data.instances) <= sample:
-        return data
-    keep = set(random.Random(f"{seed}:lamp:{data.task}").sample(range(len(data.instances)), sample))
-    instances = [q for i, q in enumerate(data.instances) if i in keep]
-    users = {i.user_id for i in instances}
-    return TaskData(data.task, instances, [d for d in data.documents if d.owner in users], data.n_rows)

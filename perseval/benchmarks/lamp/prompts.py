@@ -1,4 +1,5 @@
-"""The paper's prompt construction (Salemi et al. 2024, Table 5 and the release's code), per task.
+"""The paper's prompt construction (Salemi et al. 2024, Table 5 and the release's code), per task, from the
+templates of the card (perseval.benchmarks.lamp.card).
 
 Each profile item becomes one short text in the task's pattern (its document text, so the retriever and the
 prompt see the same item); the k items chosen for a question are joined with ", and " and put before the
@@ -9,28 +10,18 @@ text after "description:", "review:", "article:", "paper:", or after the first c
 from __future__ import annotations
 
 import re
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
+
+from perseval.benchmarks.lamp.card import (ITEM_SEPARATOR, ITEM_TEMPLATES, NO_PROFILE_TEMPLATE, PROMPT_TEMPLATE,
+                                         PROMPT_TEMPLATES)
 
 Item = Mapping[str, Any]
 _QUOTED = re.compile(r'"([^"]*)"')
 
-ITEM_PATTERNS: dict[str, Callable[[Item], str]] = {
-    "LaMP-1": lambda p: f'"{p["title"]}"',
-    "LaMP-2": lambda p: f'the tag for the movie: "{p["description"]}" is "{p["tag"]}"',
-    "LaMP-3": lambda p: f'{p["score"]} is the score for "{p["text"]}"',
-    "LaMP-4": lambda p: f'"{p["title"]}" is the title for "{p["text"]}"',
-    "LaMP-5": lambda p: f'"{p["title"]}" is a title for "{p["abstract"]}"',
-    "LaMP-6": lambda p: f'"{p["title"]}" is the title for "{p["text"]}"',
-    "LaMP-7": lambda p: f'"{p["text"]}"',
-}
-# What joins the items to the input (LaMP-1 is inserted into the input instead).
-BRIDGES = {"LaMP-5": ". Following the given patterns ", "LaMP-7": " are written by a person. Following the given "
-           "patterns "}
-DEFAULT_BRIDGE = ". "
-
 
 def item_text(task: str, item: Item) -> str:
-    return ITEM_PATTERNS[task](item)
+    """One profile item in its task's template (the card's ITEM_TEMPLATES)."""
+    return ITEM_TEMPLATES[task].format(**item)
 
 
 def retrieval_query(task: str, text: str, marker: str) -> str:
@@ -45,9 +36,9 @@ def retrieval_query(task: str, text: str, marker: str) -> str:
 def with_profile(task: str, text: str, items: Sequence[str]) -> str:
     """The question's input with the chosen profile items (already in the task's pattern); none: the input."""
     if not items:
-        return text
-    joined = ", and ".join(items)
+        return NO_PROFILE_TEMPLATE.format(input=text)
+    joined = ITEM_SEPARATOR.join(items)
     if task == "LaMP-1":
-        at = text.find("title")
-        return text if at < 0 else f"{text[:at + 5]}, and {joined}{text[at + 5:]}"
-    return f"{joined}{BRIDGES.get(task, DEFAULT_BRIDGE)}{text}"
+        at = text.find("title") + len("title")
+        return text if at < len("title") else PROMPT_TEMPLATES[task].format(head=text[:at], items=joined, tail=text[at:])
+    return PROMPT_TEMPLATES.get(task, PROMPT_TEMPLATE).format(items=joined, input=text)

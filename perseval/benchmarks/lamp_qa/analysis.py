@@ -8,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-from perseval.benchmarks.lamp.analysis import intervals
+from perseval.benchmarks.profile_questions import intervals
 from perseval.benchmarks.lamp_qa.layout import CATEGORIES
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Sequence
 
 from perseval.agents.contract import Answer, Prompt, TaskFormat
-from perseval.benchmarks.lamp.answers import distinct
 from perseval.benchmarks.lamp_qa.prompts import answer_messages
 from perseval.benchmarks.lamp_qa.views import LampQaPayload
+from perseval.benchmarks.profile_questions import distinct
 from perseval.core.parsing import extract_object
 from perseval.core.records import Instance, Passage
 

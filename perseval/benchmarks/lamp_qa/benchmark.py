@@ -19,7 +19,6 @@ from pydantic import Field, field_validator
 
 from perseval.benchmarks import probes
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
-from perseval.benchmarks.lamp.loader import sample_questions
 from perseval.benchmarks.lamp_qa.analysis import analyze
 from perseval.benchmarks.lamp_qa.answers import LampQaTask
 from perseval.benchmarks.lamp_qa.judges.aspects import aspect_id
@@ -27,6 +26,7 @@ from perseval.benchmarks.lamp_qa.layout import CATEGORIES
 from perseval.benchmarks.lamp_qa.loader import read_category
 from perseval.benchmarks.lamp_qa.stats import dataset_tables
 from perseval.benchmarks.lamp_qa.views import LampQaGold, LampQaPayload
+from perseval.benchmarks.profile_questions import question_data, sample_questions
 from perseval.core.records import Document, Instance
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_benchmark
@@ -79,18 +79,10 @@ class LampQa(Benchmark[LampQaParams]):
 
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         p = self.params
-        instances: list[Instance] = []
-        documents: list[Document] = []
         info: dict[str, Any] = {"source": str(source) if source else "bundled sample (not the release)",
                                 "split": p.split}
-        for category in p.categories:
-            data = sample_questions(read_category(source or SAMPLE, category, p.split), sample, seed)
-            instances += data.instances
-            documents += data.documents
-            info[f"{CATEGORIES[category]}_questions_in_file"] = data.n_rows
-            info[f"{CATEGORIES[category]}_questions"] = len(data.instances)
-        info.update(instances=len(instances), users=len({i.user_id for i in instances}), documents=len(documents))
-        return BenchmarkData(instances, documents, info)
+        return question_data({CATEGORIES[category]: sample_questions(read_category(source or SAMPLE, category, p.split),
+                                                                     sample, seed) for category in p.categories}, info)
 
     def stats(self, instances: list[Instance], documents: Iterable[Document]) -> dict[str, pd.DataFrame]:
         return dataset_tables(instances, documents)

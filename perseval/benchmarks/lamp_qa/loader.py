@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from perseval.benchmarks.lamp.loader import TaskData, read_json, read_questions
 from perseval.benchmarks.lamp_qa.layout import ASPECT_FIELDS, CATEGORIES, category_file
+from perseval.benchmarks.profile_questions import TaskData, read_json, read_questions
 from perseval.core.errors import InputError
 from perseval.core.records import Document, Instance
 

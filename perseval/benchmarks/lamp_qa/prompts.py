@@ -1,5 +1,5 @@
 """LaMP-QA's prompts, in perseval's own words after the structure of the paper's (Salemi & Zamani 2025) and
-the release's code; none of their wording is copied.
+the release's code; none of their wording is copied. The texts are the card's (perseval.benchmarks.lamp_qa.card).
 
 Answering: a system message saying the task, then the user message: with profile items, the user's earlier
 posts (each item's text, the k chosen ones separated by blank lines, in retrieval order) under one heading
@@ -15,26 +15,22 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from perseval.benchmarks.lamp_qa.card import (ANSWER_SYSTEM, ITEM_SEPARATOR, JUDGE_INSTRUCTION, JUDGE_TEMPLATE,
+                                            NO_PROFILE_TEMPLATE, PLAN_HEADING, PROFILE_HEADING, PROFILE_SYSTEM,
+                                            PROFILE_TEMPLATE, QUESTION_HEADING)
 from perseval.judges.quoting import data_rule, quote
 
-ANSWER_SYSTEM = ("You answer questions people post online. Give a complete, helpful answer written for the "
-                 "person who asks.")
-PROFILE_SYSTEM = ("You answer questions people post online, personalized for the person who asks. You are "
-                  "shown posts this person wrote before (their earlier questions and the details they gave). "
-                  "Work out from them what this person cares about, already knows and prefers, and write a "
-                  "complete, helpful answer to their current question that fits them.")
-PROFILE_HEADING = "Earlier posts by this person:"
-QUESTION_HEADING = "Their current question:"
-PLAN_HEADING = "Points this person wants the answer to cover:"
+__all__ = ["PLAN_HEADING", "PROFILE_HEADING", "QUESTION_HEADING", "answer_messages", "aspect_messages"]
 
 
 def answer_messages(question: str, items: Sequence[str], plan: Sequence[str] = ()) -> list[dict[str, str]]:
     """The answering request: the question with the chosen profile items (none: the question alone) and,
     for the oracle, the points to cover."""
     if not items and not plan:
-        return [{"role": "system", "content": ANSWER_SYSTEM}, {"role": "user", "content": question}]
-    parts = [f"{PROFILE_HEADING}\n\n" + "\n\n".join(items)] if items else []
-    parts.append(f"{QUESTION_HEADING}\n{question}")
+        return [{"role": "system", "content": ANSWER_SYSTEM},
+                {"role": "user", "content": NO_PROFILE_TEMPLATE.format(question=question)}]
+    parts = [PROFILE_TEMPLATE.format(items=ITEM_SEPARATOR.join(items), question=question) if items
+             else f"{QUESTION_HEADING}\n{question}"]
     if plan:
         parts.append(PLAN_HEADING + "\n" + "\n".join(f"- {p}" for p in plan))
     return [{"role": "system", "content": PROFILE_SYSTEM if items else ANSWER_SYSTEM},
@@ -47,9 +43,7 @@ MATCH_SCHEMA: dict[str, Any] = {
     "properties": {"match_score": {"type": "integer", "enum": list(SCORES)}},
     "required": ["match_score"],
 }
-JUDGE_SYSTEM = ("You grade one response to a person's question against one aspect this person wants the answer "
-                "to address. Give a match score: 0 if the response does not cover the aspect, 1 if it covers it "
-                "only partly or superficially, 2 if it covers it well. " + data_rule("response"))
+JUDGE_SYSTEM = JUDGE_INSTRUCTION + " " + data_rule("response")
 
 
 def clip(text: str, limit: int | None) -> str:
@@ -60,11 +54,7 @@ def clip(text: str, limit: int | None) -> str:
 def aspect_messages(question: str, narrative: str, response: str, aspect: Mapping[str, str],
                     response_chars: int | None = None) -> list[dict[str, str]]:
     """The judge's request for one aspect (the response cut to `response_chars`; None: whole)."""
-    user = (f"Question: {question}\n"
-            f"Details the person gave: {narrative or '(none)'}\n\n"
-            f"{quote('response', clip(response, response_chars))}\n\n"
-            f"Aspect: {aspect['aspect']}\n"
-            f"Why it matters to this person: {aspect['reason']}\n"
-            f"What they wrote that shows it: {aspect['evidence']}\n\n"
-            'Reply with JSON only: {"match_score": 0, 1 or 2}')
+    user = JUDGE_TEMPLATE.format(question=question, narrative=narrative or "(none)",
+                                 response=quote("response", clip(response, response_chars)), aspect=aspect["aspect"],
+                                 reason=aspect["reason"], evidence=aspect["evidence"])
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]

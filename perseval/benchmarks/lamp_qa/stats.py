@@ -6,9 +6,9 @@ from typing import Iterable
 
 import pandas as pd
 
-from perseval.benchmarks.lamp.stats import group_rows
 from perseval.benchmarks.lamp_qa.layout import CATEGORIES
 from perseval.benchmarks.lamp_qa.views import LampQaGold, LampQaPayload
+from perseval.benchmarks.profile_questions import group_rows
 from perseval.core.records import Document, Instance
 
 

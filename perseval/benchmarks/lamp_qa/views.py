@@ -1,4 +1,4 @@
-"""LaMP-QA's instance views. Payload: the category (also the scenario the swapped-profile control pairs users
+"""LaMP-QA's instance views. Payload: the category (also the scenario the swapped-history control pairs users
 within), the question, the split and the profile's size. Gold: the narrative (the asker's own detailed
 description, which only the judge and the oracle read) and the rubric aspects."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from perseval.benchmarks.views import GoldView, PayloadView
 
 class LampQaPayload(PayloadView):
     category: str
-    scenario: str  # = category: the swapped-profile control gives each user another user's of its category
+    scenario: str  # = category: the swapped-history control gives each user another user's of its category
     question: str
     split: str
     profile_size: int

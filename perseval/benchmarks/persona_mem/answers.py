@@ -15,27 +15,29 @@ from perseval.benchmarks.persona_mem.layout import LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.records import Instance, Passage
 from perseval.benchmarks.persona_mem.views import PersonaMemPayload
+from perseval.benchmarks.persona_mem.card import (EXCERPT_TEMPLATE, EXCERPTS_TEMPLATE, OPTION_TEMPLATE, QUESTION_TEMPLATE,
+                                                WITH_EXCERPTS_TEMPLATE)
 
 FINAL = "<final_answer>"
 ANSWER_SCHEMA: dict[str, Any] = {"type": "object", "properties": {"answer": {"type": "string", "enum": list(LETTERS)}},
                                  "required": ["answer"]}
-INSTRUCTION = ("Choose the reply that fits me best, given everything you know about me from our earlier "
-               "conversations. Answer with the letter of one option only.")
 _PARENS = re.compile(r"\(([a-d])\)")
 _BARE = re.compile(r"\b([a-d])\b")
 
 
 def options_block(instance: Instance) -> str:
-    return "\n".join(f"({letter}) {text}" for letter, text in zip(LETTERS, PersonaMemPayload.of(instance).options))
+    return "\n".join(OPTION_TEMPLATE.format(letter=letter, text=text)
+                     for letter, text in zip(LETTERS, PersonaMemPayload.of(instance).options))
 
 
 def question_message(instance: Instance, excerpts: Sequence[str] | None = None) -> dict[str, str]:
     """The final user turn: optional excerpts of the earlier conversation, the question, the options."""
-    parts = []
+    question = QUESTION_TEMPLATE.format(question=instance.query, options=options_block(instance))
     if excerpts:
-        parts.append("Excerpts of our earlier conversations:\n" + "\n".join(f"- {e}" for e in excerpts))
-    parts += [instance.query, INSTRUCTION, options_block(instance)]
-    return {"role": "user", "content": "\n\n".join(parts)}
+        block = EXCERPTS_TEMPLATE.format(excerpts="\n".join(EXCERPT_TEMPLATE.format(excerpt=e) for e in excerpts))
+        question = WITH_EXCERPTS_TEMPLATE.format(excerpts_block=block, question=instance.query,
+                                                 options=options_block(instance))
+    return {"role": "user", "content": question}
 
 
 def read_letter(text: str) -> str | None:

@@ -14,19 +14,12 @@ from perseval.benchmarks.prefeval.layout import CLASSIFICATION, LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.records import Instance, Passage
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
+from perseval.benchmarks.prefeval.card import (CONTEXT_INTRO, EXCERPT_TEMPLATE, MCQ_INSTRUCTION, OPTION_TEMPLATE,
+                                             REMINDER, WORD_LIMIT)
 
 CHOICE_SCHEMA: dict[str, Any] = {"type": "object",
                                  "properties": {"choice": {"type": "string", "enum": list(LETTERS)}},
                                  "required": ["choice"]}
-# Wording of perseval's own: the official prompts are not copied.
-MCQ_INSTRUCTION = ("Here are four options for my request. Pick the one you recommend for me, as a single "
-                   "letter (A, B, C or D), with no other text.")
-REMINDER = ("Before you answer, think back over our conversation and make sure your answer respects what "
-            "I have told you I prefer.")
-CONTEXT_INTRO = ("Some exchanges from our earlier conversations that may say what I prefer:")
-# The official generation scripts end the question with this length request, the agent's max_tokens as N
-# (docs/protocols/prefeval.md); the answer budget in tokens stays the request's own limit.
-WORD_LIMIT = "(Please respond within {n} words.)"
 _TAG = re.compile(r"<choice>\s*\(?([A-Da-d])\)?\s*</choice>")
 _BARE = re.compile(r"\b([A-D])\b")
 
@@ -41,13 +34,15 @@ def question_text(instance: Instance, *, reminder: bool = False, excerpts: Seque
     official "(Please respond within N words.)" when `word_limit` is N), the reminder, the options."""
     parts = []
     if excerpts:
-        parts.append(CONTEXT_INTRO + "\n" + "\n".join(f"{k}. {e}" for k, e in enumerate(excerpts, 1)))
+        lines = [EXCERPT_TEMPLATE.format(k=k, excerpt=e) for k, e in enumerate(excerpts, 1)]
+        parts.append(CONTEXT_INTRO + "\n" + "\n".join(lines))
     limit = f" {WORD_LIMIT.format(n=word_limit)}" if word_limit and not is_classification(instance) else ""
     parts.append(instance.query + limit)
     if reminder:
         parts.append(REMINDER)
     if is_classification(instance):
-        options = "\n".join(f"{letter}. {text}" for letter, text in zip(LETTERS, PrefEvalPayload.of(instance).options))
+        options = "\n".join(OPTION_TEMPLATE.format(letter=letter, text=text)
+                            for letter, text in zip(LETTERS, PrefEvalPayload.of(instance).options))
         parts += [MCQ_INSTRUCTION, options]
     return "\n\n".join(parts)
 

@@ -1,27 +1,16 @@
-"""The generation judge's four questions, written for perseval (the official prompts are not copied).
+"""The generation judge's four questions, written for perseval (the official prompts are not copied); the texts
+are the card's (perseval.benchmarks.prefeval.card).
 
 Each is one binary verdict; the response (and, for two checks, the preference) is quoted as data.
 """
 from __future__ import annotations
 
+from perseval.benchmarks.prefeval.card import (JUDGE_ANSWER_FORMAT, JUDGE_PREFERENCE, JUDGE_QUESTION, JUDGE_QUESTIONS,
+                                             JUDGE_SYSTEM_INTRO, JUDGE_SYSTEM_OUTRO)
 from perseval.judges.quoting import data_rule, quote
 
-_SYSTEM = ("You check one property of an assistant's reply to a user. " + data_rule("response") +
-           " Reply with JSON only.")
-
-QUESTIONS = {
-    "acknowledges": ("Does the response mention, or clearly assume, any preference, habit, restriction or "
-                     "trait of the user (for example 'since you prefer ...', 'given your ...')? A generic "
-                     "reference to 'our conversation' with no preference named does not count."),
-    "hallucinates": ("The response mentions a preference of the user. Is the preference it mentions "
-                     "DIFFERENT from, or unrelated to, the user's real preference given above? Answer true "
-                     "if it states the wrong preference, false if it states the real one."),
-    "violates": ("Does the response recommend or propose something that goes against the user's preference, "
-                 "without acknowledging the preference and explaining how to avoid the conflict? Answer false "
-                 "if it respects the preference or handles any conflicting option with care."),
-    "helpful": ("Does the response actually try to answer the user's question with useful content, rather "
-                "than refusing, dodging, or only asking something back?"),
-}
+_SYSTEM = JUDGE_SYSTEM_INTRO + " " + data_rule("response") + " " + JUDGE_SYSTEM_OUTRO
+QUESTIONS = JUDGE_QUESTIONS
 NEEDS_PREFERENCE = {"hallucinates", "violates"}
 
 
@@ -30,7 +19,6 @@ def check_messages(check: str, question: str, response: str, preference: str,
     text = response if max_chars is None else response[:max_chars]
     parts = []
     if check in NEEDS_PREFERENCE:
-        parts.append(f"The user's real preference:\n{preference}")
-    parts += [f"The user's question:\n{question}", quote("response", text), QUESTIONS[check],
-              'Answer {"verdict": true or false, "reason": "<one sentence>"}.']
+        parts.append(JUDGE_PREFERENCE.format(preference=preference))
+    parts += [JUDGE_QUESTION.format(question=question), quote("response", text), QUESTIONS[check], JUDGE_ANSWER_FORMAT]
     return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]

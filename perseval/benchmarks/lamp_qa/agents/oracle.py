@@ -1,7 +1,7 @@
 """lamp_qa.oracle: the backbone answers with the question's rubric aspects as the points to cover.
 
 The release's plan-conditioned prompt (PlanPers) fed the gold plan instead of a planner's: what a perfect
-planner gives. It reads the gold (the aspects) and no profile, so it gets no swapped-profile run. Unlike
+planner gives. It reads the gold (the aspects) and no profile, so it gets no swapped-history run. Unlike
 LaMP's oracle it is no ceiling: the backbone still writes the answer, and the judge grades it; it checks that
 the judge rewards an answer written to the aspects.
 """

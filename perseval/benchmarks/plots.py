@@ -1,4 +1,4 @@
-"""Figures of the IBA-Bench analyses (Figure 5 style), as PNG-ready matplotlib Figures.
+"""Figures of the benchmarks' analyses (IBA-Bench's Figure 5 style; APeB's bars), as PNG-ready matplotlib Figures.
 
 Figures are built with the object API on an Agg canvas, never through pyplot, so nothing is kept in
 pyplot's global registry: a Figure is freed with its last reference and needs no display.

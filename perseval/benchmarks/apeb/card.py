@@ -1,0 +1,54 @@
+"""APeB's card: what it builds or reads, the ranking request it sends, how the ranking is read and scored.
+
+The ranking request (direct ranking, VQRA's second step, ReAct's final answer): a system message, then the
+shopper's activity (one line per history event, oldest first; absent for a no-history system), the query,
+VQRA's refined query where there is one, the candidates (one line each) and the final instruction, joined
+with blank lines, under a JSON schema {"ranking": [k candidate ids]}. VQRA first asks for a refined query.
+ReAct's own loop prompt lives with it (agents/react.py). prompts.py imports these texts; tests/test_cards.py
+compares them with what the direct agent sends. How the settings differ from the paper: docs/protocols/apeb.md.
+"""
+from __future__ import annotations
+
+from perseval.benchmarks.card import BenchmarkCard
+
+SYSTEM = ("You are a personal shopping assistant. Given what a shopper searched for and what they did "
+          "on the platform before, pick the products they are most likely to buy. Reply with JSON only.")
+ACTIVITY_TEMPLATE = "The shopper's recent activity, oldest first:\n{activity}"  # history lines "- <date> <event>"
+NO_ACTIVITY = "- (no recorded activity)"
+QUERY_TEMPLATE = 'The shopper searched for: "{query}"'
+REFINED_TEMPLATE = 'What they most likely want, given their history: "{refined}"'
+CANDIDATES_TEMPLATE = "Candidate products:\n{candidates}"  # "<id>: <title> | brand <b> | $<price> | <attributes>"
+FINAL_TEMPLATE = ("Choose the {k} candidates this shopper is most likely to buy, most likely first. "
+                  'Answer as {{"ranking": [{k} candidate ids]}}, using only ids from the list, each once.')
+REFINE_SYSTEM = ("You help a shopping assistant understand vague searches. From the shopper's past activity, work out "
+                 "what they are really looking for and rewrite their search as a short, explicit product query "
+                 "(product type, preferred brand, price level, key features). Reply with JSON only.")
+REFINE_TEMPLATE = ("{activity_block}\n\n" + QUERY_TEMPLATE + "\n\n"
+                   'Rewrite the search as an explicit product query this shopper would type. Answer as '
+                   '{{"refined_query": "..."}}.')
+
+CARD = BenchmarkCard(
+    name="apeb",
+    paper="APeB: personalized product search from noisy behaviour logs (apeb.txt, summarised in the docs)",
+    data={"(no source:) generated behaviour logs": "synthetic catalog and per-user event logs (synth_logs)",
+          "source: logs folder": "events and catalog in the layout of docs/apeb-log-schema.md (logfiles)",
+          "mined sessions": "a search followed by an order within Delta; the history is everything before"},
+    prompts={"system": SYSTEM, "activity": ACTIVITY_TEMPLATE, "no activity": NO_ACTIVITY, "query": QUERY_TEMPLATE,
+             "refined query": REFINED_TEMPLATE, "candidates": CANDIDATES_TEMPLATE, "final instruction": FINAL_TEMPLATE,
+             "VQRA refine system": REFINE_SYSTEM, "VQRA refine user": REFINE_TEMPLATE},
+    answer="the ids of {\"ranking\": [...]} (or a list) that are candidates, duplicates dropped; a short ranking is "
+    "corrected once by asking only for the missing ids",
+    judges={"apeb.ranking / apeb.ranking_strict": "benchmarks.apeb.judges.ranking:RankingJudge",
+            "apeb.rubric (trajectory: intent, attribution, planning)": "benchmarks.apeb.judges.rubric"},
+    metrics={"hit@1 (headline)": "the purchase ranked first", "hit@5": "the purchase among the five",
+             "mrr": "the reciprocal rank of the purchase"},
+    controls={"swapped-history": "each session ranked with another shopper's history"},
+    analyses={"by query level and candidate set": "benchmarks.apeb.analysis:analyze"},
+    agents={"apeb.direct": "benchmarks.apeb.agents.direct", "apeb.vqra": "benchmarks.apeb.agents.vqra",
+            "apeb.react": "benchmarks.apeb.agents.react", "apeb.pps (non-LLM)": "benchmarks.apeb.agents.pps",
+            "apeb.random": "benchmarks.apeb.agents.random_ranker", "apeb.oracle": "benchmarks.apeb.agents.oracle"},
+    code={"session mining": "benchmarks.apeb.sessions:mine_sessions",
+          "ranking request": "benchmarks.apeb.prompts:ranking_messages",
+          "ranking reading": "benchmarks.apeb.answers:parse_ranking"},
+    protocol="docs/protocols/apeb.md",
+)

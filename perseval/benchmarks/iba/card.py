@@ -1,0 +1,62 @@
+"""IBA-Bench's card: what it constructs or reads, the requests it sends, how answers are read and judged.
+
+The generic agents' request: a system message, then the retrieved history (numbered passages under a
+heading; nothing for a no-history agent) and the task; a CallAPI task adds the open slots, each with its
+allowed values, and asks under a JSON schema. The checkpoint judge asks one binary verdict per hidden
+checkpoint; the LLM slot judge one per personalization-relevant slot (C.2). IBA-Agent's own prompts live
+with it (agents/iba_agent/). prompts.py imports these texts; tests/test_cards.py compares them with what
+the rag agent sends. How the settings differ from the paper: docs/protocols/iba.md.
+"""
+from __future__ import annotations
+
+from perseval.benchmarks.card import BenchmarkCard
+
+AGENT_SYSTEM = ("You are a personal assistant. The user's past messages reveal how they like things done; "
+                "follow those habits when you carry out the task.")
+PASSAGE_TEMPLATE = "[{i}] {text}"  # one retrieved passage, numbered from 1, cut to passage_chars
+HISTORY_TEMPLATE = "Past messages:\n{passages}\n\n"  # "" when no passage was retrieved
+GENERATE_TEMPLATE = "{history}Task: {task}"
+SLOT_TEMPLATE = "- {name}: {allowed}"  # allowed values joined with " | " (else the slot's type)
+API_TEMPLATE = ("{history}Task: {task}\n"
+                "API call: {api}. Choose one allowed value for each field:\n{slots}\n"
+                "Reply with one JSON object mapping each field to its value.")
+JUDGE_INSTRUCTION = "You grade whether a response meets one hidden user requirement. Judge only that requirement."
+JUDGE_TEMPLATE = ("Task:\n{task}\n\n{response}\n\nRequirement:\n{requirement}\n\n"
+                  'Does the response meet the requirement? Answer {{"verdict": true or false, "reason": '
+                  '"<one sentence>"}}.')
+SLOT_JUDGE_INSTRUCTION = ("You grade one parameter of an API call an assistant made for a user. "
+                          "Judge only that parameter.")
+SLOT_JUDGE_TEMPLATE = ("Task:\n{task}\n\nAPI call: {api}\nParameter: {slot}\n{options}"
+                       "{value}\n\nThe user's preference:\n{preference}\n\n"
+                       "Is the submitted value valid and consistent with the task and the user's preference? "
+                       'Answer {{"verdict": true or false, "reason": "<one sentence>"}}.')
+OPTIONS_TEMPLATE = "Allowed values: {values}\n"  # "" when the slot lists none
+
+CARD = BenchmarkCard(
+    name="iba",
+    paper="IBA-Bench: implicit behavioral alignment of personalized agents (iba-bench.txt)",
+    data={"(no source:) constructed": "personas, noisy histories and tasks built from scenarios.yaml (construct)",
+          "source: release folder": "instances and histories in the layout of docs/iba-release-layout.md (release)"},
+    prompts={"agent system": AGENT_SYSTEM, "passage": PASSAGE_TEMPLATE, "history": HISTORY_TEMPLATE,
+             "Generate task": GENERATE_TEMPLATE, "CallAPI task": API_TEMPLATE, "CallAPI slot": SLOT_TEMPLATE,
+             "checkpoint judge system": JUDGE_INSTRUCTION, "checkpoint judge user": JUDGE_TEMPLATE,
+             "slot judge system": SLOT_JUDGE_INSTRUCTION, "slot judge user": SLOT_JUDGE_TEMPLATE,
+             "slot judge options": OPTIONS_TEMPLATE},
+    answer="Generate: the text; CallAPI: the JSON object of the open slots, each value canonicalised to an "
+    "allowed one; a missing slot is invalid",
+    judges={"iba.checkpoint": "benchmarks.iba.judges.checkpoint:CheckpointJudge",
+            "iba.slots (by rule)": "benchmarks.iba.judges.slots:SlotJudge",
+            "iba.slot_llm": "benchmarks.iba.judges.slot_llm"},
+    metrics={"score": "Generate: the mean of the checkpoints' verdicts; CallAPI: of the relevant slots' (x100)"},
+    controls={"swapped-history": "each task answered from another persona's history"},
+    analyses={"the run's tables and figures (5.3)": "benchmarks.iba.analysis",
+              "by evidence count / preferences / static vs dynamic": "benchmarks.iba.analysis_slices",
+              "QA vs execution (knowledge-to-action gap)": "benchmarks.iba.qa"},
+    agents={"iba.agent (Deep Retrieval + BT&DA)": "benchmarks.iba.agents.iba_agent.agent",
+            "iba.oracle": "benchmarks.iba.agents.oracle", "rag": "agents.rag:RagAgent"},
+    code={"request": "benchmarks.iba.answers:IbaTask", "slot reading": "benchmarks.iba.answers:parse_api_call",
+          "checkpoint request": "benchmarks.iba.prompts:judge_messages",
+          "slot request": "benchmarks.iba.prompts:slot_judge_messages",
+          "validation (appendix B.1)": "benchmarks.iba.validation"},
+    protocol="docs/protocols/iba.md",
+)
