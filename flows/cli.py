@@ -58,9 +58,12 @@ def _config_path(value: Path) -> Path:
     named = _named_experiment(str(value))
     if named is not None:
         return named
+    from perseval.core.suggest import suggestion
+    from perseval.setup.listing import experiment_names
+
     raise typer.BadParameter(f"file {str(value)!r} does not exist, and no experiment is named so "
                              f"(configs/experiments/{value}.yaml here, the shipped ones, or a benchmark's own): give "
-                             "the experiment YAML's path or its name")
+                             f"the experiment YAML's path or its name ({suggestion(str(value), experiment_names())})")
 
 
 CONFIG = typer.Argument(..., metavar="CONFIG", callback=_config_path,
@@ -636,6 +639,23 @@ def _record_json(client: Any, parent: Any, chosen: Any, shown: list[Any]) -> str
     picked = [mine[(s.instance_id, s.repeat)].model_dump() for s in shown if (s.instance_id, s.repeat) in mine]
     return json.dumps({"run_id": record.run_id, "computed_by": record.computed_by,
                        **cell.model_dump(exclude={"row"}), "instances": picked}, indent=1)
+
+
+@app.command("list")
+def list_(kind: str = typer.Argument("benchmarks", help="benchmarks, agents, judges, models, deployments, "
+                                                        "experiments or retrievers")) -> None:
+    """What exists: one line per name, with what it is and where its YAML lives (read from the manifests and
+    the config folders; nothing is imported)."""
+    from perseval.core.errors import ConfigError
+    from perseval.setup.listing import listing
+
+    try:
+        entries = listing(kind)
+    except ConfigError as exc:
+        _error(exc)
+        raise typer.Exit(2)
+    for e in entries:
+        console.print(f"{e.name}  {e.what}  ({e.where})", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command()
