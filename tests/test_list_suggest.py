@@ -34,7 +34,7 @@ def test_list_wrong_kind_suggests() -> None:
 
 def test_suggestion_closest_or_the_known_list() -> None:
     assert closest("quikstart", ["quickstart", "gpu"]) == ["quickstart"]
-    assert suggestion("zzzz", ["b", "a"]) == "known: a, b"
+    assert suggestion("zzzz", ["b", "a"]) == "known: 'a', 'b'"
 
 
 def test_typoed_experiment_names_the_closest() -> None:

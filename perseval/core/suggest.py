@@ -17,4 +17,4 @@ def suggestion(name: str, known: Iterable[str]) -> str:
     near = closest(name, known)
     if near:
         return "did you mean " + " or ".join(repr(k) for k in near) + "?"
-    return f"known: {', '.join(known) or 'none'}"
+    return f"known: {', '.join(repr(k) for k in known) or 'none'}"
