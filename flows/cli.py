@@ -765,8 +765,10 @@ def ui_command(uri: str, artifacts: str, port: int) -> list[str]:
     """The launch command of the MLflow UI: loopback only."""
     from perseval.llm.deployments import HOST
 
+    # one worker: the UI serves one researcher, and each of the default workers imports MLflow's whole server
+    # before the first answer (63.6 s against 14.5 s on this 2-core machine under load; docs/guides/performance.md)
     return [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--default-artifact-root",
-            artifacts, "--host", HOST, "--port", str(port)]
+            artifacts, "--host", HOST, "--port", str(port), "--workers", "1"]
 
 
 @app.command()
