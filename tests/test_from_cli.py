@@ -56,3 +56,19 @@ def test_benchmark_names() -> None:
     assert is_benchmark_list("lamp,iba") and not is_benchmark_list("quickstart")
     with pytest.raises(ConfigError, match="did you mean 'lamp'"):
         cli_experiment(["lmap"])
+
+
+def test_print_config_is_the_experiment_the_command_runs(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    out = CliRunner().invoke(app, ["run", "lamp", "--model", "smollm2-135m", "--limit", "3", "--print-config"])
+    assert out.exit_code == 0, out.output
+    (tmp_path / "printed.yaml").write_text(out.stdout)
+    made = write_experiment(cli_experiment(["lamp"], models=["smollm2-135m"], limit=3), tmp_path)
+    assert _keys(tmp_path / "printed.yaml") == _keys(made)
+    wrong = CliRunner().invoke(app, ["run", "lamp", "--agents", "lamp-orcale", "--print-config"])
+    assert wrong.exit_code == 2 and "did you mean 'lamp-oracle'" in wrong.output
+    refused = CliRunner().invoke(app, ["run", "quickstart", "--model", "smollm2-135m"])
+    assert refused.exit_code == 2 and "go with benchmark names" in refused.output
