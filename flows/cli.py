@@ -173,8 +173,8 @@ def _listed(value: Optional[str]) -> Optional[list[str]]:
 
 
 @app.command(epilog=EXIT_CODES)
-def run(config: str = typer.Argument(..., metavar="CONFIG|BENCHMARK[,BENCHMARK...]", callback=_run_target,
-                                     help="experiment YAML or its name, or benchmark names (their CPU experiment)"),
+def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target,
+                                     help="experiment YAML or its name, or benchmark names: lamp or lamp,iba (their CPU experiment)"),
         model: Optional[str] = typer.Option(None, help="with benchmark names: the backbones (a,b)"),
         judge: Optional[str] = typer.Option(None, help="with benchmark names: the judges (a,b; none for rules only)"),
         agents: Optional[str] = typer.Option(None, help="with benchmark names: every entry's agents (a,b)"),
