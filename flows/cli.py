@@ -58,9 +58,21 @@ def _config_path(value: Path) -> Path:
     named = _named_experiment(str(value))
     if named is not None:
         return named
+    from perseval.core.suggest import suggestion
+    from perseval.setup.listing import experiment_names
+
     raise typer.BadParameter(f"file {str(value)!r} does not exist, and no experiment is named so "
                              f"(configs/experiments/{value}.yaml here, the shipped ones, or a benchmark's own): give "
-                             "the experiment YAML's path or its name")
+                             f"the experiment YAML's path or its name ({suggestion(str(value), experiment_names())})")
+
+
+def _run_target(value: str) -> Path | str:
+    """run's argument: an experiment (_config_path), or benchmark names (`lamp` or `lamp,iba`), kept as a str."""
+    from perseval.setup.from_cli import is_benchmark_list
+
+    if not Path(value).is_file() and _named_experiment(value) is None and is_benchmark_list(value):
+        return value
+    return _config_path(Path(value))
 
 
 CONFIG = typer.Argument(..., metavar="CONFIG", callback=_config_path,
@@ -150,18 +162,40 @@ def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[s
     return prefect_api(Path(output_root or default_root) / "logs")
 
 
+def _listed(value: Optional[str]) -> Optional[list[str]]:
+    return None if value is None else [v for v in value.split(",") if v and v != "none"]
+
+
 @app.command(epilog=EXIT_CODES)
-def run(config: Path = CONFIG,
+def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target,
+                                     help="experiment YAML or its name, or benchmark names: lamp or lamp,iba (their CPU experiment)"),
+        model: Optional[str] = typer.Option(None, help="with benchmark names: the backbones (a,b)"),
+        judge: Optional[str] = typer.Option(None, help="with benchmark names: the judges (a,b; none for rules only)"),
+        agents: Optional[str] = typer.Option(None, help="with benchmark names: every entry's agents (a,b)"),
+        retriever: Optional[str] = typer.Option(None, help="with benchmark names: the retrievers (a,b)"),
+        controls: Optional[str] = typer.Option(None, help="with benchmark names: the controls (swapped-history, "
+                                                          "or none)"),
+        print_config: bool = typer.Option(False, "--print-config", help="print the experiment YAML it would run "
+                                                                        "and stop"),
         output_root: Optional[str] = typer.Option(None, help="override the experiment's output_root"),
         dask_address: Optional[str] = typer.Option(None, help="an existing Dask scheduler (tcp://host:8786)"),
         summary_json: Optional[Path] = typer.Option(None, help="also write the run summary as JSON here"),
-        sample: Optional[int] = typer.Option(None, min=1, help="run every benchmark on this many instances "
+        sample: Optional[int] = typer.Option(None, "--sample", "--limit", min=1,
+                                             help="run every benchmark on this many instances "
                                                                "(instead of each entry's sample)"),
         quiet: bool = typer.Option(False, "--quiet", help="no progress bars"),
         wide: bool = typer.Option(False, "--wide", help="print every headline column and the cost per cell (the "
                                                         "summary JSON and headline.md always hold them)")) -> None:
     """Run an experiment end to end: construct, index, serve, run, judge, score, track."""
     apply_offline_env()
+    if isinstance(config, str):  # benchmark names: their CPU experiment with the options, written as a file
+        config, sample = _from_command_line(config, print_config, sample, output_root, models=_listed(model),
+                                            judges=_listed(judge), agents=_listed(agents),
+                                            retrievers=_listed(retriever), controls=_listed(controls))
+    elif any(v is not None for v in (model, judge, agents, retriever, controls)) or print_config:
+        _error("--model, --judge, --agents, --retriever, --controls and --print-config go with benchmark names "
+               f"(perseval run lamp --model ...); {config} is an experiment file: edit it")
+        raise typer.Exit(2)
     # MLflow's INFO lines (database set-up, the trace queue's flush at exit) are not the run's output; read
     # by MLflow when it is imported, in this process and the workers it starts
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
@@ -216,6 +250,26 @@ def run(config: Path = CONFIG,
                       f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}",
                       soft_wrap=True)
     _exit_without_score(rows, INCOMPLETE_EXIT if incomplete else None)
+
+
+def _from_command_line(names: str, print_config: bool, sample: Optional[int], output_root: Optional[str],
+                       **fields: Any) -> tuple[Path, None]:
+    """The experiment file of `perseval run <benchmarks> <options>` (perseval.setup.from_cli), or its YAML
+    printed (--print-config); the sample is in the file, so the run passes none."""
+    from perseval.core.errors import ConfigError
+    from perseval.setup.from_cli import cli_experiment, experiment_yaml, write_experiment
+
+    try:
+        exp = cli_experiment(names.split(","), limit=sample, output_root=output_root, **fields)
+    except ConfigError as exc:
+        _error(exc)
+        raise typer.Exit(2)
+    if print_config:
+        sys.stdout.write(experiment_yaml(exp))
+        raise typer.Exit(0)
+    path = write_experiment(exp, exp.get("output_root", "runs"))
+    console.print(f"experiment file: {path} (perseval run {path} runs it again)", highlight=False, soft_wrap=True)
+    return path, None
 
 
 def _exit_without_score(rows: list[Any], code: Optional[int]) -> None:
@@ -639,6 +693,23 @@ def _record_json(client: Any, parent: Any, chosen: Any, shown: list[Any]) -> str
                        **cell.model_dump(exclude={"row"}), "instances": picked}, indent=1)
 
 
+@app.command("list")
+def list_(kind: str = typer.Argument("benchmarks", help="benchmarks, agents, judges, models, deployments, "
+                                                        "experiments or retrievers")) -> None:
+    """What exists: one line per name, with what it is and where its YAML lives (read from the manifests and
+    the config folders; nothing is imported)."""
+    from perseval.core.errors import ConfigError
+    from perseval.setup.listing import listing
+
+    try:
+        entries = listing(kind)
+    except ConfigError as exc:
+        _error(exc)
+        raise typer.Exit(2)
+    for e in entries:
+        console.print(f"{e.name}  {e.what}  ({e.where})", markup=False, highlight=False, soft_wrap=True)
+
+
 @app.command()
 def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.0.1 the UI listens on"),
        tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db", help="the MLflow store to open (as an "
@@ -695,8 +766,10 @@ def ui_command(uri: str, artifacts: str, port: int) -> list[str]:
     """The launch command of the MLflow UI: loopback only."""
     from perseval.llm.deployments import HOST
 
+    # one worker: the UI serves one researcher, and each of the default workers imports MLflow's whole server
+    # before the first answer (63.6 s against 14.5 s on this 2-core machine under load; docs/guides/performance.md)
     return [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--default-artifact-root",
-            artifacts, "--host", HOST, "--port", str(port)]
+            artifacts, "--host", HOST, "--port", str(port), "--workers", "1"]
 
 
 @app.command()

@@ -23,6 +23,7 @@ from perseval.setup.config import (AgentConfig, BenchmarkEntry, ExperimentConfig
                                    Strict, load_config)
 from perseval.core import files
 from perseval.core.errors import ConfigError
+from perseval.core.suggest import suggestion
 from perseval.setup.overrides import CALIBRATED, THRESHOLDS, apply_overrides
 from perseval.kernel.params import Params, validate_params
 from perseval.kernel.registry import (BENCHMARKS, agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
@@ -84,7 +85,7 @@ def experiment_file(name: str, own: Path | None = None) -> Path:
         if (folder / f"{name}.yaml").is_file():
             return folder / f"{name}.yaml"
     known = sorted({p.stem for folder in folders for p in folder.glob("*.yaml")})
-    raise ConfigError(f"no experiment file named {name!r} (known: {', '.join(known)})")
+    raise ConfigError(f"no experiment file named {name!r} ({suggestion(name, known)})")
 
 
 class _Resolver:
@@ -107,7 +108,8 @@ class _Resolver:
         if path is None:
             known = self.known(kind)
             missing = " or ".join(str(p) for p in tried)
-            raise ConfigError(f"{referrer}: key '{key}' names {name!r}, but there is no {missing} (known: {known})")
+            raise ConfigError(f"{referrer}: key '{key}' names {name!r}, but there is no {missing} "
+                              f"({suggestion(name, known)})")
         cfg = load_config(model, path)
         if cfg.name != name:
             raise ConfigError(f"{path}: key 'name' is {cfg.name!r} but the file is named {name!r}")
