@@ -133,15 +133,27 @@ class PeakRss(threading.Thread):
     def __init__(self, pid: int):
         super().__init__(daemon=True)
         self.pid, self.peak, self.done = pid, 0, threading.Event()
+        self.samples: list[tuple[float, int, int]] = []  # (time, summed RSS, largest single process's RSS)
 
     def run(self) -> None:
         while not self.done.wait(0.5):
             try:
                 root = psutil.Process(self.pid)
-                procs = [root, *root.children(recursive=True)]
-                self.peak = max(self.peak, sum(_rss(p) for p in procs))
+                rss = [_rss(p) for p in [root, *root.children(recursive=True)]]
             except psutil.NoSuchProcess:
                 return
+            self.samples.append((time.time(), sum(rss), max(rss)))
+            self.peak = max(self.peak, sum(rss))
+
+    def by_stage(self, windows: dict[str, list[float]]) -> dict[str, dict[str, int]]:
+        """The peak summed and largest single-process RSS (MB) sampled within each stage's window."""
+        out = {}
+        for stage, (a, b) in windows.items():
+            inside = [(t, s, m) for t, s, m in self.samples if a <= t <= b]
+            if inside:
+                out[stage] = {"sum_mb": round(max(s for _, s, _ in inside) / 2 ** 20),
+                              "process_mb": round(max(m for _, _, m in inside) / 2 ** 20)}
+        return out
 
 
 def _rss(p: psutil.Process) -> int:
@@ -167,6 +179,7 @@ def perseval_run(config: Path, work: Path, tag: str) -> dict[str, Any]:
         raise SystemExit(f"perseval run ({tag}) exited {rc}:\n{tail}")
     got = json.loads(summary.read_text())
     return {"wall_s": round(wall, 1), "rc": rc, "peak_rss_mb": round(rss.peak / 2 ** 20),
+            "rss_by_stage": rss.by_stage(got.get("stage_windows", {})),
             "timings": got["timings"], "llm_requests": got["llm_requests"]}
 
 
@@ -204,6 +217,8 @@ def report(rows: list[dict[str, Any]], plain_rate: float) -> None:
               f"outside every stage {r['outside_stages_s']} s")
         print("  stage s:      " + ", ".join(f"{k} {v}" for k, v in c["timings"].items()))
         print("  s per 1k:     " + ", ".join(f"{k} {v}" for k, v in r["per_1k_instances_s"].items()))
+        print("  peak RSS MB per stage (all processes / largest one): " + ", ".join(
+            f"{k} {v['sum_mb']}/{v['process_mb']}" for k, v in c["rss_by_stage"].items()))
         print(f"  cached re-run: {r['cached']['wall_s']} s, {r['cached']['llm_requests']:.0f} requests")
     if len(rows) > 1:
         a, b = rows[0]["per_1k_instances_s"], rows[-1]["per_1k_instances_s"]
