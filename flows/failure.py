@@ -36,12 +36,18 @@ def what_failed(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {first}"
 
 
+def _holds_output(unit: Path) -> bool:
+    """A unit folder that holds written output: a folder with only its bookkeeping files (names starting
+    with '_', such as the shard layout a run output records before its first part) holds nothing yet."""
+    return unit.is_dir() and any(not p.name.startswith("_") for p in unit.iterdir())
+
+
 def kept_outputs(root: Path) -> str:
     """The finished stage units under `root`, e.g. 'data 1, index 2' (or 'none yet')."""
     counts = []
     for stage in STAGES:
         folder = root / stage
-        n = sum(1 for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else 0
+        n = sum(1 for p in folder.iterdir() if _holds_output(p)) if folder.is_dir() else 0
         if n:
             counts.append(f"{stage} {n}")
     return ", ".join(counts) or "none yet"

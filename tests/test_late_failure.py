@@ -52,6 +52,9 @@ def test_the_report_lists_what_was_kept_and_the_resume_command(tmp_path, monkeyp
     root = tmp_path / "runs"
     for stage, key in (("data", "d1"), ("index", "i1"), ("index", "i2")):
         (root / stage / key).mkdir(parents=True)
+        (root / stage / key / "part-00000.parquet").write_bytes(b"x")
+    (root / "run" / "r1").mkdir(parents=True)  # a run output that recorded its shard layout, no part yet
+    (root / "run" / "r1" / "_shards.json").write_text('{"shard_size": 8}')
     try:
         raise DeploymentError("model m (vllm deployment v): server exited with code 1 during start-up\nlog tail")
     except DeploymentError as exc:
