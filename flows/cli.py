@@ -505,6 +505,7 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
 
     quiet_artifacts()
     client, parents = _parents_or_exit(runs or ["perseval-quickstart"], latest, tracking_uri)
+    parents = _readable_or_exit(client, parents)
     pairs = _between_or_exit(client, parents, between) if between else None  # a bad name: before any output
     console.print("runs (oldest first): " + "; ".join(f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents),
                   highlight=False)
@@ -550,6 +551,26 @@ def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str,
                       f"computed by {r.data.tags.get('perseval.computed_by', '?')[:8]} (name it to include it)",
                       highlight=False)
     return client, found.runs
+
+
+def _readable_or_exit(client: Any, parents: list[Any]) -> list[Any]:
+    """The runs whose record can be read (or that were logged before records); each other one skipped with
+    one line saying what is wrong with its record; exit 2 when none is left."""
+    from perseval.report.record import RecordError, download_record
+
+    kept = []
+    for p in parents:
+        try:
+            download_record(client, p.info.run_id)
+        except RecordError as exc:
+            console.print(f"skipped {p.info.run_id[:8]} ({p.info.run_name}): {exc}", highlight=False,
+                          soft_wrap=True)
+            continue
+        kept.append(p)
+    if not kept:
+        _error("no run named has a record that can be read")
+        raise typer.Exit(2)
+    return kept
 
 
 def _mlflow_experiment(spec: str) -> str:
@@ -678,13 +699,22 @@ def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id 
 def _record_json(client: Any, parent: Any, chosen: Any, shown: list[Any]) -> str:
     """The cell as the parent run's record holds it: its estimate, counts and the instances `shown` (in their
     order), or exit 2 where the run has no record."""
-    from perseval.report.record import download_record
+    from perseval.report.record import RecordError, download_record
 
-    record = download_record(client, parent.info.run_id)
+    run = parent.info.run_id[:8]
+    try:
+        record = download_record(client, parent.info.run_id)
+    except RecordError as exc:
+        _error(f"{exc}: `samples` without --json lists the cell's instances from its traces")
+        raise typer.Exit(2)
     key = chosen.data.tags.get("perseval.score_key", "")
+    why = ("it was logged before perseval wrote run records" if record is None else
+           "a control cell's instances are in its MLflow run, not in the record" if
+           chosen.data.tags.get("perseval.control", "-") != "-" else
+           f"its record has no cell {key or '(the child run has no score key)'}: the record was edited, or the "
+           "child run was moved from another run")
     if record is None or key not in {c.key for c in record.cells}:
-        _error(f"run {parent.info.run_id[:8]} holds no record of this cell (logged before perseval wrote run "
-               "records, or a control cell): `samples` without --json lists its instances")
+        _error(f"run {run} holds no record of this cell ({why}): `samples` without --json lists its instances")
         raise typer.Exit(2)
     cell = record.cell(key)
     mine = {(i.instance_id, i.repeat): i for i in record.cell_instances(key)}

@@ -1,6 +1,7 @@
 """Headline table of a run and its record in MLflow."""
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -28,6 +29,8 @@ from perseval.report.traces import log_traces, n_outputs, resolve_selection
 from perseval.report.tables import headline_markdown
 from perseval.report.tracking import (OWNER_KEY, describe_run, ensure_experiment, headline_metrics, log_cell,
                                       log_parent_summary, mark_abandoned_runs, start_parent_run, tracking_lock)
+
+log = logging.getLogger(__name__)
 
 SMALL_MODEL_WARNING = (
     "Note: the embedded default serves a 135M-parameter model. Its answers and judgments are weak: this run "
@@ -231,6 +234,20 @@ def _overall(score: Mapping[str, Any]) -> dict[str, Any]:
     return dict(table.loc[OVERALL]) if OVERALL in table.index else {}
 
 
+def _computed_by_from_tags(record: RunRecord, damaged: list[str]) -> RunRecord:
+    """A record under the output root cannot be read, so the records cannot say whether an earlier run computed
+    these results: the parent runs' tags can (each carries its results digest and the run that computed them).
+    The newest earlier run with these results names who computed them; without one, this run did."""
+    for line in damaged:
+        log.warning("record skipped: %s", line)
+    active = mlflow.active_run()
+    earlier = mlflow.search_runs(
+        [active.info.experiment_id], filter_string=f"tags.`{DIGEST_TAG}` = '{record.results_digest}'",
+        order_by=["attributes.start_time DESC"], output_format="list") if active else []
+    by = next((r.data.tags.get(COMPUTED_BY_TAG) for r in earlier if r.info.run_id != record.run_id), None)
+    return record.model_copy(update={"computed_by": by}) if by else record
+
+
 def log_record(exp: ResolvedExperiment, run_id: str, root: str, cells: list[CellRecord],
                instances: list[InstanceRecord], stats: Mapping[str, float]) -> RunRecord:
     """The run's record (perseval.report.record): written into the run's output folder once, logged to the
@@ -239,8 +256,10 @@ def log_record(exp: ResolvedExperiment, run_id: str, root: str, cells: list[Cell
                         mlflow_experiment=exp.experiment.mlflow.experiment)
     timings = {k.split(".", 1)[1]: float(v) for k, v in stats.items() if k.startswith("seconds.")}
     requests = int(stats["llm_requests"]) if "llm_requests" in stats else None
-    record = make_record(run_id, ref, cells, instances, latest_record(root, exp.key(), before=run_id), timings,
-                         requests)
+    previous = latest_record(root, exp.key(), before=run_id)
+    record = make_record(run_id, ref, cells, instances, previous.record, timings, requests)
+    if previous.damaged and record.computed_by == run_id:
+        record = _computed_by_from_tags(record, previous.damaged)
     mlflow.log_artifacts(str(write_record(record, root)), ARTIFACT_DIR)
     mlflow.set_tags({DIGEST_TAG: record.results_digest, COMPUTED_BY_TAG: record.computed_by})
     return record

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from perseval.metrics.uncertainty import mde
 from perseval.report.rows import HeadlineRow, spread
@@ -291,36 +291,75 @@ def write_record(record: RunRecord, root: str | Path) -> Path:
     return folder
 
 
-def read_record(path: str | Path) -> RunRecord:
-    """A record.json (or the folder holding it), its instances read back from instances.parquet if there."""
+class RecordError(ValueError):
+    """A record that cannot be read (truncated, of another schema, edited): the message names the file (or the
+    run whose artifact it is) and what is wrong, in one line."""
+
+
+def read_record(path: str | Path, shown: str | None = None) -> RunRecord:
+    """A record.json (or the folder holding it), its instances read back from instances.parquet if there.
+    RecordError, naming `shown` (default: the file), for a record that cannot be read."""
     path = Path(path)
     folder, file = (path, path / RECORD) if path.is_dir() else (path.parent, path)
-    data = json.loads(file.read_text())
+    where = shown or str(file)
+    try:
+        data = json.loads(file.read_text())
+    except OSError as exc:
+        raise RecordError(f"{where}: cannot be read ({exc.strerror or exc})") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise RecordError(f"{where}: not valid JSON ({exc}); the file is truncated or damaged") from None
+    if not isinstance(data, dict):
+        raise RecordError(f"{where}: a record is a JSON object, this is {type(data).__name__}")
     if data.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{file}: schema_version {data.get('schema_version')!r}; this perseval reads "
-                         f"{SCHEMA_VERSION}")
-    record = RunRecord.model_validate(data)
-    if record.instances_file:
-        rows = pq.read_table(folder / record.instances_file).to_pylist()
-        record = record.model_copy(update={"instances": [InstanceRecord.model_validate(
-            r | {"verdicts": json.loads(r["verdicts"])}) for r in rows]})
+        raise RecordError(f"{where}: schema_version {data.get('schema_version')!r}; this perseval reads "
+                          f"{SCHEMA_VERSION} (a record of another perseval version, or edited)")
+    try:
+        record = RunRecord.model_validate(data)
+        if record.instances_file:
+            rows = pq.read_table(folder / record.instances_file).to_pylist()
+            record = record.model_copy(update={"instances": [InstanceRecord.model_validate(
+                r | {"verdicts": json.loads(r["verdicts"])}) for r in rows]})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(p) for p in first["loc"])
+        raise RecordError(f"{where}: {at}: {first['msg']} ({exc.error_count()} problem(s); the record was "
+                          "edited or damaged)") from None
+    except (OSError, ValueError, pa.ArrowException) as exc:  # instances.parquet missing, truncated
+        raise RecordError(f"{where}: its instances file {record.instances_file} cannot be read "
+                          f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
     return record
 
 
-def latest_record(root: str | Path, settings_digest: str, before: str | None = None) -> RunRecord | None:
-    """The newest record under `root` of the experiment with these effective settings (None: none yet)."""
-    found = []
+class Previous(Model):
+    """What the records under an output root say of the run before this one: the newest readable record of the
+    experiment, and the records that could not be read (any of them may be that run's)."""
+
+    record: Optional[RunRecord] = None
+    damaged: list[str] = Field(default_factory=list)
+
+
+def latest_record(root: str | Path, settings_digest: str, before: str | None = None) -> Previous:
+    """The newest record under `root` of the experiment with these effective settings, and the records that
+    cannot be read (each 'file: what is wrong')."""
+    found, damaged = [], []
     for file in records_dir(root).glob(f"*/{RECORD}"):
         if file.parent.name == before:
             continue
         try:
             data = json.loads(file.read_text())
-        except (OSError, ValueError):
+            if data.get("schema_version") != SCHEMA_VERSION:
+                raise RecordError(f"{file}: schema_version {data.get('schema_version')!r}")
+        except (OSError, ValueError, AttributeError) as exc:
+            damaged.append(str(exc) if isinstance(exc, RecordError) else f"{file}: cannot be read")
             continue
-        if data.get("schema_version") == SCHEMA_VERSION and \
-                data.get("experiment", {}).get("settings_digest") == settings_digest:
+        if data.get("experiment", {}).get("settings_digest") == settings_digest:
             found.append((file.stat().st_mtime, file))
-    return read_record(max(found)[1]) if found else None
+    if not found:
+        return Previous(damaged=damaged)
+    try:
+        return Previous(record=read_record(max(found)[1]), damaged=damaged)
+    except RecordError as exc:
+        return Previous(damaged=[*damaged, str(exc)])
 
 
 def download_record(client: Any, run_id: str) -> RunRecord | None:
@@ -329,5 +368,6 @@ def download_record(client: Any, run_id: str) -> RunRecord | None:
 
     if not [f for f in client.list_artifacts(run_id, ARTIFACT_DIR) if f.path.endswith(RECORD)]:
         return None
-    with tempfile.TemporaryDirectory() as tmp:
-        return read_record(Path(client.download_artifacts(run_id, ARTIFACT_DIR, tmp)))
+    with tempfile.TemporaryDirectory() as tmp:  # named as the run's artifact, not as the download's path
+        return read_record(Path(client.download_artifacts(run_id, ARTIFACT_DIR, tmp)),
+                           shown=f"the record of run {run_id[:8]} (MLflow artifact {ARTIFACT_DIR}/{RECORD})")
