@@ -80,10 +80,10 @@ def test_read_record_names_the_file_and_what_is_wrong(damaged, tmp_path, damage,
 
 def test_a_missing_instances_file_is_named(tmp_path):
     from perseval.report.record import ExperimentRef, make_record, write_record
-    from tests.test_record_size import _instances
+    from tests.record_helpers import many_instances
 
     ref = ExperimentRef(name="e", file="e.yaml", settings_digest="d", mlflow_experiment="m")
-    folder = write_record(make_record("run1", ref, [], _instances(2100), None), tmp_path)
+    folder = write_record(make_record("run1", ref, [], many_instances(2100), None), tmp_path)
     (folder / "instances.parquet").write_bytes(b"PAR1 truncated")
     with pytest.raises(RecordError, match="its instances file instances.parquet cannot be read"):
         read_record(folder)
