@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
 # Python packages only, all wheels: no compile (llama-cpp-python is the optional extra `[llama-cpp]`).
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py | $(BIN)/python
 	# torch first, pinned: an open torch requirement pulls a multi-GB CUDA build
 	$(BIN)/pip install torch==2.13.0
 	$(BIN)/pip install -e '.[dev]'

@@ -11,7 +11,7 @@ from typing import Any, ContextManager, NoReturn, Optional
 import typer
 from rich.console import Console
 
-from flows.env import apply_offline_env
+from perseval_flows.env import apply_offline_env
 
 # The exit codes a script can act on, in `perseval --help` and `perseval run --help`.
 EXIT_CODES = ("Exit codes: 0 done; 2 bad input (a file, row or key is named; nothing was started); 3 incomplete "
@@ -36,10 +36,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, epilog=EXIT_CODES,
 
 
 def _named_experiment(name: str) -> Path | None:
-    """The experiment file called `name` (perseval.setup.experiment.experiment_file: configs/experiments/ here,
+    """The experiment file called `name` (perseval.experiment.load.experiment_file: configs/experiments/ here,
     then the shipped ones and each benchmark's own); None when there is none."""
     from perseval.core.errors import ConfigError
-    from perseval.setup.experiment import experiment_file
+    from perseval.experiment.load import experiment_file
 
     try:
         return experiment_file(name, Path("configs"))
@@ -59,7 +59,7 @@ def _config_path(value: Path) -> Path:
     if named is not None:
         return named
     from perseval.core.suggest import suggestion
-    from perseval.setup.listing import experiment_names
+    from perseval.experiment.listing import experiment_names
 
     raise typer.BadParameter(f"file {str(value)!r} does not exist, and no experiment is named so "
                              f"(configs/experiments/{value}.yaml here, the shipped ones, or a benchmark's own): give "
@@ -68,7 +68,7 @@ def _config_path(value: Path) -> Path:
 
 def _run_target(value: str) -> Path | str:
     """run's argument: an experiment (_config_path), or benchmark names (`lamp` or `lamp,iba`), kept as a str."""
-    from perseval.setup.from_cli import is_benchmark_list
+    from perseval.experiment.from_cli import is_benchmark_list
 
     if not Path(value).is_file() and _named_experiment(value) is None and is_benchmark_list(value):
         return value
@@ -157,7 +157,7 @@ def stage_line(timings: dict[str, float]) -> str:
 def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[str]:
     """The Prefect API a flow command uses (a local server if none is configured), quiet logging."""
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-    from flows.prefect_server import prefect_api  # after the env is set: Prefect reads it on import
+    from perseval_flows.prefect_server import prefect_api  # after the env is set: Prefect reads it on import
 
     return prefect_api(Path(output_root or default_root) / "logs")
 
@@ -235,7 +235,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target
     console.print(f"MLflow run id: [bold]{summary['mlflow_run_id']}[/bold] (experiment "
                   f"'{summary['experiment']}'); open the UI with: perseval ui")
     if own_prefect:
-        from flows.prefect_server import IDLE_ENV, idle_seconds
+        from perseval_flows.prefect_server import IDLE_ENV, idle_seconds
 
         if (idle := idle_seconds()) > 0:
             console.print(f"the local Prefect server stays up {idle:.0f} s for the next run to reuse "
@@ -254,10 +254,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target
 
 def _from_command_line(names: str, print_config: bool, sample: Optional[int], output_root: Optional[str],
                        **fields: Any) -> tuple[Path, None]:
-    """The experiment file of `perseval run <benchmarks> <options>` (perseval.setup.from_cli), or its YAML
+    """The experiment file of `perseval run <benchmarks> <options>` (perseval.experiment.from_cli), or its YAML
     printed (--print-config); the sample is in the file, so the run passes none."""
     from perseval.core.errors import ConfigError
-    from perseval.setup.from_cli import cli_experiment, experiment_yaml, write_experiment
+    from perseval.experiment.from_cli import cli_experiment, experiment_yaml, write_experiment
 
     try:
         exp = cli_experiment(names.split(","), limit=sample, output_root=output_root, **fields)
@@ -302,17 +302,17 @@ def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any)
     """The evaluate flow (whole, or stopped early by `kwargs`), with run's failure handling: a bad input found
     late is exit 2; a server, the disk, Prefect or Dask failing says what, what is kept and how to resume."""
     from perseval.core.errors import ConfigError, InputError
-    from flows.interrupt import stop_on_interrupt
+    from perseval_flows.interrupt import stop_on_interrupt
 
     _quiet_prefect_console()
     root = Path(output_root or exp.experiment.output_root).resolve()
     try:
         if output_root:  # the file's output_root was checked at load; the option's is checked here, still early
-            from perseval.setup.checks import check_output_root
+            from perseval.experiment.checks import check_output_root
 
             check_output_root(exp, output_root)
         with stop_on_interrupt(root, sys.argv[1:]), _prefect_for(exp.experiment.output_root, output_root):
-            from flows.runtime import run_experiment
+            from perseval_flows.runtime import run_experiment
 
             return run_experiment(exp, output_root=output_root, **kwargs)  # the experiment resolved once, above
     except (InputError, ConfigError) as exc:
@@ -326,8 +326,8 @@ def _quiet_prefect_console() -> None:
     """Prefect prints a failed flow run's traceback on the console, in this process and in each Dask
     worker; `run` prints its own few lines instead (the traceback goes to a log file, and every log line
     stays in the Prefect API). Set before Prefect is imported, so the workers inherit it."""
-    from flows.failure import TRACEBACK_ENV
-    from tasks import OWN_WARNINGS_ENV, show_perseval_warnings
+    from perseval_flows.failure import TRACEBACK_ENV
+    from perseval_tasks.own_warnings import OWN_WARNINGS_ENV, show_perseval_warnings
 
     if not os.environ.get(TRACEBACK_ENV):
         os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
@@ -337,7 +337,7 @@ def _quiet_prefect_console() -> None:
 
 def _late_failure(exc: Exception, root: Path) -> NoReturn:
     """A run that stopped after start-up: a few lines, no traceback (it is in a log), exit code 4."""
-    from flows.failure import LATE_FAILURE_EXIT, failure_report
+    from perseval_flows.failure import LATE_FAILURE_EXIT, failure_report
 
     head, *rest = failure_report(exc, root, sys.argv[1:])
     _error(head)
@@ -352,10 +352,10 @@ def _load_or_exit(config: Path) -> "Any":
     The benchmark sources are read here too, so a bad release row is reported in seconds, not after the
     Prefect server and the Dask cluster started and the construct task failed."""
     from perseval.core.errors import PersevalError
-    from perseval.setup.experiment import load_experiment, source_problems
+    from perseval.experiment.load import load_experiment, source_problems
     from perseval.pipeline.plan import make_plan
 
-    from flows.prefect_server import idle_seconds
+    from perseval_flows.prefect_server import idle_seconds
 
     try:
         idle_seconds()  # the environment's setting too: a bad one stops here, not after the run
@@ -418,7 +418,7 @@ def stats(config: Path = CONFIG,
     apply_offline_env()
     exp, plan = _load_or_exit(config)
     _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
-    from perseval.setup.components import make_benchmark
+    from perseval.experiment.components import make_benchmark
     from perseval.pipeline.stages import load_documents, load_instances, write_artifact
     from perseval.report.tables import frame_table
 
@@ -530,7 +530,7 @@ def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str,
                      announce: bool = True) -> tuple[Any, list[Any]]:
     from mlflow.tracking import MlflowClient
 
-    from perseval.setup.config import MLflowSettings
+    from perseval.experiment.config import MLflowSettings
     from perseval.report.tracking import parent_runs, resolve_tracking
 
     import mlflow
@@ -729,7 +729,7 @@ def list_(kind: str = typer.Argument("benchmarks", help="benchmarks, agents, jud
     """What exists: one line per name, with what it is and where its YAML lives (read from the manifests and
     the config folders; nothing is imported)."""
     from perseval.core.errors import ConfigError
-    from perseval.setup.listing import listing
+    from perseval.experiment.listing import listing
 
     try:
         entries = listing(kind)
@@ -747,7 +747,7 @@ def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.
                                         "here)"),
        create: bool = typer.Option(False, "--create", help="start on an empty store where TRACKING_URI has none")) -> None:
     """Start the MLflow UI on 127.0.0.1."""
-    from perseval.setup.config import MLflowSettings
+    from perseval.experiment.config import MLflowSettings
     from perseval.llm.deployments import HOST
     from perseval.report.tracking import resolve_tracking, sqlite_path
 
@@ -815,7 +815,7 @@ def deploy(config: Path = CONFIG,
     A worker on the work pool runs it (`infra/prefect/worker.sh`); with --serve this process does."""
     apply_offline_env()
     exp, _ = _load_or_exit(config)
-    from flows import deploy as deploy_mod  # Prefect: only once the experiment and its sources are good
+    from perseval_flows import deploy as deploy_mod  # Prefect: only once the experiment and its sources are good
 
     dep_name = name or exp.experiment.name
     if serve:

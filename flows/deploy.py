@@ -16,7 +16,7 @@ from prefect.client.schemas.actions import WorkPoolCreate
 from prefect.exceptions import ObjectAlreadyExists
 from prefect.schedules import Cron
 
-from flows.scheduled import scheduled_evaluate
+from perseval_flows.scheduled import scheduled_evaluate
 
 REPO = Path(__file__).resolve().parents[1]
 ENTRYPOINT = "flows/scheduled.py:scheduled_evaluate"

@@ -17,8 +17,8 @@ from typing import Any
 from prefect import flow
 from prefect.futures import PrefectFuture, as_completed
 
-from perseval.setup.config import ResolvedExperiment
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.config import ResolvedExperiment
+from perseval.experiment.load import load_experiment
 from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.report.gains import with_controls
 from perseval.report.probes import probe_done, probe_units, with_probe_flags
@@ -32,7 +32,7 @@ from perseval.core.progress import stage_bar
 from perseval.report.headline import headline_rows, track
 from perseval.pipeline.stages import Runtime, data_manifest, score_summary
 from perseval.core.store import StageStore
-from tasks.stages import (analyze_task, construct_task, index_task, judge_task, probe_task, run_shard_task,
+from perseval_tasks.stages import (analyze_task, construct_task, index_task, judge_task, probe_task, run_shard_task,
                           score_task)
 
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from flows.failure import kept_outputs
+from perseval_flows.failure import kept_outputs
 
 INTERRUPT_EXIT = 130  # 128 + SIGINT, as a shell reports a process Ctrl-C ended
 

@@ -184,7 +184,7 @@ def prefect_api(log_dir: str | Path = "runs/logs") -> Iterator[str]:
     PERSEVAL_PREFECT_IDLE_S=0 a local server for the duration instead). A started one is not
     waited for here: its start-up (seconds: a Python process importing Prefect's server and opening its
     database) runs on the other core while this process imports the flow's modules (Prefect, Dask,
-    MLflow: seconds too); flows.runtime.run_experiment waits for it (wait_ready) before its first request."""
+    MLflow: seconds too); perseval_flows.runtime.run_experiment waits for it (wait_ready) before its first request."""
     if os.environ.get("PREFECT_API_URL"):
         yield os.environ["PREFECT_API_URL"]
         return

@@ -23,11 +23,11 @@ from prefect.client.schemas.objects import StateType
 from prefect.logging.handlers import APILogWorker
 from prefect.states import Crashed
 
-from perseval.setup.config import DaskSettings, ResolvedExperiment
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.config import DaskSettings, ResolvedExperiment
+from perseval.experiment.load import load_experiment
 from perseval.llm.deployments import HOST
 from perseval.core.owner import OWNER_TAG, owner_gone, owner_tag
-from flows.prefect_server import wait_ready
+from perseval_flows.prefect_server import wait_ready
 
 log = logging.getLogger("perseval.runtime")
 UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
@@ -89,7 +89,7 @@ def run_experiment(experiment: ResolvedExperiment | str | Path, *, output_root: 
     (load, stale-run check) and `flow_start` (the flow run's creation). The Dask cluster is not in either:
     prefect-dask starts it on the first submitted task, inside the first stage that has work, so a re-run with
     nothing to do starts none."""
-    from flows.evaluate import evaluate
+    from perseval_flows.evaluate import evaluate
 
     t0 = time.time()
     exp = experiment if isinstance(experiment, ResolvedExperiment) else load_experiment(experiment)

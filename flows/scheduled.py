@@ -5,8 +5,8 @@ from typing import Any
 
 from prefect import flow
 
-from flows.env import apply_offline_env
-from flows.runtime import run_experiment
+from perseval_flows.env import apply_offline_env
+from perseval_flows.runtime import run_experiment
 
 
 @flow(name="perseval-scheduled-evaluate")

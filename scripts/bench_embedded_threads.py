@@ -19,7 +19,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perseval.setup.experiment import load_experiment  # noqa: E402
+from perseval.experiment.load import load_experiment  # noqa: E402
 from perseval.llm.client import CAPTURED_BODY  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
 

@@ -25,9 +25,9 @@ from perseval.benchmarks.iba import load_taxonomy  # noqa: E402
 from perseval.benchmarks.iba.construct import ConstructParams, construct  # noqa: E402
 from perseval.benchmarks.iba.distribution import FULL_SIZE, missing_domains  # noqa: E402
 from perseval.benchmarks.iba.taxonomy import Taxonomy  # noqa: E402
-from perseval.setup.config import BenchmarkEntry  # noqa: E402
+from perseval.experiment.config import BenchmarkEntry  # noqa: E402
 from perseval.pipeline.plan import DataUnit  # noqa: E402
-from perseval.setup.components import make_benchmark  # noqa: E402
+from perseval.experiment.components import make_benchmark  # noqa: E402
 from perseval.pipeline.stages import Runtime, construct as construct_stage  # noqa: E402
 
 

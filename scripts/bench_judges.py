@@ -31,9 +31,9 @@ from perseval.llm.embedded import REPEAT_PENALTY, llama_server_binary
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.auc import auc_interval
 from perseval.report.probes import PROBED_ITEMS, judge_probes, probe_answers
-from perseval.setup.components import make_judges
-from perseval.setup.experiment import judge_specs, load_experiment
-from perseval.setup.registry import benchmark_class
+from perseval.experiment.components import make_judges
+from perseval.experiment.load import judge_specs, load_experiment
+from perseval.experiment.registry import benchmark_class
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiments" / "quickstart.yaml"

@@ -43,10 +43,10 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))  # proc_cpu, beside this script, also when imported by a test
 
 from perseval.benchmarks.iba.distribution import FULL_SIZE  # noqa: E402
-from perseval.setup.components import make_retriever  # noqa: E402
+from perseval.experiment.components import make_retriever  # noqa: E402
 from perseval.retrieval.settings import RetrieverConfig
-from perseval.setup.config import BenchmarkEntry, ResolvedExperiment
-from perseval.setup.experiment import benchmark_params, load_experiment  # noqa: E402
+from perseval.experiment.config import BenchmarkEntry, ResolvedExperiment
+from perseval.experiment.load import benchmark_params, load_experiment  # noqa: E402
 from perseval.llm.client import CAPTURE_ENV  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
 from perseval.llm.replay import Replay, by_stage, read_capture, replay  # noqa: E402
@@ -75,7 +75,7 @@ def perseval_run(config: Path, work: Path, tag: str, capture: Path | None = None
     """`perseval run` as a user starts it; its summary with the wall time it took and the CPU its processes
     used per stage (`cpu`: proc_cpu.CpuSampler's table over the flow's stage windows)."""
     summary = work / f"summary-{tag}.json"
-    cmd = [sys.executable, "-m", "flows.cli", "run", str(config), "--output-root", str(work / "runs"),
+    cmd = [sys.executable, "-m", "perseval_flows.cli", "run", str(config), "--output-root", str(work / "runs"),
            "--summary-json", str(summary), "--quiet"]
     log = work / f"out-{tag}.log"
     t0 = time.monotonic()
@@ -127,7 +127,7 @@ def import_seconds(work: Path) -> float:
         subprocess.run([sys.executable, "-c", code], cwd=work, env=child_env(work, None), check=True)
         return time.monotonic() - t0
 
-    return round(timed("import flows.cli, flows.runtime, flows.evaluate") - timed("pass"), 2)
+    return round(timed("import perseval_flows.cli, perseval_flows.runtime, perseval_flows.evaluate") - timed("pass"), 2)
 
 
 def child_seconds(work: Path, code: str, *args: str) -> float:
@@ -141,7 +141,7 @@ def prefect_server_seconds(work: Path) -> float | None:
     """Start-up of the local Prefect server a run starts when none is configured (None: one is configured)."""
     if os.environ.get("PREFECT_API_URL"):
         return None
-    return child_seconds(work, "import time; from flows.prefect_server import local_prefect_server\n"
+    return child_seconds(work, "import time; from perseval_flows.prefect_server import local_prefect_server\n"
                                "t = time.monotonic()\n"
                                "with local_prefect_server('prefect-logs'): print(time.monotonic() - t)")
 
@@ -149,8 +149,8 @@ def prefect_server_seconds(work: Path) -> float | None:
 def dask_cluster_seconds(config: Path, work: Path) -> float:
     """Start-up of the experiment's Dask cluster: a cold run pays it inside its first stage with work (the
     runner starts it on the first submitted task), a re-run with nothing to submit not at all."""
-    return child_seconds(work, "import sys, time; from flows.runtime import task_runner\n"
-                               "from perseval.setup.experiment import load_experiment\n"
+    return child_seconds(work, "import sys, time; from perseval_flows.runtime import task_runner\n"
+                               "from perseval.experiment.load import load_experiment\n"
                                "runner = task_runner(load_experiment(sys.argv[1]).experiment.dask)\n"
                                "with runner:\n    t = time.monotonic(); runner.client; print(time.monotonic() - t)",
                          str(config))

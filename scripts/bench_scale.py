@@ -165,7 +165,7 @@ def _rss(p: psutil.Process) -> int:
 
 def perseval_run(config: Path, work: Path, tag: str) -> dict[str, Any]:
     summary = work / f"summary-{tag}.json"
-    cmd = [sys.executable, "-m", "flows.cli", "run", str(config), "--summary-json", str(summary), "--quiet"]
+    cmd = [sys.executable, "-m", "perseval_flows.cli", "run", str(config), "--summary-json", str(summary), "--quiet"]
     t0 = time.monotonic()
     with open(work / f"out-{tag}.log", "w") as log:
         proc = subprocess.Popen(cmd, cwd=work, env=child_env(work, None), stdout=log, stderr=subprocess.STDOUT)

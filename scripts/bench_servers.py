@@ -45,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from perseval.llm.settings import DeploymentConfig, ModelConfig
-from perseval.setup.experiment import load_experiment  # noqa: E402
+from perseval.experiment.load import load_experiment  # noqa: E402
 from perseval.llm.cache import request_key  # noqa: E402
 from perseval.llm.client import key_format  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402

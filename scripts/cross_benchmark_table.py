@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from perseval.report.cross_benchmark import agent_roles, cross_benchmark_table
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 
 
 def main(argv: list[str]) -> int:

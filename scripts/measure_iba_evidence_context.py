@@ -69,15 +69,15 @@ try:  # per-step evidence (issue 22); an older tree measured for comparison has 
 except ImportError:  # pragma: no cover - only when measuring an older checkout
     STEPS, gold_evidence, held_by_step = (), None, None
 from perseval.benchmarks.iba.release import load_release
-from perseval.setup.components import make_retriever
+from perseval.experiment.components import make_retriever
 from perseval.llm.settings import DeploymentConfig, ModelConfig
 from perseval.retrieval.settings import RetrieverConfig
-from perseval.setup.config import AgentConfig, load_config
+from perseval.experiment.config import AgentConfig, load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment
-from perseval.core.records import Document
-from perseval.setup.experiment import BENCHMARKS_DIR
+from perseval.core.instances import Document
+from perseval.experiment.load import BENCHMARKS_DIR
 
 TREE = Path(perseval.__file__).resolve().parents[1]
 CONFIGS = TREE / "configs"

@@ -47,20 +47,20 @@ from statistics import mean
 from typing import Any
 
 import perseval
-from flows.env import apply_offline_env
+from perseval_flows.env import apply_offline_env
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA as RUBRIC_CRITERIA
 from perseval.benchmarks.bespoke.agents.responder import BespokeResponder
 from perseval.benchmarks.bespoke.layout import CRITERIA as BESPOKE_CRITERIA
-from perseval.setup.components import make_benchmark
+from perseval.experiment.components import make_benchmark
 from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment
 from perseval.core.parsing import judge_object, read_object_prefix
-from perseval.core.records import AgentOutput, Document, Instance
+from perseval.core.instances import AgentOutput, Document, Instance
 from perseval.kernel.registry import agent_class, judge_class
 
 TREE = Path(perseval.__file__).resolve().parents[1]

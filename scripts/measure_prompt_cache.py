@@ -25,7 +25,7 @@ from perseval.benchmarks.iba.agents.iba_agent import prompts
 from perseval.benchmarks.iba.release import load_release
 from perseval.llm.deployments import Deployment
 from perseval.llm.settings import DeploymentConfig, ModelConfig
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"

@@ -11,9 +11,9 @@ import sys
 import time
 import urllib.request
 
-from flows.cli import ui_command
+from perseval_flows.cli import ui_command
 from perseval.report.tracking import resolve_tracking
-from perseval.setup.config import MLflowSettings
+from perseval.experiment.config import MLflowSettings
 
 uri, artifacts = resolve_tracking(MLflowSettings())
 env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")

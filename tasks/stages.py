@@ -18,6 +18,9 @@ from perseval.pipeline import stages
 from perseval.report import probes
 from perseval.pipeline.plan import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit
 from perseval.pipeline.stages import Runtime
+from perseval_tasks.own_warnings import show_if_asked
+
+show_if_asked()  # a Dask worker imports this module to run a task: it says perseval's warnings as the CLI does
 
 
 @task(name="construct", cache_policy=NO_CACHE, task_run_name="construct {unit.name}")

@@ -6,7 +6,7 @@ import json
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.bespoke.layout import CRITERIA
-from perseval.core.records import Passage
+from perseval.core.instances import Passage
 
 EP = json.dumps({c: {"score": s, "feedback": f"{c} note"} for c, s in zip(CRITERIA, (4, 3, 5, 2))})
 

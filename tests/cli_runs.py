@@ -15,7 +15,7 @@ import psutil
 import pytest
 import yaml
 
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.pipeline.plan import make_plan
 
 from .conftest import config_tree, cpu_overrides
@@ -48,7 +48,7 @@ def cli_run(workdir: Path, api: str | None, root: Path, tag: str, experiment: st
     if api:  # else perseval starts its own local Prefect server
         env["PREFECT_API_URL"] = api
     out = open(workdir / f"out-{tag}.log", "w")
-    return subprocess.Popen([sys.executable, "-m", "flows.cli", "run", f"configs/experiments/{experiment}.yaml",
+    return subprocess.Popen([sys.executable, "-m", "perseval_flows.cli", "run", f"configs/experiments/{experiment}.yaml",
                              "--output-root", str(root), "--summary-json", str(workdir / f"summary-{tag}.json"),
                              "--quiet"], cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=new_session)

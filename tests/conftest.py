@@ -13,8 +13,8 @@ import yaml
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
-from perseval.core.records import Document, Passage
-from perseval.setup.experiment import BENCHMARKS_DIR, experiment_file
+from perseval.core.instances import Document, Passage
+from perseval.experiment.load import BENCHMARKS_DIR, experiment_file
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "configs"
@@ -117,7 +117,7 @@ def configs(tmp_path) -> Path:
 @pytest.fixture(scope="session")
 def prefect_api(tmp_path_factory):
     """One real local Prefect server (own PREFECT_HOME) for the tests that need an API."""
-    from flows.prefect_server import local_prefect_server
+    from perseval_flows.prefect_server import local_prefect_server
 
     home = tmp_path_factory.mktemp("prefect-home")
     old = os.environ.get("PREFECT_HOME")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.agent import IbaAgent
 from perseval.benchmarks.iba.agents.iba_agent.prompts import FACETS
-from perseval.core.records import Document, Instance, Passage
+from perseval.core.instances import Document, Instance, Passage
 from tests.scripted import ScriptedChat
 
 TASK = "Write the introduction for my paper on soil radar."

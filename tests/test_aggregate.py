@@ -1,7 +1,7 @@
 import pytest
 
 from perseval.metrics.aggregate import OVERALL, group_table
-from perseval.core.records import InstanceScore
+from perseval.core.instances import InstanceScore
 
 
 def s(iid, group, value, judge_repeat=0, repeat=0, metric="score", unscored=0):

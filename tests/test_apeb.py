@@ -14,7 +14,7 @@ from perseval.benchmarks.apeb.sessions import MiningConfig, history_before, mine
 from perseval.benchmarks.apeb.synth_catalog import CATEGORIES
 from perseval.benchmarks.apeb.synth_logs import DECOY_KINDS, LogConfig, generate_logs
 from perseval.core.errors import ConfigError
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 SEED = 3
 N_USERS = 40
@@ -365,7 +365,7 @@ def test_source_path_must_be_a_log_folder(tmp_path):
 def test_the_paper_experiment_validates():
     """apeb_paper.yaml: every system of the paper on vLLM with tool calling, 5,648 cases in four cells, the
     rubric judge bound to apeb.rubric."""
-    from perseval.setup.experiment import load_experiment
+    from perseval.experiment.load import load_experiment
     from perseval.pipeline.plan import make_plan
     from tests.conftest import CONFIGS
 

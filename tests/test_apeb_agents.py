@@ -19,11 +19,11 @@ from perseval.benchmarks.apeb.agents.vqra import APeBVqra
 from perseval.benchmarks.apeb.answers import check_ranking, extract, parse_ranking, ranking_output
 from perseval.benchmarks.apeb.benchmark import APeB
 from perseval.benchmarks.apeb.judges.ranking import RankingJudge
-from perseval.setup.config import AgentConfig, load_config
+from perseval.experiment.config import AgentConfig, load_config
 from perseval.core.errors import ConfigError
 from perseval.judges.base import JudgeBinding
 from perseval.llm.base import ChatResult
-from perseval.core.records import AgentOutput
+from perseval.core.instances import AgentOutput
 from perseval.kernel.registry import agent_class, judge_class
 from perseval.retrieval.bm25 import BM25Retriever
 from tests.scripted import ScriptedChat

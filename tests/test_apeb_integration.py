@@ -18,7 +18,7 @@ from perseval.benchmarks.apeb.logfiles import write_logs
 from perseval.benchmarks.apeb.synth_logs import generate_logs
 
 from .conftest import CONFIGS, shipped_yaml
-from perseval.setup.experiment import BENCHMARKS_DIR
+from perseval.experiment.load import BENCHMARKS_DIR
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +55,7 @@ def workdir(tmp_path_factory) -> Path:
 
 def test_apeb_runs_end_to_end_from_logs_on_disk(workdir, prefect_api):
     summary = workdir / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/apeb.yaml",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/apeb.yaml",
                            "--summary-json", str(summary), "--quiet"], cwd=workdir,
                           env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True, text=True,
                           timeout=1800)

@@ -12,14 +12,14 @@ from perseval.benchmarks.apeb.agents.direct import APeBDirect
 from perseval.benchmarks.apeb.agents.oracle import APeBOracle
 from perseval.benchmarks.apeb.benchmark import APeB
 from perseval.benchmarks.apeb.judges.ranking import RankingJudge, StrictRankingJudge
-from perseval.setup.components import make_agent
-from perseval.setup.experiment import bound, judge_specs
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.components import make_agent
+from perseval.experiment.load import bound, judge_specs
+from perseval.experiment.load import load_experiment
 from perseval.judges.base import JudgeBinding
-from perseval.core.records import Document
+from perseval.core.instances import Document
 from tests.conftest import CONFIGS
 from tests.scripted import ScriptedChat
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 
 @pytest.fixture(scope="module")

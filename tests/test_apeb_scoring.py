@@ -15,9 +15,9 @@ from perseval.benchmarks.apeb.benchmark import APeB
 from perseval.benchmarks.apeb.judges.ranking import METRICS, RankingJudge
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA, RubricJudge, parse_rubric
 from perseval.benchmarks.base import ANALYSIS_COLUMNS
-from perseval.setup.config import JudgeConfig, load_config
+from perseval.experiment.config import JudgeConfig, load_config
 from perseval.judges.base import JudgeBinding
-from perseval.core.records import AgentOutput
+from perseval.core.instances import AgentOutput
 from perseval.kernel.registry import judge_class
 from tests.scripted import ScriptedChat
 

@@ -8,7 +8,7 @@ import pytest
 
 from perseval.agents.rag import RagAgent
 from perseval.report.attribution import attribution_fields, context_doc_ids, evidence_recall, evidence_turns
-from perseval.core.records import AgentOutput, Document, Instance
+from perseval.core.instances import AgentOutput, Document, Instance
 
 from .scripted import ScriptedChat
 from .conftest import build, context

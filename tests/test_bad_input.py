@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from perseval_flows.cli import app
 from perseval.core import files
 
 from .conftest import REPO
@@ -420,7 +420,7 @@ def test_a_bad_source_is_reported_without_heavy_imports(tmp_path, configs):
     _edit_first("instances", lambda r: r.pop("query"))(source)
     exp = _experiment(configs, tmp_path / "out", "iba", source)
     probe = ("import runpy, sys\nsys.argv = ['perseval', 'run', sys.argv[1]]\n"
-             "try:\n    runpy.run_module('flows.cli', run_name='__main__')\nexcept SystemExit as exc:\n"
+             "try:\n    runpy.run_module('perseval_flows.cli', run_name='__main__')\nexcept SystemExit as exc:\n"
              "    code = exc.code\n"
              f"print('heavy:', sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r})), 'exit:', code)\n")
     done = subprocess.run([sys.executable, "-c", probe, str(exp)], capture_output=True, text=True, timeout=120,

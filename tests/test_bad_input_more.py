@@ -96,13 +96,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import flows.cli
-from flows.cli import _redo_hint, app
-from flows.failure import failure_report, what_failed
-from flows.prefect_server import IDLE_ENV
+import perseval_flows.cli
+from perseval_flows.cli import _redo_hint, app
+from perseval_flows.failure import failure_report, what_failed
+from perseval_flows.prefect_server import IDLE_ENV
 from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
-from perseval.setup.config import load_config
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.config import load_config
+from perseval.experiment.load import load_experiment
 from perseval.core.errors import DeploymentError, EndpointRefused
 from perseval.llm import deployments
 from perseval.llm.cache import RequestCache
@@ -385,7 +385,7 @@ def test_refused_before_anything_starts(case, command, tmp_path, configs, monkey
     """Exit 2 and one line; `run` never reaches its flow (no Prefect, no Dask, no model server)."""
     monkeypatch.chdir(tmp_path)
     started: list = []
-    monkeypatch.setattr(flows.cli, "_run_flow", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(perseval_flows.cli, "_run_flow", lambda *a, **k: started.append(a))
     monkeypatch.setattr(deployments, "start_server", lambda *a, **k: started.append(a))
     result = runner.invoke(app, [command, str(_case(case, configs, tmp_path))])
     lines = [line for line in result.output.splitlines() if line.strip()]
@@ -396,9 +396,9 @@ def test_refused_before_anything_starts(case, command, tmp_path, configs, monkey
 
 
 def test_the_real_cli_in_a_fresh_process(tmp_path, configs):
-    """`python -m flows.cli validate` as a user runs it: one line on stdout, exit 2, nothing written."""
+    """`python -m perseval_flows.cli validate` as a user runs it: one line on stdout, exit 2, nothing written."""
     path = CASES[0].breaks(configs, _experiment(configs, tmp_path / "out"), tmp_path)
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "validate", str(path)], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "validate", str(path)], capture_output=True,
                           text=True, timeout=120, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == 2 and "Traceback" not in done.stderr, done
     assert done.stdout.strip().splitlines() == [f"error: {path}: key 'dask.n_workers': Input should be {GE1}"]
@@ -435,7 +435,7 @@ def test_an_output_root_given_on_the_command_line_is_checked_before_any_server_s
                                                                                      monkeypatch):
     """`run --output-root` replaces the file's output_root after the file was checked: the option gets the same
     check, named as the option, before the Prefect server (or any other) is started."""
-    import flows.cli as cli
+    import perseval_flows.cli as cli
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("a file\n")
@@ -456,7 +456,7 @@ def test_a_run_whose_output_root_holds_a_cache_folder_stops_and_leaves_it(tmp_pa
     (folder / "part" / "keep.txt").write_text("the user's own\n")
     before = _snapshot(folder)
     path = _experiment(configs, tmp_path / "out")
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(path), "--output-root", str(root), "--quiet"],
+    done = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", str(path), "--output-root", str(root), "--quiet"],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api})
     errors = [line for line in done.stdout.splitlines() if line.startswith("error: ")]
@@ -656,7 +656,7 @@ def run_on_endpoint(url: str, tmp_path: Path, configs: Path, prefect_api: str
     path = remote(base_url=url)(configs, _experiment(configs, tmp_path / "out"), tmp_path)
     writers = {f"{role}_model": "remote-openai" for role in ("user", "assistant", "task")}
     _edit(path, lambda e: e["benchmarks"][0].update(params={"construction": {"mode": "llm", **writers}}))
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(path), "--quiet"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", str(path), "--quiet"], capture_output=True,
                           text=True, timeout=300, cwd=tmp_path,
                           env={**os.environ, "PYTHONPATH": str(REPO), "PREFECT_API_URL": prefect_api,
                                "OPENAI_API_KEY": KEY})
@@ -793,7 +793,7 @@ def test_a_bad_prefect_idle_setting_is_exit_2_before_anything_starts(value, comm
 
 @pytest.mark.parametrize("value, seconds", [("0", 0.0), ("2.5", 2.5), ("", 600.0)])
 def test_a_good_prefect_idle_setting_is_taken(value, seconds, monkeypatch):
-    from flows.prefect_server import idle_seconds
+    from perseval_flows.prefect_server import idle_seconds
 
     monkeypatch.setenv(IDLE_ENV, value)
     assert idle_seconds() == seconds

@@ -28,7 +28,7 @@ from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.base import Benchmark, BenchmarkData
-from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.kernel.commands import register_commands
 from perseval.kernel.params import Params
@@ -134,7 +134,7 @@ def _install(site: Path) -> Path:
 
 
 def _perseval(args: list[str], site: Path, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "flows.cli", *args], cwd=site.parent, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "perseval_flows.cli", *args], cwd=site.parent, capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{REPO}", **env), timeout=900)
 
 

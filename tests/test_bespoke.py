@@ -21,9 +21,9 @@ from perseval.judges.base import JudgeBinding
 from perseval.pipeline.runner import judge_shard, score_outputs
 from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.sample import write_sample
-from perseval.setup.config import AgentConfig, load_config
+from perseval.experiment.config import AgentConfig, load_config
 from perseval.core.errors import ConfigError, InputError
-from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance, Judgment, Passage
+from perseval.core.instances import CORPUS_OWNER, AgentOutput, Document, Instance, Judgment, Passage
 from tests.scripted import ScriptedChat
 
 from .conftest import shipped_config

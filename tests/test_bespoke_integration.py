@@ -15,7 +15,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from perseval.core.records import AgentOutput
+from perseval.core.instances import AgentOutput
 from perseval.core.store import StageStore
 
 from .conftest import CONFIGS, shipped_yaml
@@ -57,7 +57,7 @@ def summary(tmp_path_factory, prefect_api) -> tuple[Path, dict]:
     (cfg / "experiments").mkdir()
     (cfg / "experiments" / "tiny.yaml").write_text(yaml.safe_dump(EXPERIMENT))
     out = root / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/tiny.yaml",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/tiny.yaml",
                            "--summary-json", str(out), "--quiet"], cwd=root,
                           env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True, text=True,
                           timeout=3000)

@@ -21,8 +21,8 @@ from perseval.benchmarks.bespoke.evaluation import EvaluatorParams
 from perseval.benchmarks.bespoke.judges.criteria import CriteriaJudge
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.benchmarks.bespoke.truncation import HistoryOverBudget, fit_history
-from perseval.setup.experiment import judge_specs
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import judge_specs
+from perseval.experiment.load import load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.freshness import pending
 from perseval.judges.base import JudgeBinding
@@ -30,7 +30,7 @@ from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
 from perseval.kernel.params import EVERY_FIELD
 from perseval.pipeline.plan import make_plan, run_key, shards
-from perseval.core.records import AgentOutput, Document
+from perseval.core.instances import AgentOutput, Document
 from perseval.retrieval.search import make_search
 from perseval.pipeline.stages import Runtime, construct, data_manifest, run_shard
 from perseval.core.store import StageStore
@@ -39,7 +39,7 @@ from tests.scripted import ScriptedChat
 from tests.bespoke_scripted import answer, context
 
 from .conftest import CONFIGS, copy_configs
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 
 @pytest.fixture(scope="module")

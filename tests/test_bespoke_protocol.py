@@ -29,7 +29,7 @@ from perseval.benchmarks.bespoke.meta_analysis import correlations, table3
 from perseval.benchmarks.bespoke.meta_benchmark import BespokeMetaBenchmark
 from perseval.benchmarks.bespoke.stats import shannon_equitability
 from perseval.judges.base import JudgeBinding
-from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.core.instances import AgentOutput, Instance, Passage
 from perseval.pipeline.runner import judge_shard, score_outputs
 from tests.scripted import ScriptedChat
 from tests.bespoke_scripted import answer, context

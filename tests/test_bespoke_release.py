@@ -17,7 +17,7 @@ from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.sessions import split_chat, split_search
 from perseval.core.errors import InputError
 from tests.bespoke_official import CLAIMS, OFFICIAL_COLUMNS, QUERIES, RUBRICS, SHOTS, official  # noqa: F401
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 JSON_COLUMNS = {"gold_information/gold_information.parquet": "gold_information_value",
                 "meta_test/meta_test_set.parquet": "meta_test_set_value",
@@ -147,10 +147,10 @@ def test_local_corpus_search_over_page_summaries(tmp_path: Path, official: Path,
     import asyncio
 
     from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark
-    from perseval.setup.components import make_retriever
+    from perseval.experiment.components import make_retriever
     from perseval.retrieval.settings import RetrieverConfig
-    from perseval.setup.config import load_config
-    from perseval.core.records import CORPUS_OWNER, Instance
+    from perseval.experiment.config import load_config
+    from perseval.core.instances import CORPUS_OWNER, Instance
     from perseval.retrieval.search import make_search
     from tests.conftest import CONFIGS
 
@@ -191,7 +191,7 @@ def test_tables_2_and_7_of_the_hand_written_release(official: Path) -> None:
 def test_the_paper_experiment_validates_against_a_release_folder(official: Path, monkeypatch) -> None:
     """bespoke_paper.yaml names the release by a relative `source:` (read from where perseval runs): with a
     release there it validates into Tables 3, 4 and 5 on vLLM models; without one it says which path is missing."""
-    from perseval.setup.experiment import load_experiment
+    from perseval.experiment.load import load_experiment
     from perseval.core.errors import ConfigError
     from perseval.pipeline.plan import make_plan
     from tests.conftest import CONFIGS

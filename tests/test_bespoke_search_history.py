@@ -6,10 +6,10 @@ import pytest
 
 from perseval.pipeline.controls import search_reads_history
 from perseval.report.show import effective_settings
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from tests.conftest import REPO
 from tests.bespoke_official import official  # noqa: F401 (fixture)
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 
 def _searching_over_user_pages(settings: dict) -> list[str]:

@@ -17,7 +17,7 @@ import yaml
 from sklearn.metrics import roc_curve
 
 from perseval.core.errors import ConfigError
-from perseval.core.records import AgentOutput, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, InstanceScore, Judgment
 from perseval.core.store import StageStore
 from perseval.judges.base import at_threshold
 from perseval.llm.endpoint import Endpoint
@@ -28,8 +28,8 @@ from perseval.pipeline.freshness import score_done
 from perseval.pipeline.stages import Runtime, as_scored, construct, judge, load_instances, run_shard, score
 from perseval.report import probes
 from perseval.report.tables import judge_text
-from perseval.setup.components import make_judges
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.components import make_judges
+from perseval.experiment.load import load_experiment
 from tests.http_stub import JsonHandler, completion, serve
 
 from .conftest import CONFIGS, copy_configs

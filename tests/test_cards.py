@@ -13,7 +13,7 @@ import pytest
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.card import BenchmarkCard, resolve
-from perseval.core.records import Passage
+from perseval.core.instances import Passage
 from perseval.kernel.registry import agent_class, benchmark_class
 from tests.conftest import REPO
 from tests.scripted import ScriptedChat
@@ -94,7 +94,7 @@ def test_lamps_templates_are_what_the_rag_agent_sends_on_the_sample(k):
 @pytest.mark.parametrize("k", [0, 2])
 def test_lamp_qas_templates_are_what_the_rag_agent_and_the_judge_send_on_the_sample(k):
     from perseval.benchmarks.lamp_qa import card
-    from perseval.core.records import AgentOutput
+    from perseval.core.instances import AgentOutput
     from perseval.judges.base import JudgeBinding
     from perseval.judges.quoting import quote
     from perseval.kernel.registry import judge_class

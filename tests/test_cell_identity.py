@@ -15,9 +15,9 @@ from perseval.pipeline.plan import make_plan
 from perseval.report.probes import unprobed
 from perseval.report.rows import ScoreManifest, without_score
 from perseval.report.tracking import log_table
-from perseval.setup.config import BenchmarkEntry
-from perseval.setup.entries import entry_ids
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.config import BenchmarkEntry
+from perseval.experiment.entries import entry_ids
+from perseval.experiment.load import load_experiment
 
 from .conftest import REPO, shipped_configs
 

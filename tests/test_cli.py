@@ -5,8 +5,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
-from perseval.setup.experiment import experiment_file
+from perseval_flows.cli import app
+from perseval.experiment.load import experiment_file
 
 runner = CliRunner()
 
@@ -73,7 +73,7 @@ def test_label_sample_refuses_what_it_cannot_sample_before_building_anything(tmp
 def test_show_prints_the_effective_settings_as_json_and_starts_nothing(tmp_path):
     """`perseval show --json`: what each cell will send after the experiment's overrides (the quickstart's
     CPU budgets over the agent YAMLs' paper ones), one row per cell with its keys."""
-    from perseval.setup.experiment import load_experiment
+    from perseval.experiment.load import load_experiment
     from perseval.pipeline.plan import make_plan
 
     from .conftest import CONFIGS
@@ -99,7 +99,7 @@ def _no_exec(monkeypatch):
     def fake(path, args, env):
         raise _Exec(args)
 
-    monkeypatch.setattr("flows.cli.os.execve", fake)
+    monkeypatch.setattr("perseval_flows.cli.os.execve", fake)
 
 
 def test_ui_refuses_a_folder_without_a_store_unless_asked_to_create_one(tmp_path, monkeypatch):

@@ -10,8 +10,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-import flows.cli
-from flows.cli import app
+import perseval_flows.cli
+from perseval_flows.cli import app
 
 from .conftest import CONFIGS
 
@@ -36,7 +36,7 @@ def test_run_takes_sample_as_deploy_does(monkeypatch):
         seen.update(kwargs)
         raise typer.Exit(0)  # the flow itself is not what is tested here
 
-    monkeypatch.setattr(flows.cli, "_run_flow", flow)
+    monkeypatch.setattr(perseval_flows.cli, "_run_flow", flow)
     quickstart = str(CONFIGS / "experiments" / "quickstart.yaml")
     assert runner.invoke(app, ["run", quickstart, "--sample", "3", "--quiet"]).exit_code == 0
     assert seen["sample"] == 3 and seen["show_progress"] is False

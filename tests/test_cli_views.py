@@ -7,7 +7,7 @@ import pandas as pd
 from rich.console import Console
 from typer.testing import CliRunner
 
-from flows.cli import _mlflow_experiment, app, stage_line
+from perseval_flows.cli import _mlflow_experiment, app, stage_line
 from perseval.report.tables import frame_table
 from perseval.kernel.registry import BENCHMARKS
 

@@ -9,7 +9,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from flows.cli import app
+from perseval_flows.cli import app
 
 
 def _parent(name: str, scores: dict[str, float]) -> str:
@@ -75,7 +75,7 @@ USERS = ["u0", "u0", "u1", "u1", "u2", "u2", "u3", "u3", "u4", "u5", "u6", "u7"]
 
 def _scored_parent(name: str, cells: dict[str, list[float | None]], tmp_path, data_key: str = "d1") -> str:
     """A parent run whose child runs log their instance scores (with users) as the score stage's Parquet."""
-    from perseval.core.records import InstanceScore
+    from perseval.core.instances import InstanceScore
     from perseval.core.store import StageStore
 
     with mlflow.start_run(run_name=name) as parent:

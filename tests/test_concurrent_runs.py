@@ -27,7 +27,7 @@ def test_overlapping_runs_share_the_store_without_duplicate_requests(prefect_api
         exp = {**base, "name": name, "benchmarks": [{**shared, "agents": shared["agents"] + extra}]}
         (cfg / "experiments" / f"{name}.yaml").write_text(yaml.safe_dump(exp))
     env = dict(os.environ, PREFECT_API_URL=prefect_api)
-    procs = {name: subprocess.Popen([sys.executable, "-m", "flows.cli", "run", f"configs/experiments/{name}.yaml",
+    procs = {name: subprocess.Popen([sys.executable, "-m", "perseval_flows.cli", "run", f"configs/experiments/{name}.yaml",
                                      "--quiet", "--summary-json", str(tmp_path / f"{name}.json")], cwd=tmp_path,
                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
              for name in ("a", "b")}

@@ -5,14 +5,14 @@ import yaml
 
 from perseval.kernel.registry import agent_class
 from perseval.llm.settings import DeploymentConfig, ModelConfig
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 from perseval.pipeline.controls import uses_history
-from perseval.setup.experiment import BENCHMARKS_DIR, judge_specs, load_experiment
+from perseval.experiment.load import BENCHMARKS_DIR, judge_specs, load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
 
 from .conftest import CONFIGS, shipped_yaml
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in shipped_yaml("experiments")))

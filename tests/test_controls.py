@@ -11,18 +11,18 @@ import yaml
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.agents.random_ranker import APeBRandom
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.pipeline.controls import SWAPPED_HISTORY, derangement, history_owners, owner_swap, swapped_context, Control
 from perseval.report.gains import instance_values
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import AgentOutput, Document, Instance, Passage
+from perseval.core.instances import AgentOutput, Document, Instance, Passage
 from perseval.kernel.registry import register_agent
 from perseval.pipeline.stages import Runtime, load_instances
 from perseval.core.store import StageStore
 
 from .conftest import CONFIGS
 from .plan_runs import _compute, _tree
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 
 @register_agent("test.apeb-history-blind")

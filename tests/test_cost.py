@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from perseval.llm.settings import Price, Sampling
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.pipeline.cost import Spend, Usage, UnitRecords, plan_cost, unit_record
 from perseval.core.errors import ConfigError
 from perseval.llm.cache import RequestCache

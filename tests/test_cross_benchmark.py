@@ -3,7 +3,7 @@ configs/experiments/personalization_cpu.yaml, and the table built from crafted h
 from __future__ import annotations
 
 from perseval.report.cross_benchmark import agent_roles, cross_benchmark_table
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 
 from .conftest import REPO
 

@@ -22,12 +22,12 @@ from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, C
 from perseval.benchmarks.custom.benchmark import CustomBenchmark, load_custom
 from perseval.benchmarks.custom.judges import CustomCheckpointJudge, CustomRankingJudge, CustomSlotJudge
 from perseval.benchmarks.iba.answers import IbaTask
-from perseval.setup.components import make_judges
-from perseval.setup.experiment import judge_specs, load_experiment
+from perseval.experiment.components import make_judges
+from perseval.experiment.load import judge_specs, load_experiment
 from perseval.core.errors import InputError
 from perseval.judges.base import JudgeBinding
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from tests.scripted import ScriptedChat
 
 from .conftest import CONFIGS, REPO

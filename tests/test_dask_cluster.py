@@ -49,7 +49,7 @@ def test_the_quickstart_iba_slice_runs_on_an_existing_scheduler(prefect_api, clu
     quick["dask"] = {"address": cluster}
     (cfg / "experiments" / "iba.yaml").write_text(yaml.safe_dump(quick))
     summary = tmp_path / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/iba.yaml", "--quiet",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/iba.yaml", "--quiet",
                            "--summary-json", str(summary)], cwd=tmp_path,
                           env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True, text=True,
                           timeout=1500)

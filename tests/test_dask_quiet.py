@@ -8,8 +8,8 @@ import dask
 import pytest
 from distributed import Client, LocalCluster, get_worker
 
-from flows.runtime import task_runner
-from perseval.setup.config import DaskSettings
+from perseval_flows.runtime import task_runner
+from perseval.experiment.config import DaskSettings
 
 
 def _wait_on_model(seconds: float) -> dict:

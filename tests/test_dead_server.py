@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.failure import what_failed
+from perseval_flows.failure import what_failed
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import ServerPool
 from perseval.llm.endpoint import ServerExited
 from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 
 from .cli_runs import server_of
 from .conftest import CONFIGS

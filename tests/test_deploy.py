@@ -67,7 +67,7 @@ def worker(prefect_api, tmp_path):
 def test_a_worker_runs_the_scheduled_deployment_and_a_rerun_sends_nothing(prefect_api, worker, tmp_path):
     path = _experiment(tmp_path)
     env = dict(os.environ, PREFECT_API_URL=prefect_api)
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "deploy", str(path), "--cron", "0 2 * * *",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "deploy", str(path), "--cron", "0 2 * * *",
                            "--name", "nightly-apeb", "--pool", POOL, "--sample", "2"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -160,7 +160,7 @@ def cli_commands() -> dict[str, set[str]]:
     """Every command, a benchmark's own ones as `<benchmark> <command>`, with its options."""
     import typer.main
 
-    from flows.cli import app
+    from perseval_flows.cli import app
 
     def options(cmd) -> set[str]:
         return {o for p in cmd.params for o in (*p.opts, *p.secondary_opts) if o.startswith("-")} | {"--help"}
@@ -180,7 +180,7 @@ def command_groups() -> set[str]:
 def test_every_perseval_command_shown_is_real():
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from perseval_flows.cli import app
 
     calls = [c for page in OWN_PAGES for c in perseval_calls(page)]
     assert any(where.startswith("README.md") for _, _, where in calls), "README shows no perseval command"
@@ -194,7 +194,7 @@ def test_every_perseval_command_shown_is_real():
         result = runner.invoke(app, [*sub.split(), "--help"])
         assert result.exit_code == 0, f"perseval {sub} --help exited {result.exit_code}: {result.output}"
     # the installed entry point itself, once (the same app as a process, as a user types it)
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "--help"], cwd=ROOT, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "--help"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert all(sub.split()[0] in proc.stdout for sub in {sub for sub, _, _ in calls})  # `iba` for `iba agreement`

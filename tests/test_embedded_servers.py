@@ -13,12 +13,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-import flows.cli
-from flows.cli import app
+import perseval_flows.cli
+from perseval_flows.cli import app
 from perseval.llm.settings import DeploymentConfig, ModelConfig
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 from perseval.core.errors import ConfigError
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.llm import deployments, embedded
 from perseval.llm.cache import request_key
 from perseval.llm.client import key_format
@@ -172,7 +172,7 @@ def test_validate_refuses_a_missing_llama_server_before_anything_starts(tmp_path
     monkeypatch.setenv(LLAMA_SERVER_ENV, str(tmp_path / "missing"))
     monkeypatch.chdir(tmp_path)
     started: list = []
-    monkeypatch.setattr(flows.cli, "_run_flow", lambda *a, **k: started.append(a))
+    monkeypatch.setattr(perseval_flows.cli, "_run_flow", lambda *a, **k: started.append(a))
     monkeypatch.setattr(deployments, "start_server", lambda *a, **k: started.append(a))
     for command in ("validate", "run"):
         result = CliRunner().invoke(app, [command, str(CONFIGS / "experiments" / "quickstart.yaml")])
@@ -200,7 +200,7 @@ def test_validate_says_how_to_install_llama_cpp_python_where_it_is_missing(tmp_p
     model.write_text(yaml.safe_dump({**spec, "deployment": "smollm2-135m-cpu-llama-cpp-python"}))
     # None in sys.modules makes every `import llama_cpp` fail, as where the extra was never installed
     code = ("import sys; sys.modules['llama_cpp'] = None; sys.argv = ['perseval', 'validate', sys.argv[1]]; "
-            "from flows.cli import app; app()")
+            "from perseval_flows.cli import app; app()")
     proc = subprocess.run([sys.executable, "-c", code, str(configs / "experiments" / "quickstart.yaml")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     out = " ".join((proc.stdout + proc.stderr).split())

@@ -9,13 +9,13 @@ import pytest
 from rich.console import Console
 from statsmodels.stats.multitest import multipletests
 
-import flows.cli as cli
+import perseval_flows.cli as cli
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.metrics.aggregate import group_table
 from perseval.metrics.uncertainty import cluster_mean, paired_difference
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.report.headline import headline_rows, uncertainty_metrics
 from perseval.report.tables import delta_text, score_text
 from perseval.pipeline.runner import score_outputs

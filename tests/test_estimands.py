@@ -12,12 +12,12 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from perseval.core.records import InstanceScore
+from perseval.core.instances import InstanceScore
 from perseval.metrics.aggregate import OVERALL, group_table
 from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.uncertainty import cluster_mean, paired_difference, unpaired_difference
 from perseval.pipeline.plan import entry_statistics, make_plan, score_key
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 
 from .conftest import CONFIGS
 

@@ -21,12 +21,12 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from perseval_flows.cli import app
 from perseval.benchmarks.apeb.judges.ranking import RankingJudge
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
 from perseval.core.errors import ConfigError
 from perseval.llm.settings import Sampling
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.judges.base import JudgeBinding
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
@@ -34,7 +34,7 @@ from perseval.llm.deployments import start_server, stop_server
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import OVERALL, group_table
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.core.redact import MASK, redact, redact_records, register_secret
 from perseval.report.headline import headline, headline_rows
 from perseval.retrieval.chunking import chunk_text
@@ -445,8 +445,8 @@ def test_stop_server_stops_a_guarded_server(tmp_path):
 def test_the_dask_cluster_has_no_dashboard_and_leaves_8787_alone():
     from distributed import LocalCluster
 
-    from flows.runtime import task_runner
-    from perseval.setup.config import DaskSettings
+    from perseval_flows.runtime import task_runner
+    from perseval.experiment.config import DaskSettings
 
     kwargs = dict(task_runner(DaskSettings()).cluster_kwargs, n_workers=0)  # the runner's own kwargs, no worker
     with LocalCluster(**kwargs) as cluster:

@@ -3,10 +3,10 @@ decided once per unit by perseval.pipeline.freshness, top-down, so a redone inpu
 import os
 import time
 
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.pipeline.freshness import part_final, pending
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import AgentOutput, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, InstanceScore, Judgment
 from perseval.core.store import StageStore
 
 from .conftest import CONFIGS

@@ -6,8 +6,8 @@ import yaml
 
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
-from perseval.setup.experiment import experiment_file, load_experiment
-from perseval.setup.from_cli import cli_experiment, is_benchmark_list, write_experiment
+from perseval.experiment.load import experiment_file, load_experiment
+from perseval.experiment.from_cli import cli_experiment, is_benchmark_list, write_experiment
 
 
 def _keys(path) -> dict:
@@ -61,7 +61,7 @@ def test_benchmark_names() -> None:
 def test_print_config_is_the_experiment_the_command_runs(tmp_path) -> None:
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from perseval_flows.cli import app
 
     out = CliRunner().invoke(app, ["run", "lamp", "--model", "smollm2-135m", "--limit", "3", "--print-config"])
     assert out.exit_code == 0, out.output

@@ -8,7 +8,7 @@ import pickle
 import pytest
 
 from perseval.core.frozen import FrozenError, thaw
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 from perseval.core.schema import from_table, to_table
 
 from .conftest import build

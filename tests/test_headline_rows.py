@@ -43,7 +43,7 @@ def test_the_probe_pass_fills_typed_fields(tmp_path):
     from perseval.core.store import StageStore
     from perseval.pipeline.plan import make_plan
     from perseval.report import probes
-    from perseval.setup.experiment import load_experiment
+    from perseval.experiment.load import load_experiment
 
     from .conftest import CONFIGS
 

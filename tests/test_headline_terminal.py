@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-import flows.cli as cli
+import perseval_flows.cli as cli
 from perseval.metrics.aggregate import group_table
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import InstanceScore
+from perseval.core.instances import InstanceScore
 from perseval.core.store import StageStore
 from perseval.report.headline import headline_rows
 from perseval.report.tables import score_text
 from perseval.report.tables import headline_tables, short_names
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 
 from .conftest import CONFIGS
 

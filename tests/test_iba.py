@@ -17,9 +17,9 @@ from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
 from perseval.benchmarks.iba.judges.slots import SlotJudge
 from perseval.judges.base import JudgeBinding
 from perseval.benchmarks.iba.taxonomy import parse_taxonomy
-from perseval.setup.config import AgentConfig, load_config
+from perseval.experiment.config import AgentConfig, load_config
 from perseval.core.errors import ConfigError, InputError
-from perseval.core.records import AgentOutput
+from perseval.core.instances import AgentOutput
 from tests.scripted import ScriptedChat
 from .conftest import build, by_owner, context, evidence, shipped_config
 

@@ -19,10 +19,10 @@ from perseval.benchmarks.iba.agents.iba_agent.prompts import FACETS
 from perseval.agents.rag import RagAgent
 from perseval.benchmarks.iba.answers import IbaTask, open_slots
 from perseval.benchmarks.iba.prompts import api_schema, generate_messages
-from perseval.setup.config import AgentConfig, load_config
+from perseval.experiment.config import AgentConfig, load_config
 from perseval.core.errors import ConfigError
 from perseval.llm.base import ChatResult
-from perseval.core.records import Document, Passage
+from perseval.core.instances import Document, Passage
 from tests.scripted import ScriptedChat
 from tests.iba_agent_helpers import (TASK, FakeRetriever, entry, instance, passage, prompts_of, responder,
                                      run, stage_of, steps)
@@ -353,7 +353,7 @@ def test_deep_retrieval_mechanics_vs_plain_top_k_at_equal_budget(tmp_path):
     template facets alone do not beat plain top-10, so the paper's gain has to come from model-written
     expansion and salience re-ranking."""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from perseval.setup.components import make_retriever
+    from perseval.experiment.components import make_retriever
     from perseval.retrieval.settings import RetrieverConfig
     from perseval.kernel.registry import benchmark_class
 

@@ -13,7 +13,7 @@ from perseval.benchmarks.iba.agents.iba_agent.agent import IbaAgent
 from perseval.benchmarks.iba.agents.iba_agent.alignment import clean_preference, parse_compact, parse_preferences
 from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import select_robust
 from perseval.benchmarks.iba.analysis_evidence import STEPS, evidence_by_step, held_by_step, step_passages
-from perseval.core.records import Document, Instance, Passage
+from perseval.core.instances import Document, Instance, Passage
 from tests.scripted import ScriptedChat
 from tests.iba_agent_helpers import FakeRetriever, TASK, entry, instance, prompts_of, responder, run, stage_of
 

@@ -14,7 +14,7 @@ from perseval.benchmarks.iba.analysis import analyze
 from perseval.benchmarks.iba.analysis_slices import window_starts
 from perseval.benchmarks.iba.analysis_tables import ablation_flags
 from perseval.benchmarks.iba.qa import make_qa_probes
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 WRITING, PLANNING = "Writing and Design", "Planning"
 

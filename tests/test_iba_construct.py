@@ -19,7 +19,7 @@ from perseval.benchmarks.base import build_all
 from perseval.benchmarks.iba.llm_construct import Writers
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.core.errors import ConfigError
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.core.store import StageStore
 from tests.scripted import ScriptedChat
 
@@ -261,7 +261,7 @@ def test_bad_params_are_refused():
 
 def _unit(params: dict, sample: int, seed: int, key: str = "k"):
     from perseval.benchmarks.iba.benchmark import IbaBenchmark
-    from perseval.setup.config import BenchmarkEntry
+    from perseval.experiment.config import BenchmarkEntry
     from perseval.pipeline.plan import DataUnit
 
     entry = BenchmarkEntry(name="iba", sample=sample, params=params, agents=["x"])
@@ -392,7 +392,7 @@ def test_llm_mode_can_rewrite_noise_and_streams_to_the_store(tmp_path):
 
 def _experiment(tmp_path, construction: dict | None = None, model_file: str | None = None):
     """The quickstart's IBA entry in a config tree of its own (models copied, so a test may change one)."""
-    from perseval.setup.experiment import load_experiment
+    from perseval.experiment.load import load_experiment
 
     configs = tmp_path / "configs"
     (configs / "experiments").mkdir(parents=True, exist_ok=True)
@@ -437,7 +437,7 @@ def test_perseval_construct_writes_the_key_perseval_run_reads_in_llm_mode(tmp_pa
     """`perseval construct` is the evaluate flow's construct stage: its LLM-mode data (models started for
     the build) lands under the data key the plan of `perseval run` computes, and is reused as is."""
     monkeypatch.setenv("PREFECT_API_URL", prefect_api)
-    from flows.evaluate import evaluate
+    from perseval_flows.evaluate import evaluate
     from perseval.llm.cache import RequestCache
     from perseval.pipeline.plan import make_plan
 

@@ -26,7 +26,7 @@ from perseval.benchmarks.iba.qa import dimension_name, known_scenario
 from perseval.benchmarks.iba.release import load_release
 from perseval.core.errors import InputError
 from perseval.judges.base import JudgeBinding
-from perseval.core.records import Document
+from perseval.core.instances import Document
 from tests.scripted import ScriptedChat
 from tests.conftest import by_owner as owners
 
@@ -163,9 +163,9 @@ def test_rating_answers_are_read_from_json_a_cut_reply_or_a_bare_number():
 def indexed(tmp_path_factory):
     """The release and a real MiniLM + FAISS index of its histories."""
     os.environ["HF_HUB_OFFLINE"] = "1"
-    from perseval.setup.components import make_retriever
+    from perseval.experiment.components import make_retriever
     from perseval.retrieval.settings import RetrieverConfig
-    from perseval.setup.config import load_config
+    from perseval.experiment.config import load_config
 
     data = load_release(RELEASE)
     retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))
@@ -352,9 +352,9 @@ def test_a_preference_stated_late_in_a_long_turn_is_seen_by_the_rater_and_the_ex
     """The rater saw the first 300 characters of a passage, and the extraction 300 of the user's side:
     a statement after a paragraph of chatter reached neither. Now the rater sees the whole chunk and
     the extraction shares 3000 characters among the kept passages."""
-    from perseval.setup.components import make_retriever
+    from perseval.experiment.components import make_retriever
     from perseval.retrieval.settings import RetrieverConfig
-    from perseval.setup.config import load_config
+    from perseval.experiment.config import load_config
 
     data = load_release(long_turn_release(tmp_path / "release"))
     long_id = next(d.doc_id for d in data.documents if d.meta.get("supports"))

@@ -17,7 +17,7 @@ import yaml
 from perseval.benchmarks.iba.release import load_release
 
 from .conftest import CONFIGS
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,7 @@ def result(tmp_path_factory, prefect_api) -> tuple[Path, dict]:
     exp = yaml.safe_load((experiment_file("iba_own_release")).read_text())
     exp["benchmarks"][0].update(source=str(RELEASE), agents=["iba-no-history", "iba-oracle", "iba-agent"])
     (folder / "mine.yaml").write_text(yaml.safe_dump(exp))
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "mine.yaml", "--summary-json", "summary.json",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "mine.yaml", "--summary-json", "summary.json",
                            "--quiet"], cwd=folder, env=dict(os.environ, PREFECT_API_URL=prefect_api),
                           capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -8,7 +8,7 @@ import pytest
 from perseval.benchmarks.iba import load_taxonomy
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.qa import make_qa_probes
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 
 @pytest.fixture(scope="module")

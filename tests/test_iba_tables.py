@@ -4,8 +4,8 @@ from __future__ import annotations
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.iba.qa import QA_ACTION
 from perseval.benchmarks.iba.tables import domain_table, scenario_table
-from perseval.setup.components import make_benchmark
-from perseval.core.records import Instance
+from perseval.experiment.components import make_benchmark
+from perseval.core.instances import Instance
 
 
 def _inst(i: int, domain: str, scenario: str, prefs: list[tuple[str, str, str | None]], n_evidence: int,

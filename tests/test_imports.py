@@ -91,11 +91,11 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_relative_and_function_level_imports_are_read(tmp_path):
     code = ("from __future__ import annotations\nfrom typing import TYPE_CHECKING\n"
             "if TYPE_CHECKING:\n    from perseval.pipeline.plan import Plan\n"
-            "def f():\n    from perseval.pipeline import stages\n    from ..core.records import Instance\n")
+            "def f():\n    from perseval.pipeline import stages\n    from ..core.instances import Instance\n")
     path = tmp_path / "mod.py"
     path.write_text(code)
     assert imports_of("perseval.pipeline.mod", path) == {"perseval.pipeline.plan", "perseval.pipeline.stages",
-                                                          "perseval.core.records"}
+                                                          "perseval.core.instances"}
 
 
 def test_the_library_import_graph_has_no_cycle():

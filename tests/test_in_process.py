@@ -12,10 +12,10 @@ import yaml
 from prefect.task_runners import ThreadPoolTaskRunner
 from prefect_dask import DaskTaskRunner
 
-from flows.runtime import run_experiment, task_runner
+from perseval_flows.runtime import run_experiment, task_runner
 from perseval.retrieval.chunking import chunk_text
 from perseval.retrieval.embedder import Embedder, EmbedderConfig
-from perseval.setup.config import DaskSettings
+from perseval.experiment.config import DaskSettings
 
 from .conftest import write_configs
 

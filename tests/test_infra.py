@@ -8,11 +8,11 @@ import pytest
 import yaml
 
 from perseval.llm.settings import DeploymentConfig, ModelConfig
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.llm.deployments import vllm_command
 
 from .conftest import REPO
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 INFRA = REPO / "infra"
 
@@ -73,4 +73,4 @@ def test_every_perseval_name_an_infra_script_imports_exists():
                 for name in (n.strip() for n in names.split(",")):
                     found.append((path.name, module, name))
                     assert hasattr(importlib.import_module(module), name), (path.name, module, name)
-    assert ("bench_h200.sh", "perseval.setup.experiment", "load_experiment") in found
+    assert ("bench_h200.sh", "perseval.experiment.load", "load_experiment") in found

@@ -10,7 +10,7 @@ from packaging.requirements import Requirement
 
 from perseval.llm.identity import resolve_gguf
 from perseval.llm.settings import ModelConfig
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 
 from .conftest import CONFIGS
 

@@ -14,7 +14,7 @@ import psutil
 import pytest
 import yaml
 
-from flows.interrupt import INTERRUPT_EXIT
+from perseval_flows.interrupt import INTERRUPT_EXIT
 
 from .cli_runs import EXP, cli_run, finish
 from .conftest import config_tree

@@ -18,7 +18,7 @@ from perseval.judges.binary import REASON_CHARS, VERDICT_SCHEMA, binary_verdict
 from perseval.judges.quoting import quote
 from perseval.llm.identity import resolve_gguf
 from perseval.core.parsing import judge_object, parse_binary, read_object_prefix
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.pipeline.runner import judge_shard
 from tests.scripted import ScriptedChat
 

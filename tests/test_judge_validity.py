@@ -12,7 +12,7 @@ from perseval.core.errors import InputError
 from perseval.judges.labels import Label, file_pairs, judge_scores, label_pairs, read_labels
 from perseval.metrics.validity import (confusion, correlations, criterion_row, krippendorff_alpha, validity_table,
                                       weighted_kappa)
-from perseval.core.records import Judgment
+from perseval.core.instances import Judgment
 
 krippendorff = pytest.importorskip("krippendorff")
 
@@ -116,7 +116,7 @@ def test_labels_join_the_judges_scores_and_an_ambiguous_label_must_name_its_agen
 
 def test_judge_check_reads_the_judgments_a_computed_run_stored(tmp_path):
     """The IBA oracle's slot judgments (a rule judge, so no model) against labels that agree on all but one."""
-    from perseval.setup.experiment import load_experiment
+    from perseval.experiment.load import load_experiment
     from perseval.report.judge_check import judge_check
     from perseval.pipeline.plan import make_plan
     from perseval.pipeline.stages import Runtime
@@ -152,10 +152,10 @@ def test_judge_check_reads_the_judgments_a_computed_run_stored(tmp_path):
 def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp_path):
     """Real meta-test pairs of the bundled sample; an evaluator whose scores are the human's (x20) agrees
     perfectly, one off by one step on need alignment does not."""
-    from perseval.setup.experiment import load_experiment
+    from perseval.experiment.load import load_experiment
     from perseval.report.judge_check import data_label_pairs
     from perseval.pipeline.plan import make_plan
-    from perseval.core.records import InstanceScore
+    from perseval.core.instances import InstanceScore
     from perseval.pipeline.stages import Runtime, construct, load_instances
     from perseval.core.store import StageStore
 

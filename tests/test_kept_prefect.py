@@ -11,13 +11,13 @@ import time
 import httpx
 import pytest
 
-from flows.prefect_server import LEASES, RECORD, kept_prefect_server, wait_ready
+from perseval_flows.prefect_server import LEASES, RECORD, kept_prefect_server, wait_ready
 
 pytestmark = pytest.mark.integration
 
 USER = """
 import sys, httpx
-from flows.prefect_server import kept_prefect_server, wait_ready
+from perseval_flows.prefect_server import kept_prefect_server, wait_ready
 with kept_prefect_server(sys.argv[1], idle_s=float(sys.argv[2])) as api:
     wait_ready()
     assert httpx.get(api + "/health", timeout=5).status_code == 200

@@ -22,7 +22,7 @@ from perseval.benchmarks.lamp.layout import TASKS
 from perseval.benchmarks.lamp.metrics import macro_f1, rouge1, rouge_l
 from perseval.benchmarks.lamp.prompts import with_profile
 from perseval.core.errors import InputError
-from perseval.core.records import AgentOutput, Passage
+from perseval.core.instances import AgentOutput, Passage
 from perseval.judges.base import JudgeBinding
 from perseval.pipeline.controls import derangement
 from perseval.kernel.registry import agent_class, benchmark_class, judge_class

@@ -15,10 +15,10 @@ import yaml
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from flows.cli import app
-from perseval.core.records import AgentOutput
+from perseval_flows.cli import app
+from perseval.core.instances import AgentOutput
 from perseval.core.store import StageStore
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 from .cli_runs import cli_run, finish
 from .conftest import CONFIGS, REPO

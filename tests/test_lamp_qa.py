@@ -26,7 +26,7 @@ from perseval.benchmarks.lamp_qa.layout import CATEGORIES
 from perseval.benchmarks.lamp_qa.prompts import PLAN_HEADING, PROFILE_HEADING, QUESTION_HEADING
 from perseval.benchmarks.probes import EMPTY, GOOD, WRONG
 from perseval.core.errors import InputError
-from perseval.core.records import AgentOutput, Passage
+from perseval.core.instances import AgentOutput, Passage
 from perseval.judges.base import JudgeBinding
 from perseval.kernel.registry import agent_class, benchmark_class, judge_class
 from perseval.pipeline.controls import derangement
@@ -300,8 +300,8 @@ def test_the_paper_table_is_the_mean_score_per_category_on_the_papers_scale():
 
 
 def test_validate_accepts_the_cpu_config_and_names_a_bad_row(tmp_path, monkeypatch):
-    from flows.cli import app
-    from perseval.setup.experiment import experiment_file
+    from perseval_flows.cli import app
+    from perseval.experiment.load import experiment_file
 
     runner = CliRunner()
     ok = runner.invoke(app, ["validate", str(experiment_file("lamp_qa_cpu"))])
@@ -319,7 +319,7 @@ def test_validate_accepts_the_cpu_config_and_names_a_bad_row(tmp_path, monkeypat
 
 def test_the_cross_benchmark_roles_of_the_lamp_qa_agents():
     from perseval.report.cross_benchmark import agent_roles
-    from perseval.setup.experiment import experiment_file, load_experiment
+    from perseval.experiment.load import experiment_file, load_experiment
 
     roles = agent_roles(load_experiment(experiment_file("lamp_qa_cpu")))
     assert (roles["lamp-qa-rag"], roles["lamp-qa-random-k"]) == ("history", "history")

@@ -14,9 +14,9 @@ import yaml
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from flows.cli import app
+from perseval_flows.cli import app
 from perseval.benchmarks.lamp_qa.judges.aspects import question_scores
-from perseval.core.records import AgentOutput, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, InstanceScore, Judgment
 from perseval.core.store import StageStore
 
 from .cli_runs import cli_run, finish

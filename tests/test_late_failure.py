@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from flows.failure import LATE_FAILURE_EXIT, TRACEBACK_ENV, failure_report, what_failed
+from perseval_flows.failure import LATE_FAILURE_EXIT, TRACEBACK_ENV, failure_report, what_failed
 from perseval.llm.settings import DeploymentConfig, ModelConfig
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 from perseval.core.errors import DeploymentError
 from perseval.llm.deployments import Deployment
 
@@ -83,7 +83,7 @@ def test_a_prefect_server_that_cannot_start_ends_the_run_in_a_few_lines(tmp_path
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_") and k != TRACEBACK_ENV}
     env.update(PYTHONPATH=str(REPO), PREFECT_HOME=str(tmp_path / "home-is-a-file"))
     argv = [command, "configs/experiments/late.yaml", *(["--quiet"] if command == "run" else [])]
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", *argv], cwd=work, env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", *argv], cwd=work, env=env, capture_output=True,
                           text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == LATE_FAILURE_EXIT, out
@@ -113,7 +113,7 @@ def test_a_model_server_that_cannot_start_after_construct_and_index_keeps_them(t
     env = dict(os.environ, PYTHONPATH=str(REPO), PREFECT_API_URL=prefect_api)
     env.pop(TRACEBACK_ENV, None)
     argv = ["run", "configs/experiments/late.yaml", "--quiet"]
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", *argv], cwd=work, env=env, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", *argv], cwd=work, env=env, capture_output=True,
                           text=True, timeout=300)
     out = proc.stdout + proc.stderr
     assert proc.returncode == LATE_FAILURE_EXIT, out[-3000:]

@@ -1,12 +1,13 @@
 """The layers and the wings, checked on every module (imports inside functions included).
 
-Layers: perseval/ never imports Prefect, tasks/ or flows/; tasks/ never imports flows/.
+Layers: perseval/ never imports Prefect, tasks/ or flows/ (installed as perseval_tasks and perseval_flows);
+tasks/ never imports flows/.
 Wings of perseval/ stack in LAYERS, and a wing imports only wings of the layers below its own:
 core/ (records, store, errors) < kernel/ (Params, registries, capabilities: the shared vocabulary) <
-the base components (llm, metrics, retrieval) < agents and judges < benchmarks < setup/ (loading an
-experiment) < pipeline/ < report/. A benchmark's own command modules (named in its components.yaml), which
+the base components (llm, metrics, retrieval) < agents and judges < benchmarks < experiment/ (loading and
+checking an experiment) < pipeline/ < report/. A benchmark's own command modules (named in its components.yaml), which
 nothing in perseval imports, keep their wing's rules too: they read the store through core/ and the rest
-through perseval.kernel.commands.CommandHost. So no component imports setup/, the agent contract never
+through perseval.kernel.commands.CommandHost. So no component imports experiment/, the agent contract never
 reaches into a benchmark, nothing runs back up, and no module is an exception. No benchmark imports
 another benchmark (test_no_benchmark_imports_another).
 """
@@ -18,9 +19,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-RULES = {"perseval": ("prefect", "prefect_dask", "tasks", "flows"), "tasks": ("flows",)}
+# folder -> the top-level packages it may not import (flows/ and tasks/ are installed under perseval's names; the
+# bare names are refused too, so no module reaches them through the checkout's folder)
+RULES = {"perseval": ("prefect", "prefect_dask", "tasks", "flows", "perseval_tasks", "perseval_flows"),
+         "tasks": ("flows", "perseval_flows")}
 LAYERS = (("core",), ("kernel",), ("llm", "metrics", "retrieval"), ("agents", "judges"), ("benchmarks",),
-          ("setup",), ("pipeline",), ("report",))
+          ("experiment",), ("pipeline",), ("report",))
 WINGS = tuple(w for layer in LAYERS for w in layer)
 LAYER_OF = {w: i for i, layer in enumerate(LAYERS) for w in layer}
 # wing -> the perseval wings it may not import: its own layer's other wings and every layer above
@@ -80,16 +84,16 @@ def test_the_root_holds_only_wings():
 def test_the_checker_sees_imports_inside_functions_and_relative_ones(tmp_path):
     f = tmp_path / "perseval" / "metrics" / "m.py"
     f.parent.mkdir(parents=True)
-    f.write_text("def g():\n    from prefect import task\n    import flows.cli\n    from ..pipeline import plan\n")
+    f.write_text("def g():\n    from prefect import task\n    import perseval_flows.cli\n    from ..pipeline import plan\n")
     found = imported(f, tmp_path)
-    assert {"prefect", "flows.cli", "perseval.pipeline", "perseval.pipeline.plan"} <= found
+    assert {"prefect", "perseval_flows.cli", "perseval.pipeline", "perseval.pipeline.plan"} <= found
     assert wing_of("perseval.pipeline.plan") in WING_RULES["metrics"]
 
 
 def test_the_rules_forbid_the_arrows_the_layers_exist_for():
     """Spelled out, so a reordering of LAYERS that allowed one of them fails here."""
     components = ("agents", "judges", "retrieval", "llm", "metrics", "benchmarks")
-    assert all("setup" in WING_RULES[c] for c in components)  # components never import the config phase
+    assert all("experiment" in WING_RULES[c] for c in components)  # components never import the config phase
     assert "benchmarks" in WING_RULES["agents"]  # the agent contract depends on no benchmark
     assert set(WINGS) - set(WING_RULES["kernel"]) == {"core", "kernel"}  # the kernel imports no component
     assert all("report" in WING_RULES[w] for w in WINGS if w != "report")  # nothing runs back up from views
@@ -165,3 +169,23 @@ def test_the_cross_benchmark_check_sees_a_relative_import(tmp_path):
     (tmp_path / "perseval" / "benchmarks" / "a" / "m.py").write_text("def f():\n    from ..b import x\n")
     assert cross_benchmark_imports(tmp_path) == {"perseval/benchmarks/a/m.py": ["perseval.benchmarks.b",
                                                                                 "perseval.benchmarks.b.x"]}
+
+
+def test_flows_and_tasks_are_installed_under_perseval_s_names(tmp_path):
+    """Outside the checkout, the generic names `flows` and `tasks` are not perseval's (another distribution may
+    own them); perseval_flows and perseval_tasks are, and the `perseval` command starts from them."""
+    import subprocess
+    import sys
+
+    def attempt(code: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"})
+
+    for name in ("flows", "tasks"):
+        assert "No module named" in attempt(f"import {name}").stderr
+    done = attempt("import perseval_flows.cli, perseval_tasks.stages; print(perseval_flows.cli.__file__)")
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).parent.name == "flows"  # the repository's folder, under perseval's name
+    help_ = subprocess.run([str(Path(sys.executable).parent / "perseval"), "--help"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert help_.returncode == 0 and "Usage: perseval" in help_.stdout

@@ -4,12 +4,12 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from flows.cli import app
+from perseval_flows.cli import app
 from perseval.core.errors import ConfigError
 from perseval.core.suggest import closest, suggestion
 from perseval.kernel.registry import manifest_index
-from perseval.setup.experiment import experiment_file
-from perseval.setup.listing import config_files
+from perseval.experiment.load import experiment_file
+from perseval.experiment.listing import config_files
 
 
 def test_list_agents_names_every_registered_agent_and_config() -> None:
@@ -45,7 +45,7 @@ def test_typoed_experiment_names_the_closest() -> None:
 
 
 def test_wrong_component_name_in_yaml_suggests(tmp_path) -> None:
-    from perseval.setup.experiment import load_experiment
+    from perseval.experiment.load import load_experiment
 
     text = (experiment_file("lamp_cpu").read_text().replace("backbones: [smollm2-135m]", "backbones: [smollm2-13m]"))
     path = tmp_path / "x.yaml"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from flows.cli import ui_command
-from flows.prefect_server import prefect_server_command
-from flows.runtime import task_runner
+from perseval_flows.cli import ui_command
+from perseval_flows.prefect_server import prefect_server_command
+from perseval_flows.runtime import task_runner
 from perseval.llm.settings import DeploymentConfig, ModelConfig
-from perseval.setup.config import DaskSettings, load_config
+from perseval.experiment.config import DaskSettings, load_config
 from perseval.llm import deployments
 from perseval.llm.deployments import Deployment, vllm_command
 from perseval.llm.embedded import embedded_command

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment

@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from flows.prefect_server import _home, _start, kept_server, prefect_server_command
+from perseval_flows.prefect_server import _home, _start, kept_server, prefect_server_command
 from perseval.llm.deployments import free_port
 
 

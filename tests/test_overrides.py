@@ -12,12 +12,12 @@ import yaml
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.answers import IbaTask
-from perseval.setup.components import make_agent
-from perseval.setup.experiment import bound, judge_specs
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.components import make_agent
+from perseval.experiment.load import bound, judge_specs
+from perseval.experiment.load import load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import Instance, Passage
+from perseval.core.instances import Instance, Passage
 from perseval.report.show import at_path, effective_settings
 from tests.conftest import CONFIGS, copy_configs
 from tests.scripted import ScriptedChat

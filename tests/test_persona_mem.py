@@ -26,14 +26,14 @@ from perseval.benchmarks.persona_mem.benchmark import PersonaMem
 from perseval.benchmarks.persona_mem.judges.choice import ChoiceJudge
 from perseval.benchmarks.persona_mem.loader import parse_options, read_release
 from perseval.core.errors import InputError
-from perseval.core.records import AgentOutput, Document, Instance, Passage
+from perseval.core.instances import AgentOutput, Document, Instance, Passage
 from perseval.judges.base import JudgeBinding
 from perseval.pipeline.plan import make_plan
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from tests.scripted import ScriptedChat
 
 from .conftest import REPO
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 SAMPLE = REPO / "tests" / "data" / "persona_mem"
 QUESTIONS, CONTEXTS = "questions_32k.csv", "shared_contexts_32k.jsonl"

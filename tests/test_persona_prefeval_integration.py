@@ -19,9 +19,9 @@ import yaml
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from flows.cli import app
+from perseval_flows.cli import app
 
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 from .conftest import CONFIGS, REPO, copy_configs
 
@@ -81,7 +81,7 @@ def test_validate_accepts_both_cpu_configs_and_names_a_bad_row(workdir, monkeypa
 
 def test_both_benchmarks_run_end_to_end_with_controls(workdir, prefect_api):
     summary = workdir / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/tiny.yaml",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/tiny.yaml",
                            "--summary-json", str(summary), "--quiet"], cwd=workdir,
                           env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True, text=True,
                           timeout=1500)

@@ -51,7 +51,7 @@ def workdir(tmp_path_factory) -> Path:
 def _run(workdir: Path, api: str, experiment: str, tag: str) -> dict:
     summary = workdir / f"summary-{tag}.json"
     env = dict(os.environ, PREFECT_API_URL=api)
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", f"configs/experiments/{experiment}.yaml",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", f"configs/experiments/{experiment}.yaml",
                            "--summary-json", str(summary), "--quiet"], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=1500)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -150,11 +150,11 @@ def test_second_run_sends_no_request(workdir, prefect_api, first):
     # (the experiment named by its file's name) skips it, saying so (issue 42)
     record = json.loads((workdir / "runs" / "records" / second["mlflow_run_id"] / "record.json").read_text())
     assert record["computed_by"] == first["mlflow_run_id"] != record["run_id"]
-    shown = subprocess.run([sys.executable, "-m", "flows.cli", "compare", "tiny"], cwd=workdir,
+    shown = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "compare", "tiny"], cwd=workdir,
                            capture_output=True, text=True, timeout=300)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert f"skipped {second['mlflow_run_id'][:8]}" in shown.stdout and first["mlflow_run_id"][:8] in shown.stdout
-    both = subprocess.run([sys.executable, "-m", "flows.cli", "compare", first["mlflow_run_id"],
+    both = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "compare", first["mlflow_run_id"],
                            second["mlflow_run_id"]], cwd=workdir, capture_output=True, text=True, timeout=300)
     assert both.returncode == 0, both.stderr[-2000:]
     assert "apeb/apeb-oracle/-/-/apeb.ranking" in both.stdout
@@ -192,7 +192,7 @@ def test_malformed_input_fails_before_any_model_starts(workdir, prefect_api, tmp
                                                   "agents": ["bespoke-raw-history"]}]}
     (workdir / "configs" / "experiments" / "bad.yaml").write_text(yaml.safe_dump(bad))
     env = dict(os.environ, PREFECT_API_URL=prefect_api)
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/bad.yaml", "--quiet",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/bad.yaml", "--quiet",
                            "--output-root", str(tmp_path / "runs")], cwd=workdir, env=env, capture_output=True,
                           text=True, timeout=600)
     out = proc.stdout + proc.stderr

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import Plan, make_plan
 
@@ -185,8 +185,8 @@ def test_an_agents_prompt_version_moves_its_run_keys_from_the_first_change_on():
 
     from perseval.pipeline.plan import run_key
     from perseval.llm.settings import ModelConfig
-    from perseval.setup.config import AgentConfig, load_config
-    from perseval.setup.experiment import agent_spec
+    from perseval.experiment.config import AgentConfig, load_config
+    from perseval.experiment.load import agent_spec
 
     spec = {name: agent_spec(load_config(AgentConfig, shipped_config("agents", name)), name)
             for name in ("iba-agent", "iba-rag")}

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from perseval.kernel import registry
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import InstanceScore
+from perseval.core.instances import InstanceScore
 from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score
 from perseval.core.store import StageStore
 from .conftest import PLUGIN, write_configs, copy_configs
@@ -78,7 +78,7 @@ def test_an_installed_package_adds_components_through_its_entry_point(tmp_path, 
 def test_perseval_run_runs_the_plugin_on_prefect_and_dask(tmp_path, prefect_api):
     path = write_configs(tmp_path)
     summary = tmp_path / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(path), "--quiet", "--summary-json",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", str(path), "--quiet", "--summary-json",
                            str(summary)], cwd=tmp_path, env=dict(os.environ, PREFECT_API_URL=prefect_api),
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

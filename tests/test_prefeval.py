@@ -26,14 +26,14 @@ from perseval.benchmarks.prefeval.judges.classification import ClassificationJud
 from perseval.benchmarks.prefeval.judges.generation import GenerationJudge
 from perseval.benchmarks.prefeval.loader import ACKNOWLEDGEMENT
 from perseval.core.errors import InputError
-from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance, Passage
+from perseval.core.instances import CORPUS_OWNER, AgentOutput, Document, Instance, Passage
 from perseval.judges.base import JudgeBinding
 from perseval.pipeline.plan import make_plan
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from tests.scripted import ScriptedChat
 
 from .conftest import REPO
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 SAMPLE = REPO / "tests" / "data" / "prefeval"
 

@@ -13,13 +13,13 @@ from sklearn.metrics import roc_auc_score
 
 from perseval.benchmarks.prefeval.judges.generation import GenerationJudge
 from perseval.benchmarks.prefeval.probes import EMPTY, HONOURS, REFUSAL, VIOLATES, WRONG_PREF
-from perseval.core.records import Judgment
+from perseval.core.instances import Judgment
 from perseval.metrics.auc import auc_interval
 from perseval.report.probes import judge_probes, probe_answers, probe_report
 from perseval.report.rows import HeadlineRow
 from perseval.report.tables import judge_text, score_text
 from perseval.llm.settings import ModelConfig, Sampling
-from perseval.setup.specs import JudgeSpec
+from perseval.experiment.specs import JudgeSpec
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.prefeval.benchmark import PrefEval
 from tests.conftest import REPO

@@ -11,7 +11,7 @@ from sklearn.metrics import roc_auc_score
 
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointParams
 from perseval.llm.settings import ModelConfig, Sampling
-from perseval.setup.specs import JudgeSpec
+from perseval.experiment.specs import JudgeSpec
 from perseval.report.probes import EMPTY, GOOD, NOT_INTERPRETABLE, WRONG, judge_probes, probe_answers, probe_report
 
 from .scripted import ScriptedChat

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.report.protocols import Row, check_row, check_sheet, read_sheet
 from perseval.report.show import MISSING, effective_settings
 from tests.conftest import CONFIGS, REPO, copy_configs
@@ -116,9 +116,9 @@ def test_the_prefeval_word_limit_is_on_the_sheet_and_in_what_the_paper_config_se
     from perseval.agents.base import AgentContext
     from perseval.benchmarks.base import build_all
     from perseval.benchmarks.prefeval.benchmark import PrefEval
-    from perseval.core.records import Passage
-    from perseval.setup.components import make_agent
-    from perseval.setup.experiment import bound
+    from perseval.core.instances import Passage
+    from perseval.experiment.components import make_agent
+    from perseval.experiment.load import bound
     from tests.scripted import ScriptedChat
 
     sheet = (SHEETS / "prefeval.md").read_text()

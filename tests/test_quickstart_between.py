@@ -12,10 +12,10 @@ import sys
 import pytest
 import yaml
 
-from perseval.core.records import InstanceScore
+from perseval.core.instances import InstanceScore
 from perseval.core.store import StageStore
 from perseval.pipeline.plan import make_plan
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 
 from .conftest import CONFIGS, shipped_configs
 
@@ -35,14 +35,14 @@ def test_between_lists_the_quickstart_instances_that_differ_with_both_scores_and
     quick |= {"benchmarks": [{**iba, "agents": list(AGENTS)}], "judge_probes": 0}
     (cfg / "experiments" / "quickstart-iba.yaml").write_text(yaml.safe_dump(quick))
     env = dict(os.environ, PREFECT_API_URL=prefect_api)
-    run = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/quickstart-iba.yaml",
+    run = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/quickstart-iba.yaml",
                           "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1500)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     ours = _slot_cells(make_plan(load_experiment(cfg / "experiments" / "quickstart-iba.yaml")))
     shipped = _slot_cells(make_plan(load_experiment(CONFIGS / "experiments" / "quickstart.yaml")))
     assert {a: c.key for a, c in ours.items()} == {a: c.key for a, c in shipped.items()}  # the quickstart's units
 
-    shown = subprocess.run([sys.executable, "-m", "flows.cli", "compare", "perseval-quickstart", "--between",
+    shown = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "compare", "perseval-quickstart", "--between",
                             *AGENTS], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert shown.returncode == 0, shown.stdout[-3000:] + shown.stderr[-3000:]
     assert "Downloading artifacts" not in shown.stdout + shown.stderr

@@ -15,9 +15,9 @@ from mlflow.tracking import MlflowClient
 from rich.console import Console
 from typer.testing import CliRunner
 
-import flows.cli as cli
-from flows.cli import app
-from perseval.core.records import InstanceScore
+import perseval_flows.cli as cli
+from perseval_flows.cli import app
+from perseval.core.instances import InstanceScore
 from perseval.core.store import StageStore
 from perseval.metrics.ci_tables import cluster_of
 from perseval.report.record import (RECORD, SCHEMA_VERSION, download_record, read_record, record_dir)
@@ -80,7 +80,7 @@ def test_the_record_holds_every_field_of_the_run(three):
 
 
 def _instances(root, cell):
-    from perseval.core.records import Instance
+    from perseval.core.instances import Instance
 
     return StageStore(root, "data", cell.run.data.key).read_records(Instance)
 

@@ -12,7 +12,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from flows.cli import app
+from perseval_flows.cli import app
 from perseval.report.record import RECORD, RecordError, read_record, record_dir
 from tests.trace_runs import make_run, track_run
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from perseval.core.records import AgentOutput
+from perseval.core.instances import AgentOutput
 from perseval.core.store import StageStore
 
 from .cli_runs import (EXP, MODEL, cli_run, experiment, finish, headline_scores, listening,  # noqa: F401 (fixtures)
@@ -184,11 +184,11 @@ def test_kill_9_of_the_process_group_leaves_no_server_and_the_flow_run_is_marked
     assert not any(listening(port) for _, port in servers), [_described(pid) for pid, _ in servers]
     assert not any(psutil.pid_exists(pid) and psutil.Process(pid).status() != "zombie" for pid, _ in servers)
 
-    from flows.prefect_server import local_prefect_server
+    from perseval_flows.prefect_server import local_prefect_server
 
     monkeypatch.setenv("PREFECT_HOME", str(home))
     with local_prefect_server(tmp_path / "logs") as api:
-        marked = subprocess.run([sys.executable, "-c", "from flows.runtime import mark_stale_runs; "
+        marked = subprocess.run([sys.executable, "-c", "from perseval_flows.runtime import mark_stale_runs; "
                                  "print(mark_stale_runs())"], env=dict(os.environ, PREFECT_API_URL=api),
                                 capture_output=True, text=True, timeout=300)
         assert marked.returncode == 0, marked.stderr[-3000:]
@@ -210,7 +210,7 @@ def _create(api: str, kind: str, body: dict) -> dict:
 
 
 def test_stale_runs_of_dead_owners_are_crashed_and_live_ones_kept(prefect_api):
-    from flows.runtime import owner_tag
+    from perseval_flows.runtime import owner_tag
 
     host = socket.gethostname()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -225,7 +225,7 @@ def test_stale_runs_of_dead_owners_are_crashed_and_live_ones_kept(prefect_api):
             "flow_run_id": fr["id"], "task_key": "t", "dynamic_key": label, "name": "t",
             "state": {"type": "RUNNING"}})
         runs[label] = (fr["id"], tr["id"])
-    done = subprocess.run([sys.executable, "-c", "from flows.runtime import mark_stale_runs; print(mark_stale_runs())"],
+    done = subprocess.run([sys.executable, "-c", "from perseval_flows.runtime import mark_stale_runs; print(mark_stale_runs())"],
                           env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True, text=True,
                           timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]

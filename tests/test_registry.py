@@ -23,7 +23,7 @@ def test_the_manifests_name_every_builtin_registration_and_nothing_else():
 
 PROBE = """
 import json, sys
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.pipeline.plan import make_plan
 plan = make_plan(load_experiment(sys.argv[1]))
 print(json.dumps(sorted(m for m in sys.modules if m.startswith("perseval."))))

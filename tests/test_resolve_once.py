@@ -17,10 +17,10 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 from perseval.kernel.params import Configurable, Params
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import AgentOutput
+from perseval.core.instances import AgentOutput
 from perseval.pipeline.stages import Runtime, analyze, construct, index, judge, run_shard, score
 
 from .conftest import CONFIGS, REPO, copy_configs
@@ -162,13 +162,13 @@ def test_the_quickstart_keys_are_the_ones_its_outputs_were_cached_under():
 
 class Loads:
     """Calls of load_experiment, wherever a module holds it: the modules that imported it by name at import
-    time (flows.runtime, flows.evaluate) and the ones that import it lazily from perseval.setup.experiment."""
+    time (perseval_flows.runtime, perseval_flows.evaluate) and the ones that import it lazily from perseval.experiment.load."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch):
-        import flows.cli
-        import flows.evaluate
-        import flows.runtime
-        import perseval.setup.experiment as experiment
+        import perseval_flows.cli
+        import perseval_flows.evaluate
+        import perseval_flows.runtime
+        import perseval.experiment.load as experiment
 
         self.paths: list[str] = []
         real = experiment.load_experiment
@@ -177,7 +177,7 @@ class Loads:
             self.paths.append(str(path))
             return real(path, *args, **kwargs)
 
-        for module in (experiment, flows.cli, flows.runtime, flows.evaluate):
+        for module in (experiment, perseval_flows.cli, perseval_flows.runtime, perseval_flows.evaluate):
             if getattr(module, "load_experiment", None) is real:
                 monkeypatch.setattr(module, "load_experiment", counted)
 
@@ -189,7 +189,7 @@ def test_perseval_run_loads_the_experiment_file_once(tmp_path, monkeypatch, pref
     resolved; and the summary is the run's, so the experiment really went through the flow."""
     from typer.testing import CliRunner
 
-    from flows.cli import app
+    from perseval_flows.cli import app
 
     path = write_configs(tmp_path)
     exp = yaml.safe_load(path.read_text())
@@ -214,7 +214,7 @@ def test_perseval_run_loads_the_experiment_file_once(tmp_path, monkeypatch, pref
 def test_a_scheduled_deployments_config_path_is_loaded_once(tmp_path, monkeypatch, prefect_api):
     """A scheduled deployment hands its flow a config path (a JSON parameter): `run_experiment` loads it once
     and the evaluate flow runs that load, not a second one (here stopped after construct)."""
-    from flows.runtime import run_experiment
+    from perseval_flows.runtime import run_experiment
 
     path = write_configs(tmp_path)
     exp = yaml.safe_load(path.read_text())

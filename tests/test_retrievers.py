@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from perseval.setup.components import make_retriever
+from perseval.experiment.components import make_retriever
 from perseval.retrieval.settings import RetrieverConfig
-from perseval.setup.config import load_config
-from perseval.core.records import Document
+from perseval.experiment.config import load_config
+from perseval.core.instances import Document
 from perseval.kernel.registry import retriever_class
 
 from .conftest import CONFIGS

@@ -21,7 +21,7 @@ PER_TASK = 1100  # LaMP-2 and LaMP-4: 2,200 instances
 
 def _run(config, work, tag):
     summary = work / f"{tag}.json"
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", str(config), "--quiet", "--summary-json",
+    done = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", str(config), "--quiet", "--summary-json",
                            str(summary)], cwd=work, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads(summary.read_text())

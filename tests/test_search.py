@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from perseval.core.errors import ConfigError
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 from perseval.retrieval.search import make_search
 
 INST = Instance("q1", "bespoke", "u1", "u1", "what is x?", {}, {"claims": ["x is a letter", "x marks the spot"]})

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.core.store import StageStore
 from perseval.pipeline.freshness import SHARDS_FILE, reshard
 from perseval.pipeline.stages import load_instances, shard_instances, shard_of

@@ -24,7 +24,7 @@ from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 from tests.conftest import CONFIGS, REPO, copy_configs
 from tests.http_stub import JsonHandler, completion, serve
 
@@ -155,7 +155,7 @@ def test_a_prefeval_run_of_three_forms_sends_each_distinct_request_once(tmp_path
     exp["benchmarks"][0]["source"] = str(REPO / "tests" / "data" / "prefeval")
     (tmp_path / "configs" / "experiments" / "prefeval_cpu.yaml").write_text(yaml.safe_dump(exp))
     summary = tmp_path / "summary.json"
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/prefeval_cpu.yaml",
+    done = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/prefeval_cpu.yaml",
                            "--sample", "1", "--output-root", str(tmp_path / "runs"), "--summary-json", str(summary),
                            "--quiet"], cwd=tmp_path, capture_output=True, text=True, timeout=1500,
                           env={**os.environ, "PYTHONPATH": str(REPO), "PERSEVAL_PREFECT_IDLE_S": "0"})

@@ -15,14 +15,14 @@ from perseval.benchmarks.iba.analysis import judge_views
 from perseval.benchmarks.iba.judges.slot_llm import SlotLlmJudge
 from perseval.benchmarks.iba.judges.slots import SlotJudge
 from perseval.benchmarks.iba.slot_agreement import agreement_table, slot_agreement_tables
-from perseval.setup.components import make_benchmark
-from perseval.setup.experiment import judge_specs
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.components import make_benchmark
+from perseval.experiment.load import judge_specs
+from perseval.experiment.load import load_experiment
 from perseval.judges.base import JudgeBinding
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from tests.conftest import CONFIGS
 from tests.scripted import ScriptedChat
-from perseval.setup.experiment import experiment_file
+from perseval.experiment.load import experiment_file
 
 
 @pytest.fixture(scope="module")

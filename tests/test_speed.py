@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import psutil
 
-from flows.runtime import task_runner
-from perseval.setup.config import DaskSettings
+from perseval_flows.runtime import task_runner
+from perseval.experiment.config import DaskSettings
 
 
 def _children() -> set[int]:
@@ -27,7 +27,7 @@ def test_a_local_prefect_server_starts_while_the_flow_imports_and_is_waited_for_
     answers, and the server is stopped after."""
     import httpx
 
-    from flows import prefect_server
+    from perseval_flows import prefect_server
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "prefect-home"))

@@ -1,7 +1,7 @@
 import pytest
 
 from perseval.core.parsing import extract_json, parse_binary
-from perseval.core.records import Judgment
+from perseval.core.instances import Judgment
 from perseval.core.store import StageStore, atomic_write_parquet
 
 

@@ -21,11 +21,11 @@ from mlflow.tracking import MlflowClient
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
-from flows.cli import app
-from perseval.setup.config import MLflowSettings
-from perseval.setup.experiment import load_experiment
+from perseval_flows.cli import app
+from perseval.experiment.config import MLflowSettings
+from perseval.experiment.load import load_experiment
 from perseval.pipeline.plan import make_plan
-from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.core.store import StageStore
 from perseval.metrics.ci_tables import cluster_of
 from perseval.report.traces import AUTO_LIMIT, AUTO_PER_CELL, Outcome, resolve_selection, select, write_trace

@@ -19,7 +19,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
-from flows.cli import NO_SCORE_EXIT, app
+from perseval_flows.cli import NO_SCORE_EXIT, app
 
 from .conftest import CONFIGS, REPO, copy_configs
 
@@ -65,7 +65,7 @@ def workdir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def ran(workdir, prefect_api) -> tuple[subprocess.CompletedProcess, dict]:
     summary = workdir / "summary.json"
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/two.yaml",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/two.yaml",
                            "--summary-json", str(summary), "--quiet"], cwd=workdir,
                           env=dict(os.environ, PREFECT_API_URL=prefect_api, COLUMNS="200"), capture_output=True,
                           text=True, timeout=1500)

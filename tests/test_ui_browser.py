@@ -49,7 +49,7 @@ def two_runs(tmp_path_factory, prefect_api) -> Path:
     (root / "configs" / "experiments").mkdir()
     (root / "configs" / "experiments" / "ui.yaml").write_text(yaml.safe_dump(EXPERIMENT))
     for _ in range(2):
-        proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/ui.yaml", "--quiet"],
+        proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/ui.yaml", "--quiet"],
                               cwd=root, env=dict(os.environ, PREFECT_API_URL=prefect_api), capture_output=True,
                               text=True, timeout=1500)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -59,7 +59,7 @@ def two_runs(tmp_path_factory, prefect_api) -> Path:
 def _serve_ui(folder: Path):
     """`perseval ui` in `folder` until the generator is closed; yields its base URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "flows.cli", "ui", "--port", str(port)], cwd=folder,
+    proc = subprocess.Popen([sys.executable, "-m", "perseval_flows.cli", "ui", "--port", str(port)], cwd=folder,
                             stdout=open(folder / "ui.log", "wb"), stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 180

@@ -10,7 +10,7 @@ from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.ci_tables import uncertainty_tables
 from perseval.metrics.uncertainty import cluster_mean
 from perseval.metrics.variance import variance_components
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 # y[instance][agent repeat] = (judge repeat 0, judge repeat 1)
 Y = {"i1": [(60, 80), (70, 70)], "i2": [(20, 40), (30, 50)], "i3": [(90, 90), (50, 70)]}

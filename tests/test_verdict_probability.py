@@ -91,7 +91,7 @@ def test_the_threshold_decides_the_verdict(server, tmp_path):
 
 def test_the_binding_threshold_applies_to_the_judgment(server, tmp_path):
     from perseval.benchmarks.prefeval.judges.generation import GenerationJudge
-    from perseval.core.records import AgentOutput, Instance
+    from perseval.core.instances import AgentOutput, Instance
 
     _, url, _ = server
     v = verdict(url, tmp_path)
@@ -158,7 +158,7 @@ def test_a_judge_without_reasons_sends_the_same_messages_and_a_schema_with_the_v
     """`reasons: false`: what goes out is the same messages with the reason dropped from the schema and the
     answer budget sized to the verdict; the text verdict of a server without probabilities is still read."""
     from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
-    from perseval.core.records import AgentOutput, Instance
+    from perseval.core.instances import AgentOutput, Instance
 
     requests, url, mode = server
     inst = Instance("iba-1", "iba", "u", "g", "Plan my week.", {}, {"checkpoints": [{"id": "c1", "statement": "s"}]})

@@ -12,7 +12,7 @@ from perseval.benchmarks.apeb.views import ApebGold, ApebPayload
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.views import ScenarioPayload
 from perseval.core.errors import InputError
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 from perseval.kernel.registry import benchmark_class
 
 from .conftest import REPO

@@ -25,7 +25,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from perseval.llm.settings import DeploymentConfig, ModelConfig
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.deployments import Deployment
@@ -155,7 +155,7 @@ def test_deployment_serves_a_schema_answer_and_stops(workdir, tmp_path):
 def _run(workdir: Path, api: str, tag: str) -> tuple[dict, float]:
     summary = workdir / f"summary-{tag}.json"
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "flows.cli", "run", "configs/experiments/vllm-cpu.yaml",
+    proc = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "run", "configs/experiments/vllm-cpu.yaml",
                            "--summary-json", str(summary), "--quiet"], cwd=workdir,
                           env=dict(os.environ, PREFECT_API_URL=api), capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
-from perseval.setup.config import load_config
+from perseval.experiment.config import load_config
 from perseval.core.errors import DeploymentError
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient

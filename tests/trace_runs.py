@@ -14,8 +14,8 @@ from typing import Any, Iterator
 
 import yaml
 
-from perseval.setup.config import ResolvedExperiment
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.config import ResolvedExperiment
+from perseval.experiment.load import load_experiment
 from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label

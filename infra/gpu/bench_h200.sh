@@ -39,11 +39,11 @@ run nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 run "$PYTHON" -c "import vllm, FlagEmbedding, faiss; assert faiss.get_num_gpus() > 0, 'faiss sees no GPU'"
 # the weights the experiment names (model sources, embedder models), from the cache only
 run "$PYTHON" -c "import sys; from huggingface_hub import snapshot_download as get
-from perseval.setup.experiment import load_experiment
+from perseval.experiment.load import load_experiment
 exp = load_experiment(sys.argv[1])
 names = {m.source for m in exp.models.values()} | {r.params['embedder']['model'] for r in exp.retrievers.values()}
 for name in sorted(names): get(name, local_files_only=True)" "$CONFIG"
-run "$PYTHON" -m flows.cli validate "$CONFIG"
+run "$PYTHON" -m perseval_flows.cli validate "$CONFIG"
 run mkdir -p "$OUT"
 run timeout "$LIMIT_S" "$PYTHON" scripts/bench_pipeline.py --config "$CONFIG" --p1 --json "$OUT/bench.json" \
   --workdir "$OUT/work"

@@ -18,7 +18,7 @@ from perseval.agents.contract import TaskFormat
 from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatModel
 from perseval.kernel.params import Configurable, P
-from perseval.core.records import AgentOutput, Document, Instance, Passage
+from perseval.core.instances import AgentOutput, Document, Instance, Passage
 
 Retrieve = Callable[[str, str, int], Awaitable[list[Passage]]]  # (owner, query, k) -> passages
 Search = Callable[[Instance, str, int], Awaitable[list[Passage]]]  # (instance, query, k) -> results

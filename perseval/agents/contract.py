@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from perseval.core.records import Instance, Passage
+from perseval.core.instances import Instance, Passage
 
 
 @dataclass

@@ -16,7 +16,7 @@ from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatResult
 from perseval.llm.usage import prompt_record, trace_fields
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.core.instances import AgentOutput, Instance, Passage
 from perseval.kernel.registry import register_agent
 
 

@@ -13,7 +13,7 @@ import random
 from typing import Any, Callable
 
 from perseval.benchmarks.views import ScenarioPayload
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 
 GOOD, EMPTY, WRONG = "gold", "empty", "wrong-user"
 KnownItem = tuple[str, str, str]  # (item id, statement, value)

@@ -18,7 +18,7 @@ import pandas as pd
 from perseval.benchmarks.base import BenchmarkData, gather
 from perseval.core import files
 from perseval.core.errors import InputError
-from perseval.core.records import Document, Instance, Passage
+from perseval.core.instances import Document, Instance, Passage
 from perseval.metrics.ci_tables import ci_long, instance_level
 
 

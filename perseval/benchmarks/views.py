@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from perseval.core.errors import InputError
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 V = TypeVar("V", bound="View")
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Judgment
 
 INSTANCES = pa.schema([
     ("instance_id", pa.string()), ("benchmark", pa.string()), ("user_id", pa.string()),

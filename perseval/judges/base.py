@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from perseval.llm.base import ChatModel
 from perseval.kernel.params import Configurable, P
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment, JudgmentStatus
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment, JudgmentStatus
 
 
 @dataclass

@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Sequence
 from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.metrics.validity import Pairs
-from perseval.core.records import Instance, Judgment
+from perseval.core.instances import Instance, Judgment
 
 ID_COLUMNS = ("instance_id", "agent", "user_id")
 LONG_COLUMNS = ("instance_id", "human", "item_id", "criterion", "agent", "user_id")

@@ -1,6 +1,6 @@
 """What a model is and how it is served: the settings of configs/models/ and configs/deployments/ files.
 
-The llm wing owns them: its deployments, client and identity read them; perseval.setup.config composes them
+The llm wing owns them: its deployments, client and identity read them; perseval.experiment.config composes them
 into an experiment.
 """
 from __future__ import annotations

@@ -19,7 +19,7 @@ import pandas as pd
 
 from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.uncertainty import cluster_mean, numbers
-from perseval.core.records import InstanceScore
+from perseval.core.instances import InstanceScore
 
 OVERALL = "Overall"
 COUNT_COLUMNS = ["n", "unscored_instances", "items", "unscored_items", "unscored_share", "failed_outputs"]

@@ -12,7 +12,7 @@ from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.aggregate import OVERALL, numeric_scores
 from perseval.metrics.uncertainty import cluster_mean
 from perseval.metrics.variance import variance_components
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 CI_COLUMNS = ["mean", "ci_low", "ci_high", "se", "n", "n_users", "effective_users"]
 

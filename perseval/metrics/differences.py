@@ -7,7 +7,7 @@ import pandas as pd
 from perseval.metrics.aggregate import numeric_scores, per_instance, scores_frame
 from perseval.metrics.uncertainty import Difference, paired_difference, unpaired_difference
 from perseval.metrics.settings import StatisticsSettings
-from perseval.core.records import InstanceScore
+from perseval.core.instances import InstanceScore
 
 
 def instance_values(scores: list[InstanceScore] | pd.DataFrame, metric: str, label: str = "scores") -> pd.DataFrame:

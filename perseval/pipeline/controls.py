@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from perseval.agents.base import AgentContext
 from perseval.core.hashing import content_key
-from perseval.core.records import AgentOutput, Document, Instance, Passage
+from perseval.core.instances import AgentOutput, Document, Instance, Passage
 from perseval.benchmarks.views import ScenarioPayload
 
 SWAPPED_HISTORY = "swapped-history"

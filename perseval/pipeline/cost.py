@@ -23,7 +23,7 @@ from perseval.core.store import StageStore
 
 if TYPE_CHECKING:
     from perseval.llm.settings import ModelConfig
-    from perseval.setup.config import ResolvedExperiment
+    from perseval.experiment.config import ResolvedExperiment
     from perseval.pipeline.units import Cell, Plan
 
 USAGE_INFO = "usage"  # the key of a part's tally in its Parquet metadata (perseval.core.store part_info)
@@ -135,7 +135,7 @@ class PlanCost:
     total: Spend
 
     def by_benchmark(self, plan: "Plan") -> dict[str, Spend]:
-        """Construction per benchmark entry, by the name its cells carry (perseval.setup.entries)."""
+        """Construction per benchmark entry, by the name its cells carry (perseval.experiment.entries)."""
         out: dict[str, Spend] = {}
         for u in plan.data:
             out[u.name] = out.get(u.name, Spend()) + self.construct[u.key]

@@ -19,15 +19,15 @@ from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.llm.settings import ModelConfig, Sampling
 from perseval.metrics.settings import StatisticsSettings
 from perseval.retrieval.settings import RetrieverConfig
-from perseval.setup.config import BenchmarkEntry, ResolvedExperiment
+from perseval.experiment.config import BenchmarkEntry, ResolvedExperiment
 from perseval.pipeline.controls import control_runs
-from perseval.setup.entries import entry_ids
-from perseval.setup.experiment import bound
+from perseval.experiment.entries import entry_ids
+from perseval.experiment.load import bound
 from perseval.core.hashing import content_key
 from perseval.llm.identity import model_identity
 from perseval.kernel.params import Params
 from perseval.kernel.registry import benchmark_class
-from perseval.setup.specs import AgentSpec, JudgeSpec
+from perseval.experiment.specs import AgentSpec, JudgeSpec
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan, RunUnit, shards
 
 __all__ = ["AnalysisUnit", "Cell", "DataUnit", "IndexUnit", "JudgeUnit", "Plan", "RunUnit", "make_plan", "shards"]

@@ -13,7 +13,7 @@ from typing import Awaitable, Sequence, TypeVar
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.core.redact import redact
 
 T = TypeVar("T")

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import ANALYSIS_COLUMNS, AnalysisInputs, Benchmark
 from perseval.kernel.capabilities import Capability, needs_model
-from perseval.setup.components import make_agent, make_benchmark, make_judges, make_retriever
+from perseval.experiment.components import make_agent, make_benchmark, make_judges, make_retriever
 from perseval.pipeline.freshness import analysis_done, data_done, index_done, judge_done, part_final, score_done
 from perseval.llm.settings import ModelConfig, Sampling
 from perseval.pipeline.controls import history_owners, mark_outputs, owner_swap, swapped_context, swapped_items
@@ -37,7 +37,7 @@ from perseval.llm.endpoint import Endpoint
 from perseval.metrics.aggregate import group_table, scores_frame
 from perseval.metrics.ci_tables import cluster_of, uncertainty_tables
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit, Sharding, shards
-from perseval.core.records import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
+from perseval.core.instances import (CORPUS_OWNER, AgentOutput, Document, Instance, InstanceScore, Judgment, Passage,
                               instant)
 from perseval.core.redact import redact_records
 from perseval.judges.base import at_threshold

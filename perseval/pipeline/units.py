@@ -1,7 +1,7 @@
 """The typed units of a plan: what each stage computes, with its content key and validated components.
 
 Units are made by perseval.pipeline.plan and handed to the stages (perseval.pipeline.stages) and to Prefect tasks; they
-carry validated params and specs (perseval.setup.specs), so a stage builds its components with no second
+carry validated params and specs (perseval.experiment.specs), so a stage builds its components with no second
 validation, and one model object per unit (its name is the model's).
 """
 from __future__ import annotations
@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from perseval.llm.settings import ModelConfig
 from perseval.metrics.settings import StatisticsSettings
 from perseval.retrieval.settings import RetrieverConfig
-from perseval.setup.config import BenchmarkEntry, ResolvedExperiment
+from perseval.experiment.config import BenchmarkEntry, ResolvedExperiment
 from perseval.pipeline.controls import Control, control_label
 from perseval.kernel.params import Params
-from perseval.setup.specs import AgentSpec, JudgeSpec
+from perseval.experiment.specs import AgentSpec, JudgeSpec
 
 
 MIN_SHARD = 8  # the smallest automatic shard (the fixed default before shards followed the deployment)
@@ -56,7 +56,7 @@ class DataUnit:
     seed: int  # the entry's seed, or the experiment's: the same one reaches its runs and judgings
     params: Params  # the entry's params, validated once
     construction: dict[str, ModelConfig] = field(default_factory=dict)  # role -> model (LLM-mode builds)
-    name: str = ""  # what its cells are called: the benchmark's name, or with a label or digest (perseval.setup.entries)
+    name: str = ""  # what its cells are called: the benchmark's name, or with a label or digest (perseval.experiment.entries)
 
     def __post_init__(self) -> None:
         self.name = self.name or self.entry.name

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from perseval.core.records import AgentOutput, Document, Instance
+from perseval.core.instances import AgentOutput, Document, Instance
 from perseval.benchmarks.views import ScenarioPayload
 
 CONTEXT_STEP = "context"

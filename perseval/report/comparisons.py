@@ -16,7 +16,7 @@ from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.differences import compare_values, instance_values  # noqa: F401  (re-exported)
 from perseval.metrics.uncertainty import Difference, holm
 from perseval.pipeline.plan import Cell, Plan
-from perseval.core.records import InstanceScore
+from perseval.core.instances import InstanceScore
 from perseval.core.store import StageStore
 from perseval.report.rows import spread
 

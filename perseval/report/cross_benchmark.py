@@ -17,8 +17,8 @@ from typing import Any, Iterable, Mapping
 import pandas as pd
 
 from perseval.pipeline.controls import uses_history
-from perseval.setup.config import ResolvedExperiment
-from perseval.setup.experiment import bound
+from perseval.experiment.config import ResolvedExperiment
+from perseval.experiment.load import bound
 from perseval.kernel.registry import agent_class
 
 ROLES = ("history", "no history", "oracle")

@@ -21,14 +21,14 @@ from typing import Any
 import pandas as pd
 
 from perseval.report.attribution import attribution_fields, evidence_recall, evidence_turns
-from perseval.setup.experiment import bound
-from perseval.setup.config import ResolvedExperiment
+from perseval.experiment.load import bound
+from perseval.experiment.config import ResolvedExperiment
 from perseval.pipeline.controls import SWAPPED_HISTORY, uses_history
 from perseval.metrics.aggregate import per_instance, scores_frame
 from perseval.metrics.ci_tables import cluster_of
 from perseval.metrics.uncertainty import holm, paired_difference
 from perseval.pipeline.plan import Cell, Plan
-from perseval.core.records import AgentOutput, Instance, InstanceScore
+from perseval.core.instances import AgentOutput, Instance, InstanceScore
 from perseval.pipeline.stages import load_documents, load_instances
 from perseval.core.store import StageStore
 

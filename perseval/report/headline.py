@@ -10,7 +10,7 @@ import pandas as pd
 from mlflow.tracking import MlflowClient
 
 from perseval.report.comparisons import baseline_comparisons, comparison_fields
-from perseval.setup.config import ResolvedExperiment
+from perseval.experiment.config import ResolvedExperiment
 from perseval.pipeline.cost import PlanCost
 from perseval.report.cross_benchmark import cross_benchmark_markdown
 from perseval.report.gains import control_metrics, log_control_tables

@@ -15,12 +15,12 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 
-from perseval.setup.config import MLflowSettings, ResolvedExperiment
+from perseval.experiment.config import MLflowSettings, ResolvedExperiment
 from perseval.core.errors import InputError
 from perseval.judges.labels import file_pairs, instance_users, judge_scores, label_pairs, read_labels
 from perseval.metrics.validity import Pairs, validity_table
 from perseval.pipeline.plan import Plan, make_plan
-from perseval.core.records import InstanceScore, Judgment
+from perseval.core.instances import InstanceScore, Judgment
 from perseval.pipeline.stages import load_instances
 from perseval.core.store import StageStore
 from perseval.report.tracking import ensure_experiment, log_table, mlflow_key

@@ -35,13 +35,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from perseval.setup.components import make_judges
+from perseval.experiment.components import make_judges
 from perseval.llm.settings import ModelConfig
-from perseval.setup.experiment import judge_specs
+from perseval.experiment.load import judge_specs
 from perseval.pipeline.plan import DataUnit, Plan, probe_key
 from perseval.pipeline.stages import PROBE
-from perseval.core.records import AgentOutput, Instance, Judgment
-from perseval.setup.specs import JudgeSpec
+from perseval.core.instances import AgentOutput, Instance, Judgment
+from perseval.experiment.specs import JudgeSpec
 from perseval.core.store import StageStore, unit_lock
 from perseval.report.rows import HeadlineRow
 from perseval.benchmarks.probes import EMPTY, GOOD, WRONG, Labels

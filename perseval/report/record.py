@@ -38,7 +38,7 @@ class Model(BaseModel):
 class ExperimentRef(Model):
     name: str  # the file's `name:`
     file: str  # the experiment YAML's path
-    settings_digest: str  # the effective settings' key (perseval.setup.config.ResolvedExperiment.key)
+    settings_digest: str  # the effective settings' key (perseval.experiment.config.ResolvedExperiment.key)
     mlflow_experiment: str
 
 

@@ -20,7 +20,7 @@ import pandas as pd
 
 from perseval.metrics.validity import correlations, krippendorff_alpha
 from perseval.pipeline.plan import Cell, Plan
-from perseval.core.records import AgentOutput, Judgment
+from perseval.core.instances import AgentOutput, Judgment
 from perseval.core.store import StageStore
 
 

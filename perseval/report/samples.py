@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from mlflow.tracking import MlflowClient
 
-from perseval.core.records import AgentOutput, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, InstanceScore, Judgment
 from perseval.core.schema import from_table
 from perseval.metrics.ci_tables import cluster_of
 from perseval.report.comparisons import pick_baseline

@@ -13,7 +13,7 @@ in, a role's sampling is the one the request cache keys on. Nothing is started. 
                         retrievers), judges/<name> (kinds, params per kind, model, sampling, repeats)
   cells                 one row per cell: its name, parts and run / judge / score keys
 
-`<entry>` is the name the entry's cells carry (perseval.setup.entries): the benchmark's name, `name:<label>`, or
+`<entry>` is the name the entry's cells carry (perseval.experiment.entries): the benchmark's name, `name:<label>`, or
 `name:<digest>` for an unlabelled entry of a benchmark listed twice.
 Tests and the protocol sheets (docs/protocols/) address values by a path of these keys joined with '/'.
 """
@@ -23,9 +23,9 @@ from dataclasses import asdict
 from typing import Any
 
 from perseval.llm.settings import ModelConfig
-from perseval.setup.config import ResolvedExperiment
-from perseval.setup.entries import entry_ids
-from perseval.setup.experiment import bound, judge_specs
+from perseval.experiment.config import ResolvedExperiment
+from perseval.experiment.entries import entry_ids
+from perseval.experiment.load import bound, judge_specs
 from perseval.llm.embedded import serving
 from perseval.kernel.params import EVERY_FIELD
 from perseval.pipeline.plan import Plan, make_plan
@@ -42,7 +42,7 @@ def _model(cfg: ModelConfig, exp: ResolvedExperiment) -> dict[str, Any]:
 
 
 def entry_names(exp: ResolvedExperiment) -> list[str]:
-    """The key of each benchmark entry under `benchmarks`: the name its cells carry (perseval.setup.entries)."""
+    """The key of each benchmark entry under `benchmarks`: the name its cells carry (perseval.experiment.entries)."""
     return entry_ids(exp.experiment.benchmarks)
 
 

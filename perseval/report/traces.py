@@ -32,10 +32,10 @@ from mlflow.entities import AssessmentError, AssessmentSource, AssessmentSourceT
 from mlflow.tracing.constant import SpanAttributeKey, TraceMetadataKey
 from mlflow.tracking import MlflowClient
 
-from perseval.setup.config import TraceSelection
+from perseval.experiment.config import TraceSelection
 from perseval.pipeline.plan import Cell
 from perseval.pipeline.stages import as_scored
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.core.store import StageStore
 from perseval.metrics.ci_tables import cluster_of
 

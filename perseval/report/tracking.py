@@ -22,7 +22,7 @@ import yaml
 from filelock import FileLock
 from mlflow.tracking import MlflowClient
 
-from perseval.setup.config import MLflowSettings, ResolvedExperiment
+from perseval.experiment.config import MLflowSettings, ResolvedExperiment
 from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_gone
 from perseval.pipeline.plan import Cell

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from perseval.retrieval.settings import ChunkingConfig
 from perseval.kernel.params import Configurable, P, Params
-from perseval.core.records import Document, Passage
+from perseval.core.instances import Document, Passage
 from perseval.retrieval.chunking import Tokenizer, chunk_text
 from perseval.core.schema import CHUNKS
 from perseval.core.store import atomic_write_parquet

@@ -13,7 +13,7 @@ import httpx
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from perseval.core.errors import ConfigError
-from perseval.core.records import CORPUS_OWNER, Instance, Passage
+from perseval.core.instances import CORPUS_OWNER, Instance, Passage
 from perseval.core.redact import redact, secret_from_env
 
 Search = Callable[[Instance, str, int], Awaitable[list[Passage]]]

@@ -4,7 +4,7 @@ category the shopper was searching in? One module (this) plus one YAML; no bench
 from __future__ import annotations
 
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 
 

@@ -19,7 +19,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.base import Benchmark, BenchmarkData
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Document, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_agent, register_benchmark, register_judge, register_retriever
 from perseval.retrieval.base import Retriever
 from perseval.retrieval.bm25 import WordTokenizer

@@ -17,7 +17,7 @@ from perseval.benchmarks.apeb.stats import OVERALL, dataset_tables
 from perseval.benchmarks.apeb.views import ApebPayload
 from perseval.benchmarks.plots import grouped_bars
 from perseval.metrics.ci_tables import ci_long, with_users
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 RANK_METRICS = ("hit@1", "hit@5", "mrr")
 LEVEL_ORDER = ("intent", "refined")

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 from perseval.benchmarks.apeb.prompts import ranking_messages, ranking_schema
 from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.core.parsing import extract_json
-from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.core.instances import AgentOutput, Instance, Passage
 from perseval.benchmarks.views import RankingPayload
 
 TOP_K = 5  # the agent recommends exactly five products

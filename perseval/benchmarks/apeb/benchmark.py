@@ -40,7 +40,7 @@ from perseval.benchmarks.apeb.stats import dataset_tables
 from perseval.benchmarks.apeb.synth_logs import LogConfig, generate_logs
 from perseval.benchmarks.base import Benchmark, BenchmarkData, gather
 from perseval.kernel.params import Params
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.apeb.views import ApebGold, ApebPayload
 

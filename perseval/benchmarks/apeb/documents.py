@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from perseval.benchmarks.apeb.catalog import Catalog, Product
 from perseval.benchmarks.apeb.logs import Event
-from perseval.core.records import Document
+from perseval.core.instances import Document
 
 _PRODUCT_VERBS = {"view": "viewed", "like": "liked", "cart": "added to cart", "order": "ordered"}
 _CONTENT = {"video": "video", "live": "live stream"}

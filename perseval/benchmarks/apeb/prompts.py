@@ -11,7 +11,7 @@ from typing import Any
 
 from perseval.benchmarks.apeb.card import (ACTIVITY_TEMPLATE, CANDIDATES_TEMPLATE, FINAL_TEMPLATE, NO_ACTIVITY,
                                          QUERY_TEMPLATE, REFINE_SYSTEM, REFINE_TEMPLATE, REFINED_TEMPLATE, SYSTEM)
-from perseval.core.records import Document
+from perseval.core.instances import Document
 
 
 

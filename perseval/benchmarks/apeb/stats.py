@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from perseval.benchmarks.apeb.views import ApebGold, ApebPayload
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 OVERALL = "Overall"
 

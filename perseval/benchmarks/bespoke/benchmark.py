@@ -32,7 +32,7 @@ from perseval.benchmarks.bespoke.sample import QUERIES_PER_USER, write_sample
 from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.kernel.params import Params
-from perseval.core.records import CORPUS_OWNER, Document, Instance, InstanceScore, Passage
+from perseval.core.instances import CORPUS_OWNER, Document, Instance, InstanceScore, Passage
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.bespoke.views import BespokeGold, BespokePayload
 from perseval.benchmarks.probes import KnownItem

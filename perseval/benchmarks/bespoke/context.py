@@ -20,7 +20,7 @@ from perseval.benchmarks.bespoke.sessions import selection_text
 from perseval.core.hashing import canonical_json
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.core.parsing import parse_binary
-from perseval.core.records import Document, Passage
+from perseval.core.instances import Document, Passage
 
 KEEP_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -23,7 +23,7 @@ from perseval.benchmarks.bespoke.context import Memo, select_sessions
 from perseval.benchmarks.bespoke.views import BespokeGold, HistoryGold
 from perseval.core.errors import ConfigError
 from perseval.llm.base import ChatModel
-from perseval.core.records import CORPUS_OWNER, Document, Instance
+from perseval.core.instances import CORPUS_OWNER, Document, Instance
 from perseval.kernel.registry import register_benchmark
 
 

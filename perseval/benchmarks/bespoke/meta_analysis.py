@@ -15,7 +15,7 @@ import pandas as pd
 from perseval.benchmarks.bespoke.layout import CRITERIA, CRITERION_TITLES
 from perseval.benchmarks.bespoke.views import MetaGold
 from perseval.kernel.params import Params
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 
 def correlations(evaluator: list[float], human: list[float]) -> tuple[float | None, float | None]:

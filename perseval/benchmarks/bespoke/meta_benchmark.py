@@ -13,7 +13,7 @@ from typing import Any
 from perseval.benchmarks.base import AnalysisInputs
 from perseval.benchmarks.bespoke.benchmark import BespokeBenchmark, to_instance
 from perseval.benchmarks.bespoke.records import BespokeQuery
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.bespoke.views import MetaGold
 

@@ -7,7 +7,7 @@ from typing import Sequence
 from perseval.benchmarks.bespoke.card import (ANSWER_SYSTEM, FINAL_INSTRUCTION, QUERY_TEMPLATE, RESULT_TEMPLATE,
                                             RESULTS_TEMPLATE, SESSION_TEMPLATE, USER_CONTEXT_TEMPLATE)
 from perseval.benchmarks.bespoke.prompts import clip
-from perseval.core.records import Document, Passage
+from perseval.core.instances import Document, Passage
 
 def raw_context(sessions: Sequence[Document], budget: int | None) -> tuple[str, int]:
     """Sessions as raw text under a shared character budget (None: whole), and the characters cut."""

@@ -14,7 +14,7 @@ import pandas as pd
 
 from perseval.benchmarks.bespoke.layout import TASK_TYPES
 from perseval.benchmarks.bespoke.views import BespokeGold
-from perseval.core.records import CORPUS_OWNER, Document, Instance
+from perseval.core.instances import CORPUS_OWNER, Document, Instance
 
 
 def shannon_equitability(counts: list[int]) -> float | None:

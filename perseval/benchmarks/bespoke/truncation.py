@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal, Sequence
 
-from perseval.core.records import Document
+from perseval.core.instances import Document
 
 Truncation = Literal["share", "oldest_first", "error"]
 CUT_MARK = " [...]"

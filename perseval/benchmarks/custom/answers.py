@@ -13,7 +13,7 @@ from perseval.benchmarks.apeb.answers import ApebTask
 from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.custom.views import CustomPayload
 from perseval.benchmarks.iba.answers import IbaTask
-from perseval.core.records import Instance, Passage
+from perseval.core.instances import Instance, Passage
 
 TEXT, API, RANKING = "generate", "call_api", "rank"
 TYPE_NAMES = {TEXT: "free text", API: "API call", RANKING: "ranking"}

@@ -24,7 +24,7 @@ from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, C
 from perseval.benchmarks.custom.rows import instance_row, turn_row
 from perseval.benchmarks.iba.release import Layout, load_release, sample_release
 from perseval.core.errors import InputError
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.custom.views import CustomGold, CustomPayload
 from perseval.benchmarks.views import RankingPayload

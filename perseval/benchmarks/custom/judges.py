@@ -10,7 +10,7 @@ from perseval.benchmarks.apeb.judges.ranking import RankingJudge
 from perseval.benchmarks.custom.answers import API, RANKING, TEXT, action_type
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
 from perseval.benchmarks.iba.judges.slots import SlotJudge
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 from perseval.kernel.registry import register_judge
 
 

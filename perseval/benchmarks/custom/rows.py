@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES
 from perseval.benchmarks.iba.release_rows import HistoryRow, Rows, _api, _checkpoints, _gold_slots, _sub, history_row
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 BENCHMARK = "custom"
 SCORED: dict[str, tuple[str, ...]] = {TEXT: ("checkpoints",), API: ("api", "gold_slots"),

@@ -30,7 +30,7 @@ from perseval.benchmarks.iba.analysis_tables import (ablation_table, default_bas
 from perseval.benchmarks.plots import grouped_bars, line_figure
 from perseval.metrics.ci_tables import with_users
 from perseval.kernel.params import Params
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 
 

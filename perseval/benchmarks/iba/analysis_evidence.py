@@ -15,7 +15,7 @@ import pandas as pd
 
 from perseval.benchmarks.iba.qa import task_instances
 from perseval.benchmarks.views import ScenarioPayload
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 
 STEPS = ("first_retrieval", "expansion", "dedup", "salience", "compact_evidence", "context")
 CELL = ["agent", "backbone", "retriever"]

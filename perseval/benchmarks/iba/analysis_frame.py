@@ -17,7 +17,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 OVERALL = "Overall"
 UNSCORED = "unscored"

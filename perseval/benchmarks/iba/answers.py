@@ -15,7 +15,7 @@ from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
 from perseval.benchmarks.iba.views import ActionPayload
 from perseval.core.parsing import extract_object
-from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.core.instances import AgentOutput, Instance, Passage
 
 _SEP = re.compile(r"[\s\-]+")
 

@@ -38,7 +38,7 @@ from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.benchmarks.probes import KnownItem, checkpoint_items

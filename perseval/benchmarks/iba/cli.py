@@ -79,12 +79,12 @@ def write_label_sample(exp: Any, plan: Any, root: str, n: int, out_dir: Path, mo
                        repeats: int) -> list[Path]:
     """Files written: per IBA entry a label template and instance views, and with `model` its label files
     (the model served for the purpose, and stopped). `exp` and `plan` are what `host.load` returns (the
-    resolved experiment and its plan; typed Any: a benchmark imports neither setup/ nor pipeline/)."""
+    resolved experiment and its plan; typed Any: a benchmark imports neither experiment/ nor pipeline/)."""
     from perseval.benchmarks.iba import label_sample as ls
     from perseval.llm.cache import RequestCache
     from perseval.llm.client import LLMClient
     from perseval.llm.deployments import ServerPool
-    from perseval.core.records import Document, Instance
+    from perseval.core.instances import Document, Instance
     from perseval.core.store import StageStore
 
     out_dir.mkdir(parents=True, exist_ok=True)

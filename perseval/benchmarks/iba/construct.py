@@ -42,7 +42,7 @@ from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.core.errors import ConfigError
 from perseval.kernel.params import Params
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.metrics.ci_tables import CLUSTER
 
 # Instances by number of constraints, overall row of Table 2 (1, 2, 3, 4, 5+), in percent.

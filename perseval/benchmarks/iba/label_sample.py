@@ -15,7 +15,7 @@ from typing import Sequence
 from perseval.benchmarks.iba.judges.validation import instance_view, label_instances
 from perseval.benchmarks.iba.validation import DIMENSIONS, LabelSet, sample_for_validation, write_label_csv
 from perseval.llm.base import ChatModel
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 
 
 @dataclass

@@ -27,7 +27,7 @@ from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.llm.base import ChatModel
 from perseval.kernel.params import Params
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 
 Pair = tuple[Instance, list[Document]]
 ROLES = ("user", "assistant", "task")  # user simulator, assistant, task writer

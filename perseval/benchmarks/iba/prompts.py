@@ -13,7 +13,7 @@ from perseval.benchmarks.iba.card import (AGENT_SYSTEM, API_TEMPLATE, GENERATE_T
                                         JUDGE_INSTRUCTION, JUDGE_TEMPLATE, OPTIONS_TEMPLATE, PASSAGE_TEMPLATE,
                                         SLOT_JUDGE_INSTRUCTION, SLOT_JUDGE_TEMPLATE, SLOT_TEMPLATE)
 from perseval.judges.quoting import data_rule, quote
-from perseval.core.records import Passage
+from perseval.core.instances import Passage
 
 MAX_RESPONSE_CHARS = 6000  # the judges' default clip: keeps a judge prompt inside a small model's context
 

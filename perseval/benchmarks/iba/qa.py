@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 from perseval.benchmarks.iba.taxonomy import Scenario, load_taxonomy
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 QA_ACTION = "qa"
 QA_SUFFIX = "-qa"

@@ -21,7 +21,7 @@ from perseval.benchmarks.iba.distribution import bucket
 from perseval.benchmarks.iba.release_rows import UNSPECIFIED, HistoryRow, Rows, history_row, instance_from_row
 from perseval.core.errors import InputError
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
-from perseval.core.records import Document, Instance, instant
+from perseval.core.instances import Document, Instance, instant
 
 INSTANCES, HISTORIES = "instances", "histories"
 SUFFIXES = (".jsonl", ".parquet")

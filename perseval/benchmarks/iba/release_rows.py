@@ -18,7 +18,7 @@ from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
 from perseval.benchmarks.iba.personas import persona_cluster
 from perseval.core import files
 from perseval.core.errors import InputError
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.metrics.ci_tables import CLUSTER
 
 ACTION_ALIASES = {"generate": "generate", "generate(text)": "generate",

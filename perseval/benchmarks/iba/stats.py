@@ -12,7 +12,7 @@ from typing import Any, Mapping
 from perseval.benchmarks.iba.distribution import bucket, distribution_report
 from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 
 
 class ConstructionStats:

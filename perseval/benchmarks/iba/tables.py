@@ -14,7 +14,7 @@ import pandas as pd
 from perseval.benchmarks.iba.distribution import BUCKETS, OVERALL, bucket
 from perseval.benchmarks.iba.qa import task_instances
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 SCENARIO_COLUMNS = ["domain", "scenario", "D", "P", "I", "Dyn.", "action"]
 

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from perseval.benchmarks.iba.qa import task_instances
 from perseval.core import files
 from perseval.core.errors import InputError
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 
 DIMENSIONS = ("reasonableness", "coherence", "persona_consistency")
 CATEGORIES = (0, 1)

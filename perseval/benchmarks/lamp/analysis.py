@@ -16,7 +16,7 @@ import pandas as pd
 from perseval.benchmarks.lamp.layout import TASKS
 from perseval.benchmarks.lamp.metrics import macro_f1
 from perseval.benchmarks.lamp.views import LampGold
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 from perseval.benchmarks.profile_questions import intervals, system_labels
 
 # per-instance metric -> (the paper's column name, the factor to its scale)

@@ -20,7 +20,7 @@ from perseval.benchmarks.lamp.prompts import with_profile
 from perseval.benchmarks.lamp.views import LampPayload
 from perseval.benchmarks.profile_questions import distinct
 from perseval.core.parsing import extract_json
-from perseval.core.records import Instance, Passage
+from perseval.core.instances import Instance, Passage
 
 _RATING = re.compile(r"(?<![\d.])([1-5])(?:\.0+)?(?![\d.])")
 

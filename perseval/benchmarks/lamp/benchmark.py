@@ -25,7 +25,7 @@ from perseval.benchmarks.lamp.loader import read_task
 from perseval.benchmarks.profile_questions import question_data, sample_questions
 from perseval.benchmarks.lamp.stats import dataset_tables
 from perseval.benchmarks.lamp.views import LampGold, LampPayload
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_benchmark
 

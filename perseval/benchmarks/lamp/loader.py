@@ -15,7 +15,7 @@ from perseval.benchmarks.lamp.layout import TASKS, TaskSpec, outputs_file, quest
 from perseval.benchmarks.lamp.prompts import item_text, retrieval_query
 from perseval.benchmarks.profile_questions import TaskData, read_json, read_questions, row_error as _fail
 from perseval.core.errors import InputError
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 
 BENCHMARK = "lamp"
 HINT = "see docs/benchmarks/lamp.md for where to get the release and its layout"

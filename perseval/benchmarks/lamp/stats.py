@@ -8,7 +8,7 @@ import pandas as pd
 from perseval.benchmarks.lamp.layout import TASKS
 from perseval.benchmarks.lamp.views import LampPayload
 from perseval.benchmarks.profile_questions import group_rows
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 
 
 def by_task(instances: list[Instance], documents: Iterable[Document]) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from perseval.benchmarks.lamp_qa.prompts import answer_messages
 from perseval.benchmarks.lamp_qa.views import LampQaPayload
 from perseval.benchmarks.profile_questions import distinct
 from perseval.core.parsing import extract_object
-from perseval.core.records import Instance, Passage
+from perseval.core.instances import Instance, Passage
 
 ANSWER_KEYS = ("personalized_answer", "answer")
 

@@ -27,7 +27,7 @@ from perseval.benchmarks.lamp_qa.loader import read_category
 from perseval.benchmarks.lamp_qa.stats import dataset_tables
 from perseval.benchmarks.lamp_qa.views import LampQaGold, LampQaPayload
 from perseval.benchmarks.profile_questions import question_data, sample_questions
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_benchmark
 

@@ -14,7 +14,7 @@ from typing import Any
 from perseval.benchmarks.lamp_qa.layout import ASPECT_FIELDS, CATEGORIES, category_file
 from perseval.benchmarks.profile_questions import TaskData, read_json, read_questions
 from perseval.core.errors import InputError
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 
 BENCHMARK = "lamp_qa"
 HINT = "see docs/benchmarks/lamp_qa.md for where to get the release and its layout"

@@ -9,7 +9,7 @@ import pandas as pd
 from perseval.benchmarks.lamp_qa.layout import CATEGORIES
 from perseval.benchmarks.lamp_qa.views import LampQaGold, LampQaPayload
 from perseval.benchmarks.profile_questions import group_rows
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 
 
 def by_category(instances: list[Instance], documents: Iterable[Document]) -> pd.DataFrame:

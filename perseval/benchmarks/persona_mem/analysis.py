@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from perseval.benchmarks.persona_mem.layout import QUESTION_TYPES
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 from perseval.metrics.ci_tables import ci_long, instance_level
 
 OVERALL = "Overall"

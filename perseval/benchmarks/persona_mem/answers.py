@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.persona_mem.layout import LETTERS
 from perseval.core.parsing import extract_json
-from perseval.core.records import Instance, Passage
+from perseval.core.instances import Instance, Passage
 from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 from perseval.benchmarks.persona_mem.card import (EXCERPT_TEMPLATE, EXCERPTS_TEMPLATE, OPTION_TEMPLATE, QUESTION_TEMPLATE,
                                                 WITH_EXCERPTS_TEMPLATE)

@@ -24,7 +24,7 @@ from perseval.benchmarks.persona_mem.layout import DEFAULT_SPLIT, QUESTION_TYPES
 from perseval.benchmarks.persona_mem.loader import context_documents, read_release, sample_questions
 from perseval.benchmarks.persona_mem.stats import dataset_tables
 from perseval.core.errors import InputError
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.persona_mem.views import PersonaMemGold, PersonaMemPayload

@@ -20,7 +20,7 @@ from perseval.benchmarks.persona_mem.layout import (LETTERS, OPTIONAL_FLOAT, OPT
                                                     questions_file)
 from perseval.core import files
 from perseval.core.errors import InputError
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 
 BENCHMARK = "persona_mem"

@@ -9,7 +9,7 @@ import pandas as pd
 
 from perseval.benchmarks.persona_mem.analysis import distance_bin
 from perseval.benchmarks.persona_mem.layout import QUESTION_TYPES
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from perseval.benchmarks.prefeval.errors import ERROR_TYPES
 from perseval.benchmarks.prefeval.layout import FORMS
-from perseval.core.records import Instance
+from perseval.core.instances import Instance
 from perseval.metrics.ci_tables import ci_long, instance_level
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 

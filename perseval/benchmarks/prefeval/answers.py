@@ -12,7 +12,7 @@ from typing import Any, Sequence
 from perseval.agents.contract import Answer, Prompt, TaskFormat
 from perseval.benchmarks.prefeval.layout import CLASSIFICATION, LETTERS
 from perseval.core.parsing import extract_json
-from perseval.core.records import Instance, Passage
+from perseval.core.instances import Instance, Passage
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 from perseval.benchmarks.prefeval.card import (CONTEXT_INTRO, EXCERPT_TEMPLATE, MCQ_INSTRUCTION, OPTION_TEMPLATE,
                                              REMINDER, WORD_LIMIT)

@@ -26,7 +26,7 @@ from perseval.benchmarks.prefeval.release import Selection, build_release, count
 from perseval.benchmarks.prefeval.loader import read_inter_turns
 from perseval.benchmarks.prefeval.stats import dataset_tables
 from perseval.core.errors import InputError
-from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance
+from perseval.core.instances import CORPUS_OWNER, AgentOutput, Document, Instance
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.prefeval.views import PrefEvalGold, PrefEvalPayload

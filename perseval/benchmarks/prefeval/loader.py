@@ -19,7 +19,7 @@ from perseval.benchmarks.prefeval.layout import (CHOICE, CHOICE_CONVERSATION, EX
                                                  MCQ_DIR, PERSONA)
 from perseval.core import files
 from perseval.core.errors import InputError
-from perseval.core.records import CORPUS_OWNER, Document
+from perseval.core.instances import CORPUS_OWNER, Document
 
 Message = dict[str, str]
 # The assistant's reply to an explicitly stated preference, the same for every user and model (the

@@ -23,7 +23,7 @@ import random
 from perseval.benchmarks.prefeval.answers import is_classification
 from perseval.benchmarks.prefeval.views import PrefEvalGold, PrefEvalPayload
 from perseval.benchmarks.probes import Labels
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 
 HONOURS, VIOLATES, WRONG_PREF, REFUSAL, EMPTY = "honours", "violates", "wrong-pref", "refusal", "empty"
 KINDS = (HONOURS, VIOLATES, WRONG_PREF, REFUSAL, EMPTY)

@@ -20,7 +20,7 @@ from typing import Any
 from perseval.benchmarks.prefeval.layout import CLASSIFICATION, GENERATION, LETTERS
 from perseval.benchmarks.prefeval.loader import (McqRow, PreferenceRow, inter_turn_documents, read_form,
                                                  read_inter_turns, read_mcq, topics_in, transcript)
-from perseval.core.records import Document, Instance
+from perseval.core.instances import Document, Instance
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 BENCHMARK = "prefeval"

@@ -6,7 +6,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from perseval.core.records import CORPUS_OWNER, Document, Instance
+from perseval.core.instances import CORPUS_OWNER, Document, Instance
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 
 

@@ -14,7 +14,7 @@ from perseval.benchmarks.apeb.prompts import correction_message, history_line, r
 from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.llm.usage import trace_fields
 
 

@@ -11,7 +11,7 @@ from perseval.benchmarks.apeb.agents.common import HistoryParams, ask_ranking, h
 from perseval.benchmarks.apeb.answers import ranking_size
 from perseval.benchmarks.apeb.prompts import ranking_messages
 from perseval.kernel.capabilities import Capability
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import candidate_ids, ranking_output
 from perseval.benchmarks.apeb.views import ApebGold
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 
 

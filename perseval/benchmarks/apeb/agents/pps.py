@@ -21,7 +21,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import ranking_output
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
 

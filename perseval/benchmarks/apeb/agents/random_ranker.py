@@ -8,7 +8,7 @@ import random
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.answers import candidate_ids, ranking_output
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 
 

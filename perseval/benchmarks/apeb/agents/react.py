@@ -26,7 +26,7 @@ from perseval.benchmarks.apeb.answers import candidate_ids, extract, ranking_siz
 from perseval.benchmarks.apeb.prompts import candidate_line, final_instruction
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
 from perseval.llm.usage import trace_fields

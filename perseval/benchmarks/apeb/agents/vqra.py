@@ -19,7 +19,7 @@ from perseval.benchmarks.apeb.answers import ranking_size
 from perseval.benchmarks.apeb.prompts import REFINE_SCHEMA, ranking_messages, refine_messages
 from perseval.kernel.capabilities import Capability
 from perseval.core.parsing import extract_object
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 from perseval.benchmarks.views import RankingPayload
 from perseval.llm.usage import trace_fields

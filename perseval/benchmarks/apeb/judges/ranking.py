@@ -13,7 +13,7 @@ import json
 from perseval.benchmarks.apeb.answers import TOP_K, check_ranking, strict_problem
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.metrics.ranking import hit_at_k, rank_of, reciprocal_rank
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.views import RankingGold
 

@@ -26,7 +26,7 @@ from perseval.judges.quoting import data_rule, quote
 from perseval.llm.usage import prompt_record
 from perseval.kernel.params import Params
 from perseval.core.parsing import judge_object
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.views import RankingPayload
 from perseval.benchmarks.apeb.views import ApebGold

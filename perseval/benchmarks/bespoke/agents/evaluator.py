@@ -10,7 +10,7 @@ from dataclasses import asdict
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.bespoke.evaluation import EvaluatorParams, evaluate
 from perseval.benchmarks.bespoke.views import MetaGold
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 
 

@@ -15,7 +15,7 @@ from perseval.benchmarks.bespoke.context import top_sessions
 from perseval.benchmarks.bespoke.history_retrieval import cot_messages, pseudo_history_messages
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 from perseval.llm.usage import trace_fields
 

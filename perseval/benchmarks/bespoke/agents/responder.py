@@ -38,7 +38,7 @@ from perseval.benchmarks.bespoke.truncation import (HistoryCut, HistoryOverBudge
                                                     share_budget)
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Document, Instance, Passage
+from perseval.core.instances import AgentOutput, Document, Instance, Passage
 from perseval.kernel.registry import register_agent
 
 

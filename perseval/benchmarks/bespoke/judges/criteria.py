@@ -19,7 +19,7 @@ from perseval.benchmarks.bespoke.evaluation import EvaluatorParams, evaluate
 from perseval.benchmarks.bespoke.judges.recall import NO_RESPONSE, clip_judgment, clip_score, has_response
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.judges.base import Judge, JudgeBinding, scored_values
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 
 

@@ -10,7 +10,7 @@ from statistics import mean
 
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.bespoke.views import MetaGold
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from perseval.benchmarks.bespoke.history_retrieval import ndcg_at
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.bespoke.views import HistoryGold
 

@@ -20,7 +20,7 @@ from perseval.benchmarks.bespoke.prompts import claim_messages
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.bespoke.views import BespokeGold
 

@@ -22,7 +22,7 @@ from perseval.benchmarks.iba.answers import open_slots
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario, value_label
 from perseval.benchmarks.iba.views import IbaPayload
 from perseval.kernel.capabilities import Capability
-from perseval.core.records import AgentOutput, Document, Instance, instant
+from perseval.core.instances import AgentOutput, Document, Instance, instant
 from perseval.kernel.registry import register_agent
 
 

@@ -21,7 +21,7 @@ from perseval.benchmarks.iba.qa import dimension_name, known_scenario, slot_dime
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.iba.views import ActionPayload, IbaGold
 from perseval.benchmarks.views import ScenarioPayload

@@ -5,7 +5,7 @@ from __future__ import annotations
 from perseval.benchmarks.iba.answers import is_api_task, normalize_slot, submitted_slots
 from perseval.benchmarks.iba.judges.checkpoint import mean_score
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.iba.views import IbaGold
 

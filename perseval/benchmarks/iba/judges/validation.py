@@ -15,7 +15,7 @@ from perseval.benchmarks.iba.validation import DIMENSIONS, LabelSet
 from perseval.llm.base import ChatModel
 from perseval.judges.binary import REASON, binary_verdict
 from perseval.judges.quoting import data_rule, quote
-from perseval.core.records import Document, Instance, instant
+from perseval.core.instances import Document, Instance, instant
 from perseval.benchmarks.iba.views import ActionPayload, IbaGold
 from perseval.benchmarks.views import ScenarioPayload
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.lamp.views import LampGold
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 
 

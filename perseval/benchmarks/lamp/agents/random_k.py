@@ -15,7 +15,7 @@ from pydantic import Field
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.agents.rag import answered_output, context_trace, whole
-from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.core.instances import AgentOutput, Instance, Passage
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_agent

@@ -13,7 +13,7 @@ from __future__ import annotations
 from perseval.benchmarks.lamp.answers import spec
 from perseval.benchmarks.lamp.metrics import rating_value, rouge1, rouge_l
 from perseval.benchmarks.lamp.views import LampGold
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.kernel.registry import register_judge
 

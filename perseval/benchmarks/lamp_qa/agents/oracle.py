@@ -14,7 +14,7 @@ from perseval.agents.rag import answered_output
 from perseval.benchmarks.lamp_qa.answers import extract
 from perseval.benchmarks.lamp_qa.prompts import answer_messages
 from perseval.benchmarks.lamp_qa.views import LampQaGold, LampQaPayload
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_agent

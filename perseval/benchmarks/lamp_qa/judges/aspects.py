@@ -24,7 +24,7 @@ from perseval.benchmarks.lamp_qa.answers import answer_text
 from perseval.benchmarks.lamp_qa.prompts import MATCH_SCHEMA, SCORES, aspect_messages
 from perseval.benchmarks.lamp_qa.views import LampQaGold, LampQaPayload
 from perseval.core.parsing import judge_object
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.judges.base import Judge, JudgeBinding, answer_budget
 from perseval.kernel.params import Params
 from perseval.kernel.registry import register_judge

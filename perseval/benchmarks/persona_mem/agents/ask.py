@@ -6,7 +6,7 @@ from typing import Any
 from perseval.agents.rag import answered_output
 from perseval.benchmarks.persona_mem.answers import ANSWER_SCHEMA, extract
 from perseval.llm.base import ChatModel
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 
 
 async def ask_choice(llm: ChatModel, messages: list[dict[str, Any]], instance: Instance, name: str, repeat: int,

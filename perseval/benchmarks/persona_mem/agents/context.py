@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perseval.core.records import Document, Instance, Passage
+from perseval.core.instances import Document, Instance, Passage
 from perseval.benchmarks.persona_mem.views import PersonaMemPayload
 
 CHARS_PER_TOKEN = 4  # a budget in tokens is kept as characters (English averages about four a token)

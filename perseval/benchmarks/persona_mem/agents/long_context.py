@@ -14,7 +14,7 @@ from perseval.benchmarks.persona_mem.agents.context import as_messages, clip, sy
 from perseval.benchmarks.persona_mem.answers import question_message
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from perseval.agents.base import Agent, AgentContext
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 from perseval.benchmarks.persona_mem.views import PersonaMemGold
 

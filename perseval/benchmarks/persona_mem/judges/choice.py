@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from perseval.benchmarks.persona_mem.answers import read_letter
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.persona_mem.views import PersonaMemGold
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from perseval.agents.rag import answered_output
 from perseval.benchmarks.prefeval.answers import extract, schema
-from perseval.core.records import CORPUS_OWNER, AgentOutput, Document, Instance
+from perseval.core.instances import CORPUS_OWNER, AgentOutput, Document, Instance
 from perseval.llm.base import ChatModel
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 

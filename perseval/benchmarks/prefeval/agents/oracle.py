@@ -7,7 +7,7 @@ import json
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.prefeval.answers import is_classification
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 from perseval.benchmarks.prefeval.views import PrefEvalGold
 

@@ -15,7 +15,7 @@ from perseval.benchmarks.prefeval.agents.conversation import answer
 from perseval.benchmarks.prefeval.answers import question_text, word_limit
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
-from perseval.core.records import CORPUS_OWNER, AgentOutput, Instance, Passage
+from perseval.core.instances import CORPUS_OWNER, AgentOutput, Instance, Passage
 from perseval.kernel.registry import register_agent
 from perseval.benchmarks.prefeval.views import PrefEvalPayload
 

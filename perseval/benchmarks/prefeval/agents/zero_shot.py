@@ -13,7 +13,7 @@ from perseval.benchmarks.prefeval.agents.conversation import answer, conversatio
 from perseval.benchmarks.prefeval.answers import question_text, word_limit
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from perseval.benchmarks.prefeval.answers import is_classification, read_choice
 from perseval.judges.base import Judge, JudgeBinding
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.prefeval.views import PrefEvalGold
 

@@ -17,7 +17,7 @@ from perseval.benchmarks.prefeval.prompts import check_messages
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
-from perseval.core.records import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
 from perseval.benchmarks.prefeval.views import PrefEvalGold
 

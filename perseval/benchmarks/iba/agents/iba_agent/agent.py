@@ -45,7 +45,7 @@ from perseval.benchmarks.iba.agents.iba_agent.fc import run_fc
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
 from perseval.benchmarks.iba.agents.iba_agent.state import StageFailed, State
 from perseval.kernel.capabilities import Capability
-from perseval.core.records import AgentOutput, Instance
+from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 
 

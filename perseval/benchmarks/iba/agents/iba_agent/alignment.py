@@ -11,7 +11,7 @@ from perseval.benchmarks.iba.agents.iba_agent.state import Final, Scored, State
 from perseval.benchmarks.iba.answers import extract, open_slots
 from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
 from perseval.core.parsing import extract_json
-from perseval.core.records import instant
+from perseval.core.instances import instant
 from perseval.llm.usage import prompt_record, trace_fields
 
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+(.*\S)")

@@ -14,7 +14,7 @@ from perseval.benchmarks.iba.agents.iba_agent.state import Scored, StageFailed, 
 from perseval.llm.usage import prompt_record, trace_fields
 from perseval.agents.rag import passage_trace
 from perseval.core.parsing import extract_json
-from perseval.core.records import Passage
+from perseval.core.instances import Passage
 
 _FACET_PAIR = re.compile(r'"(' + "|".join(prompts.FACETS) + r')"\s*:\s*"([^"]+)"')
 

@@ -15,7 +15,7 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
 from perseval.benchmarks.iba.views import ActionPayload
 from perseval.llm.base import ChatModel, ChatResult
-from perseval.core.records import AgentOutput, Instance, Passage
+from perseval.core.instances import AgentOutput, Instance, Passage
 
 
 class StageFailed(Exception):

@@ -14,21 +14,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perseval.setup import checks
+from perseval.experiment import checks
 from perseval.kernel.capabilities import capabilities
-from perseval.setup.components import lookup
+from perseval.experiment.components import lookup
 from perseval.llm.settings import DEPLOYMENT_FORMATS, DeploymentConfig, ModelConfig
 from perseval.retrieval.settings import RetrieverConfig
-from perseval.setup.config import (AgentConfig, BenchmarkEntry, ExperimentConfig, JudgeConfig, ResolvedExperiment,
+from perseval.experiment.config import (AgentConfig, BenchmarkEntry, ExperimentConfig, JudgeConfig, ResolvedExperiment,
                                    Strict, load_config)
 from perseval.core import files
 from perseval.core.errors import ConfigError
 from perseval.core.suggest import suggestion
-from perseval.setup.overrides import CALIBRATED, THRESHOLDS, apply_overrides
+from perseval.experiment.overrides import CALIBRATED, THRESHOLDS, apply_overrides
 from perseval.kernel.params import Params, validate_params
 from perseval.kernel.registry import (BENCHMARKS, agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
                                retriever_class)
-from perseval.setup.specs import AgentSpec, JudgeSpec
+from perseval.experiment.specs import AgentSpec, JudgeSpec
 
 # The configs perseval ships that no one benchmark owns (models, deployments, retrievers, generic agents and
 # judges, cross-benchmark experiments), for experiment files kept elsewhere.

@@ -13,7 +13,7 @@ from pathlib import Path
 from perseval.core.errors import ConfigError
 from perseval.core.suggest import suggestion
 from perseval.kernel.registry import manifest_index
-from perseval.setup.experiment import SHIPPED_CONFIGS, benchmark_config_roots
+from perseval.experiment.load import SHIPPED_CONFIGS, benchmark_config_roots
 
 KINDS = ("benchmarks", "agents", "judges", "models", "deployments", "experiments", "retrievers")
 _REGISTRY = {"benchmarks": "BENCHMARKS", "agents": "AGENTS", "judges": "JUDGES", "retrievers": "RETRIEVERS"}
@@ -53,7 +53,7 @@ def _relative(path: Path) -> str:
 
 def config_files(kind: str, own: Path | None = None) -> list[Path]:
     """configs/<kind>/*.yaml of the user's folder, perseval's shipped configs and every benchmark folder, first
-    of each name wins (the lookup order of perseval.setup.experiment.config_roots)."""
+    of each name wins (the lookup order of perseval.experiment.load.config_roots)."""
     roots = ([own] if own is not None else []) + [SHIPPED_CONFIGS, *benchmark_config_roots()]
     seen: dict[str, Path] = {}
     for root in roots:

@@ -1,5 +1,5 @@
 """Components as the plan carries them: a registered kind with its params validated once, when the
-experiment is loaded (perseval.setup.experiment), so that a stage builds it with no second validation."""
+experiment is loaded (perseval.experiment.load), so that a stage builds it with no second validation."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

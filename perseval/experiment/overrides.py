@@ -132,7 +132,7 @@ def apply_overrides(overrides: Overrides, where: str, models: dict[str, Any], ju
                     agents: dict[str, Any], resolver: Any) -> tuple[dict, dict, dict]:
     """The experiment's components with its `overrides:` applied (new objects; the loaded ones are kept).
 
-    `resolver` (perseval.setup.experiment._Resolver) tells where each loaded component came from and where named
+    `resolver` (perseval.experiment.load._Resolver) tells where each loaded component came from and where named
     configs are looked up: an override of a component this experiment does not use is ignored when such a
     config exists (an experiment trimmed to fewer agents keeps its overrides), and an error otherwise."""
     files: Mapping[str, str] = resolver.files

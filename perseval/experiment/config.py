@@ -9,7 +9,7 @@ by name; each lives in its own file under `configs/<kind>/<name>.yaml`:
   judges/       a registered judge kind (or the benchmark's own LLM judges) bound to a model
   agents/       a registered agent kind and its params
 
-This module holds the schemas and reads YAML only; perseval.setup.experiment resolves
+This module holds the schemas and reads YAML only; perseval.experiment.load resolves
 an experiment file (every name it references, plugins, every component's
 params, judge bindings) once, failing early with the file and the key.
 """
@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, Validation
 from perseval.core import files
 from perseval.core.errors import ConfigError, InputError
 from perseval.core.hashing import content_key
-from perseval.setup.overrides import Overrides, Threshold
+from perseval.experiment.overrides import Overrides, Threshold
 from perseval.kernel.params import Strict, error_lines, invalid
 from perseval.llm.settings import DeploymentConfig, ModelConfig, Price, Sampling, VLLMSettings
 from perseval.metrics.settings import StatisticsSettings
@@ -59,7 +59,7 @@ class AgentConfig(Strict):
 
 class BenchmarkEntry(Strict):
     name: str  # registry name: iba, bespoke, apeb
-    # tells two entries of one benchmark apart in every cell name, table and key (perseval.setup.entries)
+    # tells two entries of one benchmark apart in every cell name, table and key (perseval.experiment.entries)
     label: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=40)
     sample: int = Field(8, ge=1)
     seed: int | None = None
@@ -116,7 +116,7 @@ class ExperimentConfig(Strict):
     retrievers: list[str]
     judges: list[str] = []
     benchmarks: list[BenchmarkEntry]
-    overrides: Overrides = Overrides()  # this experiment's agent / judge / model settings (perseval.setup.overrides)
+    overrides: Overrides = Overrides()  # this experiment's agent / judge / model settings (perseval.experiment.overrides)
     # extra runs that say what a score means (perseval.pipeline.controls): swapped-history = another user's history
     controls: list[Literal["swapped-history"]] = []
     # answers of known verdict each LLM judge also judges, for this many instances per benchmark (perseval.report.probes)
@@ -138,7 +138,7 @@ class ResolvedExperiment(Strict):
     agents: dict[str, AgentConfig]
     plugins: tuple[str, ...] = ()  # resolved: .py files made absolute
     files: dict[str, str] = {}  # "agents/<name>" -> the YAML it came from, for error messages
-    # perseval.setup.experiment.Bound: every component's params validated once, set by load_experiment; not part
+    # perseval.experiment.load.Bound: every component's params validated once, set by load_experiment; not part
     # of the record (nor of its key): it is derived from the fields above
     _bound: Any = PrivateAttr(None)
 

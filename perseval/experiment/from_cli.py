@@ -1,7 +1,7 @@
 """An experiment from the command line: `perseval run lamp --model m --limit 3` is the benchmark's own CPU
 experiment (configs/experiments/<benchmark>_cpu.yaml in its folder) with the options replacing its fields.
 
-The result is an experiment YAML, written to a file and loaded like any other (perseval.setup.experiment), so a
+The result is an experiment YAML, written to a file and loaded like any other (perseval.experiment.load), so a
 command-line run is validated like a file, has the cache keys of the equivalent file, and is re-run from it.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ import yaml
 from perseval.core.errors import ConfigError
 from perseval.core.suggest import suggestion
 from perseval.kernel.registry import manifest_index
-from perseval.setup.experiment import experiment_file
-from perseval.setup.listing import config_files
+from perseval.experiment.load import experiment_file
+from perseval.experiment.listing import config_files
 
 # Fields two CPU experiments must agree on to run as one: they enter keys or bind every entry.
 _SHARED = ("repeats", "overrides", "deployments", "plugins", "judge_probes", "judges")

@@ -4,7 +4,7 @@ An entry is its benchmark's name while it is the only unlabelled entry of that b
 keeps the names it always had). Two entries of one benchmark are told apart by the `label:` a user sets
 (`prefeval:generation`), and an unlabelled one by a short digest of what makes its data differ (sample, seed,
 source and params: `prefeval:3f9a1c`). `perseval validate` refuses cells that would still share a name
-(perseval.setup.checks).
+(perseval.experiment.checks).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Sequence
 
 from perseval.core.hashing import content_key
-from perseval.setup.config import BenchmarkEntry
+from perseval.experiment.config import BenchmarkEntry
 
 DIGEST_LENGTH = 6
 

@@ -1,6 +1,6 @@
 """Building components: a registered class from its kind and already validated params.
 
-Validation happens once, when the experiment is loaded (perseval.setup.experiment); a stage builds each
+Validation happens once, when the experiment is loaded (perseval.experiment.load); a stage builds each
 component it uses from the unit's spec, with no second validation. Everything goes through the
 registries, so a component added as one module plus one YAML (or by a plugin) is built with no edit to
 the plan, a benchmark or a flow.
@@ -13,7 +13,7 @@ from perseval.retrieval.settings import RetrieverConfig
 from perseval.core.errors import ConfigError
 from perseval.kernel.params import Params, validate_params
 from perseval.kernel.registry import agent_class, benchmark_class, judge_class, retriever_class
-from perseval.setup.specs import AgentSpec, JudgeSpec
+from perseval.experiment.specs import AgentSpec, JudgeSpec
 
 
 def lookup(get: Any, name: str, where: str, key: str) -> type:

@@ -20,19 +20,19 @@ from urllib.parse import urlsplit
 
 from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.llm.settings import ModelConfig
-from perseval.setup.config import BenchmarkEntry, ResolvedExperiment
+from perseval.experiment.config import BenchmarkEntry, ResolvedExperiment
 from perseval.core import files
-from perseval.setup.entries import entry_ids
+from perseval.experiment.entries import entry_ids
 from perseval.core.errors import ConfigError
 from perseval.core.hashing import content_key
 from perseval.llm.cache import foreign
 from perseval.llm.embedded import llama_server_binary, require_llama_cpp_python
 from perseval.llm.identity import resolve_gguf
 from perseval.kernel.registry import BENCHMARKS
-from perseval.setup.specs import AgentSpec
+from perseval.experiment.specs import AgentSpec
 
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's format)
-DEFAULT_CACHE = "request-cache.sqlite"  # under output_root when `request_cache` is not set (flows.evaluate)
+DEFAULT_CACHE = "request-cache.sqlite"  # under output_root when `request_cache` is not set (perseval_flows.evaluate)
 # The schemes of an MLflow tracking URI (a `<database>+<driver>` form too: postgresql+psycopg2://); a plain
 # path is a local folder (MLflow's file store).
 TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "file", "http", "https", "databricks")
@@ -126,7 +126,7 @@ def _no_repeated_entry(exp: ResolvedExperiment) -> None:
 
 
 def _cell_names_differ(exp: ResolvedExperiment) -> None:
-    """No two cells share a name: two entries called alike (perseval.setup.entries) that list one agent under
+    """No two cells share a name: two entries called alike (perseval.experiment.entries) that list one agent under
     one judge would (backbones and retrievers are the experiment's, the same for both), and their headline
     rows, costs, controls and MLflow runs would be crossed."""
     entries, judges = exp.experiment.benchmarks, exp._bound.judges if exp._bound else None
