@@ -13,8 +13,9 @@ Each is read the same way, and each problem is one line naming the file and the 
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from pathlib import Path
-from typing import Any, Hashable
+from typing import Any
 
 import yaml
 
