@@ -213,7 +213,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target
     # MLflow's INFO lines (database set-up, the trace queue's flush at exit) are not the run's output; read
     # by MLflow when it is imported, in this process and the workers it starts
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    exp, plan = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
+    exp, plan = _load_or_exit(config, keys=True)  # a bad file fails before any server starts (and mlflow imports)
     own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
@@ -361,12 +361,13 @@ def _late_failure(exc: Exception, root: Path) -> NoReturn:
     raise typer.Exit(LATE_FAILURE_EXIT)
 
 
-def _load_or_exit(config: Path) -> "Any":
+def _load_or_exit(config: Path, keys: bool = False) -> "Any":
     """The resolved experiment and its plan, or one line per problem and exit code 2 (no server started).
 
     The benchmark sources are read here too, so a bad release row is reported in seconds, not after the
     Prefect server and the Dask cluster started and the construct task failed."""
     from perseval.core.errors import PersevalError
+    from perseval.experiment.checks import check_keys
     from perseval.experiment.load import load_experiment, source_problems
     from perseval.pipeline.plan import make_plan
 
@@ -375,6 +376,8 @@ def _load_or_exit(config: Path) -> "Any":
     try:
         idle_seconds()  # the environment's setting too: a bad one stops here, not after the run
         exp = load_experiment(config)
+        if keys:  # validate and run: every endpoint's key is in the environment
+            check_keys(exp)
         plan = make_plan(exp)
     except PersevalError as exc:
         _error(exc)
@@ -391,7 +394,7 @@ def _load_or_exit(config: Path) -> "Any":
 def validate(config: Path = CONFIG) -> None:
     """Check an experiment file and everything it names (no server is started)."""
     apply_offline_env()
-    exp, plan = _load_or_exit(config)
+    exp, plan = _load_or_exit(config, keys=True)
     console.print(f"ok: {config} — {len(plan.data)} benchmark(s), {len(plan.runs())} run(s), "
                   f"{len(plan.cells)} cell(s), models {sorted(exp.models)}")
 

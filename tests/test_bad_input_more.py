@@ -808,7 +808,6 @@ def test_a_key_refused_mid_run_is_logged_apart_and_the_run_says_what_to_fix(endp
     assert counts == {"agent": {"unauthorized": 1}}
     path = _experiment(configs, tmp_path / "out")
     _edit(path, lambda e: e["backbones"].append("remote-openai"))
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # the experiment's key, else refused when loaded
     exp = load_experiment(path)
     hint = _redo_hint(exp, {"requests": counts})
     assert "refused for authentication (HTTP 401/403)" in hint and "running again cannot fix" in hint
@@ -825,8 +824,11 @@ def test_a_connection_error_names_the_address(tmp_path):
 
 def test_the_shipped_experiments_still_validate(tmp_path, monkeypatch):
     """None of the new checks refuses a shipped experiment (the one naming a release folder not shipped
-    is left out)."""
+    is left out), given the keys its endpoints name (an unset one is refused: api_key_env_unset)."""
     monkeypatch.chdir(REPO)
+    for deployment in shipped_yaml("deployments"):
+        if key := yaml.safe_load(deployment.read_text()).get("api_key_env"):
+            monkeypatch.setenv(key, KEY)
     for path in sorted(shipped_yaml("experiments")):
         if yaml.safe_load(path.read_text())["benchmarks"][0].get("source", "").startswith("data/"):
             continue
@@ -899,7 +901,7 @@ def silent() -> Iterator[str]:
             conn.close()
 
 
-def test_an_endpoint_that_never_answers_stops_the_start_in_its_timeout(monkeypatch):
+def test_an_endpoint_that_never_answers_stops_the_start_in_its_timeout(monkeypatch, tmp_path):
     """Before: a warning, then every request of the run failed after its timeout and retries, exit 3 and "run
     the same command again"; now the start stops once the probe has waited the time a request has."""
     monkeypatch.setenv("PERSEVAL_PROBE_KEY", KEY)
@@ -909,7 +911,7 @@ def test_an_endpoint_that_never_answers_stops_the_start_in_its_timeout(monkeypat
     assert "\n" not in line and line.startswith("model api-model (openai deployment probe-me): "), line
     assert f"configs/deployments/probe-me.yaml: key 'base_url': {url} took the connection and the request but sent " \
            "no answer in 1.5 s (ReadTimeout; timeout_s" in line and "raise timeout_s for a slow one" in line, line
-    report = failure_report(err.value, Path("runs"), ["run", "x.yaml"])
+    report = failure_report(err.value, tmp_path, ["run", "x.yaml"])
     assert not any("run the same command again" in r for r in report), report
 
 

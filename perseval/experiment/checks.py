@@ -11,8 +11,7 @@ on llama-server where no llama-server binary is installed, or on llama-cpp-pytho
 extra is not installed, a `request_cache` that is a folder or another program's file (perseval would
 open it, and set it aside as damaged), an `output_root` it cannot write in or that is a folder of perseval's own
 (its package, a Python environment, its repository's source), an `mlflow.tracking_uri` whose scheme MLflow does
-not know, an openai deployment whose `api_key_env` is not set (the run stopped at that endpoint's start, after
-its data was built).
+not know; and, for `validate` and `run` only (check_keys), an openai deployment whose `api_key_env` is not set.
 """
 from __future__ import annotations
 
@@ -59,10 +58,17 @@ def check_experiment(exp: ResolvedExperiment, roots: Sequence[Path]) -> None:
             _llama_server(exp.file_of("deployments", dep.name))
         elif dep.kind == "embedded" and dep.server == "llama-cpp-python":
             _llama_cpp_python(exp.file_of("deployments", dep.name))
-        elif dep.kind == "openai" and dep.api_key_env and not os.environ.get(dep.api_key_env):
+
+
+def check_keys(exp: ResolvedExperiment) -> None:
+    """Every openai deployment's `api_key_env` is set in this environment: `validate` and `run` say so before
+    anything starts (the run stopped at that endpoint's start, after its data was built). The other commands
+    do not ask: `show` or `stats` need no key, and a scheduled run (`deploy`) has its worker's environment."""
+    for dep in {d.name: d for d in exp.deployments.values()}.values():
+        if dep.kind == "openai" and dep.api_key_env and not os.environ.get(dep.api_key_env):
             raise ConfigError(f"{exp.file_of('deployments', dep.name)}: key 'api_key_env': ${dep.api_key_env} is "
-                              "not set in this environment (the key of the endpoint at "
-                              f"{dep.base_url}); export it (or remove api_key_env for an endpoint that takes no key)")
+                              f"not set in this environment (the key of the endpoint at {dep.base_url}); export it "
+                              "(or remove api_key_env for an endpoint that takes no key)")
 
 
 def check_cells(exp: ResolvedExperiment, agents: dict[str, AgentSpec], roots: Sequence[Path]) -> None:
