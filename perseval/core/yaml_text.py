@@ -27,8 +27,13 @@ SCALAR_CHARS = 1_000  # a scalar counts one value more per this many characters:
 _OVER = MAX_VALUES + 1  # sizes are capped here: a bomb's true size would be a number of a billion digits
 
 
-class _Loader(yaml.SafeLoader):
-    """A SafeLoader that refuses a key written twice in one mapping."""
+# libyaml's parser where PyYAML was built with it (IBA's 430 KB scenario taxonomy: 0.38 s instead of 2.3 s),
+# the same safe constructors either way
+_SAFE = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _Loader(_SAFE):  # type: ignore[misc, valid-type]
+    """A safe loader that refuses a key written twice in one mapping."""
 
 
 MERGE_TAG = "tag:yaml.org,2002:merge"  # `<<: *base`: the base's keys, which the mapping's own may replace
