@@ -596,6 +596,22 @@ def test_weights_only_llama_cpp_finds_broken_are_named_from_its_log(server, caus
     assert f"during start-up: {cause}" in line and str(weights) in line, line
 
 
+def test_an_installed_plugin_that_calls_sys_exit_is_named(tmp_path, monkeypatch):
+    """An entry-point plugin's sys.exit() at import: named like any plugin error (it ended the process)."""
+    from perseval.core.errors import ConfigError
+    from perseval.kernel import registry
+
+    dist = tmp_path / "exitplug-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: exitplug\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[perseval.plugins]\nexits = exitplug_mod\n")
+    (tmp_path / "exitplug_mod.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"plugin entry point 'exits' \(exitplug_mod\) failed to load: it called "
+                                          r"sys.exit\(3\) on import; a plugin must not end the process"):
+        registry.load_entry_points()
+
+
 # --- issue 53: a name that is a file here and an experiment's; compare and samples where there are no runs ------
 
 @pytest.mark.parametrize("command", ["validate", "compare"])
