@@ -47,17 +47,31 @@ def _named_experiment(name: str) -> Path | None:
         return None
 
 
-def _config_path(value: Path) -> Path:
-    """An experiment named as the user knows it: its YAML file's path, or its `name:` (_named_experiment);
-    a bad name is refused naming the places looked in."""
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def _file_or_named(value: str) -> Path | None:
+    """The experiment `value` names: a file that exists (as the shell completes it) first, else the experiment of
+    that name (_named_experiment); when a bare name is both, a note says which was taken and how to get the other
+    (a stray ./quickstart file read as the experiment, unsaid, was "expected a mapping" with no hint)."""
     path = Path(value)
-    if path.is_file():
-        return path
-    if "/" in str(value) or path.suffix in (".yaml", ".yml"):
-        raise typer.BadParameter(f"file {str(value)!r} does not exist: give the experiment YAML's path or its name")
-    named = _named_experiment(str(value))
-    if named is not None:
+    named = _named_experiment(value) if "/" not in value and path.suffix not in YAML_SUFFIXES else None
+    if not path.is_file():
         return named
+    if named is not None and named.resolve() != path.resolve():
+        console.print(f"note: {value!r} is the file {path.resolve()}, read as the experiment; the experiment named "
+                      f"{value} is {named}: give that path for it", markup=False, highlight=False, soft_wrap=True)
+    return path
+
+
+def _config_path(value: Path) -> Path:
+    """An experiment named as the user knows it: its YAML file's path, or its `name:` (_file_or_named); a bad
+    name is refused naming the places looked in."""
+    found = _file_or_named(str(value))
+    if found is not None:
+        return found
+    if "/" in str(value) or Path(value).suffix in YAML_SUFFIXES:
+        raise typer.BadParameter(f"file {str(value)!r} does not exist: give the experiment YAML's path or its name")
     from perseval.core.suggest import suggestion
     from perseval.experiment.listing import experiment_names
 
@@ -199,7 +213,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target
     # MLflow's INFO lines (database set-up, the trace queue's flush at exit) are not the run's output; read
     # by MLflow when it is imported, in this process and the workers it starts
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-    exp, plan = _load_or_exit(config)  # fail on a bad file before any server starts (and before mlflow imports)
+    exp, plan = _load_or_exit(config, keys=True)  # a bad file fails before any server starts (and mlflow imports)
     own_prefect = not os.environ.get("PREFECT_API_URL")  # else the user's server
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
@@ -311,7 +325,8 @@ def _run_flow(config: Path, exp: Any, output_root: Optional[str], **kwargs: Any)
             from perseval.experiment.checks import check_output_root
 
             check_output_root(exp, output_root)
-        with stop_on_interrupt(root, sys.argv[1:]), _prefect_for(exp.experiment.output_root, output_root):
+        cache = exp.experiment.request_cache_path(output_root)
+        with stop_on_interrupt(root, sys.argv[1:], cache), _prefect_for(exp.experiment.output_root, output_root):
             from perseval_flows.runtime import run_experiment
 
             return run_experiment(exp, output_root=output_root, **kwargs)  # the experiment resolved once, above
@@ -346,12 +361,13 @@ def _late_failure(exc: Exception, root: Path) -> NoReturn:
     raise typer.Exit(LATE_FAILURE_EXIT)
 
 
-def _load_or_exit(config: Path) -> "Any":
+def _load_or_exit(config: Path, keys: bool = False) -> "Any":
     """The resolved experiment and its plan, or one line per problem and exit code 2 (no server started).
 
     The benchmark sources are read here too, so a bad release row is reported in seconds, not after the
     Prefect server and the Dask cluster started and the construct task failed."""
     from perseval.core.errors import PersevalError
+    from perseval.experiment.checks import check_keys
     from perseval.experiment.load import load_experiment, source_problems
     from perseval.pipeline.plan import make_plan
 
@@ -360,6 +376,8 @@ def _load_or_exit(config: Path) -> "Any":
     try:
         idle_seconds()  # the environment's setting too: a bad one stops here, not after the run
         exp = load_experiment(config)
+        if keys:  # validate and run: every endpoint's key is in the environment
+            check_keys(exp)
         plan = make_plan(exp)
     except PersevalError as exc:
         _error(exc)
@@ -376,7 +394,7 @@ def _load_or_exit(config: Path) -> "Any":
 def validate(config: Path = CONFIG) -> None:
     """Check an experiment file and everything it names (no server is started)."""
     apply_offline_env()
-    exp, plan = _load_or_exit(config)
+    exp, plan = _load_or_exit(config, keys=True)
     console.print(f"ok: {config} — {len(plan.data)} benchmark(s), {len(plan.runs())} run(s), "
                   f"{len(plan.cells)} cell(s), models {sorted(exp.models)}")
 
@@ -530,16 +548,16 @@ def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str,
                      announce: bool = True) -> tuple[Any, list[Any]]:
     from mlflow.tracking import MlflowClient
 
-    from perseval.experiment.config import MLflowSettings
-    from perseval.report.tracking import parent_runs, resolve_tracking
+    from perseval.report.tracking import parent_runs
 
     import mlflow
 
-    uri, _ = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
+    experiments = [_mlflow_experiment(spec) for spec in specs]  # a file named that cannot be read: before the store
+    uri = _store_to_read(tracking_uri)
     mlflow.set_tracking_uri(uri)  # what reads traces through mlflow's module functions reads this store too
     client = MlflowClient(uri)
     try:
-        found = parent_runs(client, [_mlflow_experiment(spec) for spec in specs], latest)
+        found = parent_runs(client, experiments, latest)
     except ValueError as exc:
         _error(exc)
         raise typer.Exit(2)
@@ -551,6 +569,22 @@ def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str,
                       f"computed by {r.data.tags.get('perseval.computed_by', '?')[:8]} (name it to include it)",
                       highlight=False)
     return client, found.runs
+
+
+def _store_to_read(tracking_uri: str) -> str:
+    """The tracking URI that compare and samples read (a relative SQLite file made absolute), creating nothing: a
+    database that is not there is one line and exit 2 (MLflow would make an empty one, and ./mlruns/artifacts
+    beside it, in whatever folder the command ran in)."""
+    from perseval.report.tracking import sqlite_path
+
+    db = sqlite_path(tracking_uri)
+    if db is None:
+        return tracking_uri
+    if not db.is_file():
+        _error(f"--tracking-uri {tracking_uri}: no MLflow database at {db}; run this in the folder the runs were "
+               "made in, or give their database's path (sqlite:////<absolute path>)")
+        raise typer.Exit(2)
+    return f"sqlite:///{db}"
 
 
 def _readable_or_exit(client: Any, parents: list[Any]) -> list[Any]:
@@ -577,13 +611,20 @@ def _mlflow_experiment(spec: str) -> str:
     """An experiment named as the user knows it: the YAML file's path or its `name:` (the file
     configs/experiments/<name>.yaml) -> the MLflow experiment it logs to; anything else (an MLflow experiment
     name, a run id) as given."""
-    import yaml
+    from perseval.core.errors import ConfigError
+    from perseval.experiment.config import read_yaml
 
-    for path in (Path(spec), _named_experiment(spec) if "/" not in spec else None):
-        if path is not None and path.suffix in (".yaml", ".yml") and path.is_file():
-            data = yaml.safe_load(path.read_text()) or {}
-            return str((data.get("mlflow") or {}).get("experiment") or "perseval")
-    return spec
+    is_experiment = Path(spec).suffix in YAML_SUFFIXES or ("/" not in spec and _named_experiment(spec) is not None)
+    path = _file_or_named(spec) if is_experiment else None  # the same file `validate <spec>` reads
+    if path is None:
+        return spec
+    try:
+        data = read_yaml(path)
+    except ConfigError as exc:
+        _error(exc)
+        raise typer.Exit(2)
+    mlflow = data.get("mlflow")
+    return str((mlflow if isinstance(mlflow, dict) else {}).get("experiment") or "perseval")
 
 
 def _children(client: Any, parent: Any) -> list[Any]:

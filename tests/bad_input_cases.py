@@ -14,9 +14,10 @@ from perseval.benchmarks.bespoke.sample import write_sample
 from .conftest import REPO, minimal
 
 AGENTS = {"iba": ["iba-no-history"], "bespoke": ["bespoke-no-context"], "apeb": ["apeb-direct"],
-          "custom": ["no-history"], "prefeval": ["prefeval-no-history"], "persona_mem": ["persona-mem-no-history"]}
+          "custom": ["no-history"], "prefeval": ["prefeval-no-history"], "persona_mem": ["persona-mem-no-history"],
+          "lamp": ["lamp-no-profile"]}
 PARAMS = {"prefeval": {"inter_turns": [2]}}  # the sample holds 4 inter-turns, fewer than the default 10
-RULE_JUDGED = ("apeb", "persona_mem")  # scored by rule: no LLM judge in the experiment
+RULE_JUDGED = ("apeb", "persona_mem", "lamp")  # scored by rule: no LLM judge in the experiment
 
 
 # --- valid inputs -------------------------------------------------------------------------------------------
@@ -34,6 +35,8 @@ def _valid_source(loader: str, folder: Path) -> Path:
         write_logs(generate_logs(3, 0), folder, fmt="csv")
     elif loader in ("prefeval", "persona_mem"):  # the official layouts' hand-written samples
         shutil.copytree(REPO / "tests" / "data" / loader, folder, dirs_exist_ok=True)
+    elif loader == "lamp":  # the hand-written sample in the official layout, which the benchmark ships
+        shutil.copytree(REPO / "perseval" / "benchmarks" / "lamp" / "sample", folder, dirs_exist_ok=True)
     return folder
 
 

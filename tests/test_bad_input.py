@@ -283,6 +283,30 @@ def _persona_mem_cases() -> list[Case]:
     ]
 
 
+# --- LaMP release (issue 53: words that fit the case) -------------------------------------------------------------
+
+LAMP_QUESTIONS = "LaMP_1/dev/dev_questions.json"
+
+
+def _as_json_lines(rel: str) -> Callable[[Path], None]:
+    """The file's JSON list written as JSON Lines, one row per line (what a converted dump often is)."""
+    def go(folder: Path) -> None:
+        _write_rows(folder / rel, json.loads((folder / rel).read_text()))
+    return go
+
+
+def _lamp_cases() -> list[Case]:
+    def profile_object(rows: list) -> None:  # an object of items keyed by position: "missing" misled
+        rows[0]["profile"] = {str(k): item for k, item in enumerate(rows[0]["profile"])}
+
+    return [
+        Case("lamp", "object_for_a_list", _json_rows(LAMP_QUESTIONS, profile_object),
+             ("dev_questions.json, row 1, field 'profile': an object, expected a list",)),
+        Case("lamp", "json_lines_for_json", _as_json_lines(LAMP_QUESTIONS),
+             ("dev_questions.json: is JSON Lines (", "lines of one JSON value each), expected one JSON document")),
+    ]
+
+
 # --- the experiment file and `perseval iba agreement` files ------------------------------------------------------
 
 def _yaml(change: Callable[[str], str | bytes]) -> Callable[[Path], None]:
@@ -335,7 +359,7 @@ def _agreement_cases() -> list[Case]:
 
 
 CASES = [*_jsonl_cases("iba"), *_jsonl_cases("custom"), *_bespoke_cases(), *_apeb_cases(), *_prefeval_cases(),
-         *_persona_mem_cases(), *_experiment_cases(), *_agreement_cases()]
+         *_persona_mem_cases(), *_lamp_cases(), *_experiment_cases(), *_agreement_cases()]
 
 
 # --- running a case ------------------------------------------------------------------------------------------
@@ -404,7 +428,7 @@ def test_an_unreadable_release_file_is_named_unreadable(loader, rel, tmp_path, c
 
 def test_valid_inputs_pass(tmp_path, configs, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    for loader in ("iba", "custom", "bespoke", "apeb", "prefeval", "persona_mem"):
+    for loader in ("iba", "custom", "bespoke", "apeb", "prefeval", "persona_mem", "lamp"):
         exp = _experiment(configs, tmp_path / "out", loader, _valid_source(loader, tmp_path / loader))
         result = runner.invoke(app, ["validate", str(exp)])
         assert result.exit_code == 0 and result.output.startswith("ok: "), (loader, result.output)

@@ -70,6 +70,25 @@ Issue 45 (misleading or silent before):
 | 47 | a model YAML that is a folder (IsADirectoryError)  | validate      | the YAML, "is a folder, expected a file"        |
 | 48 | a model YAML that is a link loop ("there is no")    | validate      | the YAML, "is a symlink loop"                   |
 
+Issue 53 (silent, late or misleading before):
+
+| #  | bad input                                          | caught at     | the line names                                  |
+|----|----------------------------------------------------|---------------|-------------------------------------------------|
+| 49 | `output_root` in the installed package (40 paths)  | validate, run | experiment, `output_root`, the package          |
+| 50 | `output_root` in a Python environment              | validate, run | experiment, `output_root`, the environment      |
+| 51 | `output_root` the repository or its tests/ folder  | validate, run | experiment, `output_root`, the repository       |
+| 52 | a plugin that calls sys.exit(0) (exit 0, no output) | validate, run | experiment, `plugins`, the file and line        |
+| 53 | an alias bomb in an override (run: 3 GB in 36 s)   | validate, run | the experiment file and line                    |
+| 54 | an alias bomb in an agent YAML                     | validate, run | the agent YAML and line                         |
+| 55 | an alias of itself (`&x [1, *x]`)                  | validate, run | the file and line, "repeats without end"        |
+| 56 | `api_key_env` not set (exit 4 after construct)     | validate, run | deployment YAML, `api_key_env`, the variable    |
+| 57 | LaMP `setting: time` without time/ (a file named)  | validate, run | the missing folder                              |
+| 58 | an endpoint that takes requests, never answers (3) | start (probe) | deployment YAML, `base_url`, the wait; exit 4   |
+
+Beside the table (issue 53): `--output-root` in the package, a name that is both a file in the working
+folder and an experiment's (`validate`, `compare`: a note says which was read and how to get the other),
+`compare` and `samples` where there is no MLflow database (nothing created there).
+
 Row 26 also leaves the folder and every file in it as they were, after `validate` and after `run` (and
 after a run whose `--output-root` puts the default cache on a folder, which only the flow's start sees).
 
@@ -83,6 +102,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -205,11 +225,16 @@ def user_folder(tmp: Path) -> Path:
     return folder
 
 
-def cache_at(make: Callable[[Path], Path]) -> Break:
+def path_at(key: str, make: Callable[[Path], Path]) -> Break:
+    """The experiment's `key` set to the path `make(tmp)` gives."""
     def go(configs: Path, path: Path, tmp: Path) -> Path:
-        _edit(path, lambda e: e.update(request_cache=str(make(tmp))))
+        _edit(path, lambda e: e.update({key: str(make(tmp))}))
         return path
     return go
+
+
+def cache_at(make: Callable[[Path], Path]) -> Break:
+    return path_at("request_cache", make)
 
 
 def _text_file(tmp: Path) -> Path:
@@ -276,6 +301,45 @@ def _plugin(source: str) -> Break:
     return go
 
 
+# A "billion laughs": nine levels of nine aliases, a billion values once expanded, from 11 short lines.
+BOMB = 'l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
+    f"l{i}: &l{i} [*l{i - 1},*l{i - 1},*l{i - 1},*l{i - 1},*l{i - 1},*l{i - 1},*l{i - 1},*l{i - 1},*l{i - 1}]\n"
+    for i in range(1, 10))
+
+
+def _bomb_in_override(configs: Path, path: Path, tmp: Path) -> Path:
+    """The bomb under `overrides.agents` of an agent the experiment does not list (validate said ok, then
+    the run grew past 3 GB)."""
+    nested = "".join(f"      {line}\n" for line in BOMB.splitlines())
+    path.write_text(path.read_text() + f"overrides:\n  agents:\n    iba-rag:\n{nested}")
+    return path
+
+
+def _config_text(rel: str, extra: str) -> Break:
+    """A named config under configs/ with `extra` written at its end, as text (anchors and aliases)."""
+    def go(configs: Path, path: Path, tmp: Path) -> Path:
+        (configs / rel).write_text((configs / rel).read_text() + extra)
+        return path
+    return go
+
+
+def _in_a_venv(tmp: Path) -> Path:
+    (tmp / "env").mkdir()
+    (tmp / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n")  # what `python -m venv` writes first
+    return tmp / "env" / "runs"
+
+
+def _lamp_time_split_missing(configs: Path, path: Path, tmp: Path) -> Path:
+    """A LaMP release without its time/ folder, read with `setting: time`."""
+    source = _valid_source("lamp", tmp / "lamp")
+    shutil.rmtree(source / "time")
+    exp_path = _experiment(configs, tmp / "out", "lamp", source)
+    _edit(exp_path, lambda e: e["benchmarks"][0].update(params={"setting": "time", "tasks": ["LaMP-3"]}))
+    return exp_path
+
+
+UNSET = "PERSEVAL_TEST_NEVER_SET_KEY"  # no environment sets it
+OUT_OF_PLACE = (REPO / "perseval" / "out-of-place", REPO / "tests" / "out-of-place")  # never made
 GE1 = "greater than or equal to 1"
 CPU = "deployments/smollm2-135m-cpu.yaml"
 CASES = [
@@ -372,6 +436,29 @@ CASES = [
                                                     "from perseval.kernel.registry import register_agent\n\n\n"
                                                     "@register_agent('rag')\nclass Again(RagAgent):\n    pass\n"),
          ("bad.yaml", "key 'plugins'", "broken.py'", "agent kind 'rag' is registered twice")),
+    # issue 53
+    Case("output_root_in_the_package", path_at("output_root", lambda tmp: OUT_OF_PLACE[0]),
+         ("bad.yaml", "key 'output_root'", "is inside the installed perseval package", "name a folder of your own")),
+    Case("output_root_in_a_venv", path_at("output_root", _in_a_venv),
+         ("bad.yaml", "key 'output_root'", "env/runs'", "is inside the Python environment", "name a folder")),
+    Case("output_root_in_the_repository_tests", path_at("output_root", lambda tmp: OUT_OF_PLACE[1]),
+         ("bad.yaml", "key 'output_root'", "is inside the perseval repository's tests/ folder", "runs")),
+    Case("output_root_the_repository", path_at("output_root", lambda tmp: REPO),
+         ("bad.yaml", "key 'output_root'", "is the top folder of the perseval repository")),
+    Case("plugin_exits", _plugin("import sys\nsys.exit(0)\n"),
+         ("bad.yaml", "key 'plugins'", "broken.py' failed to import at ", "broken.py, line 2",
+          "it called sys.exit(0) on import; a plugin must not end the process")),
+    Case("alias_bomb_in_an_override", _bomb_in_override,
+         ("bad.yaml, line ", "its anchors and aliases expand to more than 100,000 values")),
+    Case("alias_bomb_in_an_agent_yaml", _config_text("agents/iba-no-history.yaml", BOMB),
+         ("iba-no-history.yaml, line ", "expand to more than 100,000 values")),
+    Case("alias_of_itself", text(lambda t: t + "extra: &x [1, *x]\n"),
+         ("bad.yaml, line ", "holds an alias of itself", "repeats without end")),
+    Case("api_key_env_unset", remote(api_key_env=UNSET),
+         ("openai-api.yaml: key 'api_key_env'", f"${UNSET} is not set in this environment", "export it (or remove api_key_env")),
+    Case("lamp_time_split_missing", _lamp_time_split_missing,
+         ("lamp/time: missing folder", "the time-based dev split of LaMP-3 is read from", "time/LaMP_3"),
+         ("outputs.json",)),
 ]
 
 
@@ -392,7 +479,7 @@ def test_refused_before_anything_starts(case, command, tmp_path, configs, monkey
     assert result.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: "), result.output
     assert all(part in lines[0] for part in case.expect), lines[0]
     assert not any(part in lines[0] for part in case.forbid), lines[0]
-    assert not started and not (tmp_path / "out").exists()
+    assert not started and not (tmp_path / "out").exists() and not any(p.exists() for p in OUT_OF_PLACE)
 
 
 def test_the_real_cli_in_a_fresh_process(tmp_path, configs):
@@ -430,7 +517,7 @@ def test_a_request_cache_folder_is_never_moved(command, tmp_path, configs, monke
     assert _snapshot(folder) == before and _beside(folder) == ["my-notes"], result.output
 
 
-@pytest.mark.parametrize("root", ["/proc/perseval-runs", "notes.txt/runs"])
+@pytest.mark.parametrize("root", ["/proc/perseval-runs", "notes.txt/runs", str(OUT_OF_PLACE[0])])
 def test_an_output_root_given_on_the_command_line_is_checked_before_any_server_starts(root, tmp_path, configs,
                                                                                      monkeypatch):
     """`run --output-root` replaces the file's output_root after the file was checked: the option gets the same
@@ -443,7 +530,7 @@ def test_an_output_root_given_on_the_command_line_is_checked_before_any_server_s
     monkeypatch.setattr(cli, "_prefect_for", lambda *a: started.append(a))
     result = runner.invoke(app, ["run", str(_experiment(configs, tmp_path / "out")), "--output-root", root])
     assert result.exit_code == 2 and "--output-root" in result.output and repr(root) in result.output, result.output
-    assert not started and not (tmp_path / "out").exists()
+    assert not started and not (tmp_path / "out").exists() and not OUT_OF_PLACE[0].exists()
 
 
 @pytest.mark.integration
@@ -507,6 +594,53 @@ def test_weights_only_llama_cpp_finds_broken_are_named_from_its_log(server, caus
         Deployment(model, dep.model_copy(update={"server": server}), tmp_path / "logs").start()
     line = what_failed(err.value)
     assert f"during start-up: {cause}" in line and str(weights) in line, line
+
+
+def test_an_installed_plugin_that_calls_sys_exit_is_named(tmp_path, monkeypatch):
+    """An entry-point plugin's sys.exit() at import: named like any plugin error (it ended the process)."""
+    from perseval.core.errors import ConfigError
+    from perseval.kernel import registry
+
+    dist = tmp_path / "exitplug-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: exitplug\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[perseval.plugins]\nexits = exitplug_mod\n")
+    (tmp_path / "exitplug_mod.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=r"plugin entry point 'exits' \(exitplug_mod\) failed to load: it called "
+                                          r"sys.exit\(3\) on import; a plugin must not end the process"):
+        registry.load_entry_points()
+
+
+# --- issue 53: a name that is a file here and an experiment's; compare and samples where there are no runs ------
+
+@pytest.mark.parametrize("command", ["validate", "compare"])
+def test_a_name_that_is_a_file_here_and_an_experiment_says_which_it_took(command, tmp_path, monkeypatch):
+    """`validate quickstart` read a stray ./quickstart file ("expected a mapping", no hint) and `compare
+    quickstart` the shipped experiment, neither saying so: both take the file now, and say how to get the other."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "quickstart").write_text("notes about the quickstart\n")
+    result = runner.invoke(app, [command, "quickstart"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 2 and "Traceback" not in result.output, result.output
+    assert lines[0].startswith(f"note: 'quickstart' is the file {tmp_path / 'quickstart'}, read as the experiment; "
+                               "the experiment named quickstart is ") and lines[0].endswith(
+        f"{Path('experiments') / 'quickstart.yaml'}: give that path for it"), lines[0]
+    assert lines[1] == "error: quickstart: expected a mapping (key: value lines) at the top level, got a string"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quickstart"]
+
+
+@pytest.mark.parametrize("command", [["compare", "perseval-quickstart"], ["samples", "0123abcd", "iba-rag"]])
+def test_compare_and_samples_where_there_are_no_runs_write_nothing_there(command, tmp_path, monkeypatch):
+    """They read the runs' MLflow store: where there is none, one line and exit 2, and the folder is left empty
+    (an empty ./mlruns/mlflow.db and ./mlruns/artifacts were made in it)."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, command)
+    assert result.exit_code == 2 and result.output.strip() == (
+        f"error: --tracking-uri sqlite:///mlruns/mlflow.db: no MLflow database at {tmp_path / 'mlruns' / 'mlflow.db'}"
+        "; run this in the folder the runs were made in, or give their database's path (sqlite:////<absolute "
+        "path>)"), result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 # --- 24, 25: an existing endpoint's probe at start -----------------------------------------------------------
@@ -706,8 +840,11 @@ def test_a_connection_error_names_the_address(tmp_path):
 
 def test_the_shipped_experiments_still_validate(tmp_path, monkeypatch):
     """None of the new checks refuses a shipped experiment (the one naming a release folder not shipped
-    is left out)."""
+    is left out), given the keys its endpoints name (an unset one is refused: api_key_env_unset)."""
     monkeypatch.chdir(REPO)
+    for deployment in shipped_yaml("deployments"):
+        if key := yaml.safe_load(deployment.read_text()).get("api_key_env"):
+            monkeypatch.setenv(key, KEY)
     for path in sorted(shipped_yaml("experiments")):
         if yaml.safe_load(path.read_text())["benchmarks"][0].get("source", "").startswith("data/"):
             continue
@@ -756,6 +893,44 @@ def not_http() -> Iterator[str]:
         srv.close()
 
 
+@contextmanager
+def silent() -> Iterator[str]:
+    """A loopback TCP server that takes every connection and reads what it is sent, and never answers (a port
+    that swallows requests, a server that hangs); yields an http:// base URL to it."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            held.append(conn)  # open, unanswered, until the server stops
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}/v1"
+    finally:
+        srv.close()
+        for conn in held:
+            conn.close()
+
+
+def test_an_endpoint_that_never_answers_stops_the_start_in_its_timeout(monkeypatch, tmp_path):
+    """Before: a warning, then every request of the run failed after its timeout and retries, exit 3 and "run
+    the same command again"; now the start stops once the probe has waited the time a request has."""
+    monkeypatch.setenv("PERSEVAL_PROBE_KEY", KEY)
+    with silent() as url, pytest.raises(DeploymentError) as err:
+        _api(url, timeout_s=1.5).start()
+    line = what_failed(err.value)
+    assert "\n" not in line and line.startswith("model api-model (openai deployment probe-me): "), line
+    assert f"configs/deployments/probe-me.yaml: key 'base_url': {url} took the connection and the request but sent " \
+           "no answer in 1.5 s (ReadTimeout; timeout_s" in line and "raise timeout_s for a slow one" in line, line
+    report = failure_report(err.value, tmp_path, ["run", "x.yaml"])
+    assert not any("run the same command again" in r for r in report), report
+
+
 def test_an_endpoint_that_speaks_no_http_stops_the_start_like_a_refused_one(monkeypatch):
     monkeypatch.setenv("PERSEVAL_PROBE_KEY", KEY)
     with not_http() as url, pytest.raises(DeploymentError) as err:
@@ -767,12 +942,17 @@ def test_an_endpoint_that_speaks_no_http_stops_the_start_like_a_refused_one(monk
 
 
 @pytest.mark.integration
-def test_a_run_on_an_endpoint_that_speaks_no_http_ends_exit_4_not_3(tmp_path, configs, prefect_api):
-    """Before: every row failed and the run ended exit 3, "run the same command again". Now exit 4 at start."""
-    with not_http() as url:
+@pytest.mark.parametrize("server,says", [(not_http, "what answers at {url} is not an HTTP server"),
+                                         (silent, "{url} took the connection and the request but sent no answer")],
+                         ids=["not-http", "never-answers"])
+def test_a_run_on_an_endpoint_that_speaks_no_http_ends_exit_4_not_3(server, says, tmp_path, configs, prefect_api):
+    """Before: every row failed and the run ended exit 3, "run the same command again". Now exit 4 at start
+    (an endpoint that never answers: once the probe waited the deployment's timeout_s)."""
+    with server() as url:
+        _edit(configs / "deployments" / "openai-api.yaml", lambda d: d.update(timeout_s=2))
         done, errors = run_on_endpoint(url, tmp_path, configs, prefect_api)
     assert done.returncode == 4 and len(errors) == 1, done.stdout + done.stderr
-    assert f"key 'base_url': what answers at {url} is not an HTTP server" in errors[0], errors
+    assert f"key 'base_url': {says.format(url=url)}" in errors[0], errors
     assert "run the same command again" not in done.stdout
     assert not (tmp_path / "out" / "run").exists()
 

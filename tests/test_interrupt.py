@@ -1,13 +1,17 @@
 """Ctrl-C stops a run within 5 s (issue 45, item 2): a real `perseval run` on the embedded model, interrupted
 as a terminal does (SIGINT to its process group) once it sends the run stage's requests. It exits 130 with the
 one line saying what is kept and how to resume, sends nothing after the signal, leaves no model server behind,
-and the resume sends no request the interrupted run had answered, nor any request twice."""
+and the resume sends no request the interrupted run had answered, nor any request twice. The line is the last
+thing printed (issue 53: no Dask CancelledError or resource-tracker warning after it), and no claim is left
+"in flight" in the request cache."""
 from __future__ import annotations
 
 import json
 import os
 import signal
+import sqlite3
 import time
+from contextlib import closing
 from pathlib import Path
 
 import psutil
@@ -61,6 +65,10 @@ def test_ctrl_c_stops_within_5_s_and_the_resume_sends_nothing_answered(tmp_path,
     n_sent = len(_sent(first))
     time.sleep(3)
     assert len(_sent(first)) == n_sent  # nothing sent after the signal, by any process of the run
+    after = (tmp_path / "out-first.log").read_text()
+    assert len(after[after.index("interrupted:"):].splitlines()) == 1, after  # no Dask or semaphore warning after
+    with closing(sqlite3.connect(root / "request-cache.sqlite")) as con:
+        assert con.execute("SELECT * FROM inflight").fetchall() == []  # no claim left "in flight"
     assert servers and all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in servers)
     answered = {r["cache_key"] for r in _sent(first) if r["status"] == "ok"}
 

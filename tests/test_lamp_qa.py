@@ -100,7 +100,7 @@ def _set(row, key, value):
     (lambda rows: rows[0].pop("question"), 1, "question", "missing"),
     (_set(1, "rubric_aspects", []), 2, "rubric_aspects", "non-empty list"),
     (lambda rows: rows[0]["rubric_aspects"][2].pop("evidence"), 1, "rubric_aspects[2].evidence", "missing"),
-    (_set(0, "profile", "my earlier posts"), 1, "profile", "not a list"),
+    (_set(0, "profile", "my earlier posts"), 1, "profile", "a string, expected a list"),
     (lambda rows: rows[1]["profile"][3].__setitem__("text", ""), 2, "profile[3].text", "missing"),
     (lambda rows: rows[0].pop("narrative"), 1, "narrative", "missing"),
     (lambda rows: rows[1].__setitem__("id", rows[0]["id"]), 2, "id", "duplicate id (first at row 1)"),

@@ -39,9 +39,11 @@ def test_a_cached_rerun_beside_a_truncated_record_names_the_run_that_computed_it
     assert record.run_id == cached and record.computed_by == cold  # not "this run computed it"
 
 
-def test_compare_skips_the_run_whose_record_is_truncated_and_shows_the_rest(damaged):
+def test_compare_skips_the_run_whose_record_is_truncated_and_shows_the_rest(damaged, tmp_path, monkeypatch):
     _, (cold, cached), uri = damaged
+    monkeypatch.chdir(tmp_path)  # compare writes nothing where it runs (it made ./mlruns/artifacts)
     out = CliRunner().invoke(app, ["compare", cold, cached, "--tracking-uri", uri], terminal_width=200)
+    assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
     assert out.exit_code == 0, out.output
     assert "Traceback" not in out.output and not isinstance(out.exception, json.JSONDecodeError)
     line = next(ln for ln in out.output.splitlines() if ln.startswith(f"skipped {cold[:8]}"))

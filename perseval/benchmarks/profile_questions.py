@@ -6,7 +6,6 @@ per-group dataset row, and every per-instance mean with its user-clustered inter
 """
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from dataclasses import dataclass
@@ -40,12 +39,9 @@ class TaskData:
 
 
 def read_json(path: Path, missing: str) -> Any:
-    """The JSON value of `path`; InputError naming the file (missing, not UTF-8, not JSON: with its line)."""
-    text = files.read_text(path, missing=f"missing: {missing}")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not JSON: {files.json_problem(exc, whole_file=True)}") from None
+    """The JSON value of `path`; InputError naming the file (missing, not UTF-8, not JSON: with its line, JSON
+    Lines)."""
+    return files.read_json(path, missing=f"missing: {missing}")
 
 
 def read_questions(path: Path, name: str, rows: Any,

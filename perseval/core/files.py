@@ -11,7 +11,7 @@ import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from perseval.core.errors import InputError
 
@@ -157,6 +157,53 @@ def json_problem(exc: json.JSONDecodeError, whole_file: bool = False) -> str:
     character at"), which a plain "at column N" after it would double."""
     where = f"line {exc.lineno}, column {exc.colno}" if whole_file else f"column {exc.colno}"
     return f"{exc.msg.removesuffix(' at')} at {where}"
+
+
+def kind(value: object) -> str:
+    """A JSON value's kind in words, as an error says what it found: 'an object', 'a list', 'a string', ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string" if value.strip() else "an empty string"
+    return {list: "a list", dict: "an object"}.get(type(value), f"a {type(value).__name__}")
+
+
+def wrong_kind(row: dict, key: str, expected: str) -> str:
+    """What is wrong with `row[key]` where `expected` (e.g. 'a list of the user's profile items') belongs:
+    "missing; expected ..." only when the key is absent, else what is there ("an object, expected ...")."""
+    return f"missing; expected {expected}" if key not in row else f"{kind(row[key])}, expected {expected}"
+
+
+def json_lines(text: str) -> int:
+    """How many lines of `text` hold a JSON value each, when every non-blank line does and there are two or
+    more (a JSON Lines file given where one JSON document belongs); 0 otherwise."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return 0
+    for line in lines:
+        try:
+            json.loads(line)
+        except json.JSONDecodeError:
+            return 0
+    return len(lines)
+
+
+def read_json(path: Path, missing: str = "missing", pairs: Callable[[list], Any] | None = None) -> Any:
+    """The one JSON document of `path` (`pairs`: json's object_pairs_hook); what is wrong is one InputError naming
+    the file: missing (`missing` says what belongs there), not UTF-8, not JSON with its line, or JSON Lines where
+    one document belongs."""
+    text = read_text(path, missing)
+    try:
+        return json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        if n := json_lines(text):
+            raise InputError(path, f"is JSON Lines ({n} lines of one JSON value each), expected one JSON document "
+                                   "(a list of the rows); convert it, e.g. jq -s . file.jsonl > file.json") from None
+        raise InputError(path, f"not JSON: {json_problem(exc, whole_file=True)}") from None
 
 
 def find_table(folder: Path, stem: str, suffixes: tuple[str, str], hint: str, holder: str = "a folder") -> Path:

@@ -9,18 +9,20 @@ a benchmark entry repeated, two entries whose cells would share a name, a GGUF `
 not a GGUF file, an embedded deployment
 on llama-server where no llama-server binary is installed, or on llama-cpp-python where that optional
 extra is not installed, a `request_cache` that is a folder or another program's file (perseval would
-open it, and set it aside as damaged), an `output_root` it cannot write in, an `mlflow.tracking_uri` whose
-scheme MLflow does not know.
+open it, and set it aside as damaged), an `output_root` it cannot write in or that is a folder of perseval's own
+(its package, a Python environment, its repository's source), an `mlflow.tracking_uri` whose scheme MLflow does
+not know; and, for `validate` and `run` only (check_keys), an openai deployment whose `api_key_env` is not set.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Sequence
 from urllib.parse import urlsplit
 
 from perseval.kernel.capabilities import needs_index, needs_model
 from perseval.llm.settings import ModelConfig
-from perseval.experiment.config import BenchmarkEntry, ResolvedExperiment
+from perseval.experiment.config import DEFAULT_CACHE, BenchmarkEntry, ResolvedExperiment
 from perseval.core import files
 from perseval.experiment.entries import entry_ids
 from perseval.core.errors import ConfigError
@@ -32,7 +34,6 @@ from perseval.kernel.registry import BENCHMARKS
 from perseval.experiment.specs import AgentSpec
 
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file (llama.cpp's format)
-DEFAULT_CACHE = "request-cache.sqlite"  # under output_root when `request_cache` is not set (perseval_flows.evaluate)
 # The schemes of an MLflow tracking URI (a `<database>+<driver>` form too: postgresql+psycopg2://); a plain
 # path is a local folder (MLflow's file store).
 TRACKING_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "file", "http", "https", "databricks")
@@ -57,6 +58,17 @@ def check_experiment(exp: ResolvedExperiment, roots: Sequence[Path]) -> None:
             _llama_server(exp.file_of("deployments", dep.name))
         elif dep.kind == "embedded" and dep.server == "llama-cpp-python":
             _llama_cpp_python(exp.file_of("deployments", dep.name))
+
+
+def check_keys(exp: ResolvedExperiment) -> None:
+    """Every openai deployment's `api_key_env` is set in this environment: `validate` and `run` say so before
+    anything starts (the run stopped at that endpoint's start, after its data was built). The other commands
+    do not ask: `show` or `stats` need no key, and a scheduled run (`deploy`) has its worker's environment."""
+    for dep in {d.name: d for d in exp.deployments.values()}.values():
+        if dep.kind == "openai" and dep.api_key_env and not os.environ.get(dep.api_key_env):
+            raise ConfigError(f"{exp.file_of('deployments', dep.name)}: key 'api_key_env': ${dep.api_key_env} is "
+                              f"not set in this environment (the key of the endpoint at {dep.base_url}); export it "
+                              "(or remove api_key_env for an endpoint that takes no key)")
 
 
 def check_cells(exp: ResolvedExperiment, agents: dict[str, AgentSpec], roots: Sequence[Path]) -> None:
@@ -190,19 +202,55 @@ def check_output_root(exp: ResolvedExperiment, override: str) -> None:
 
 def _output_root(exp: ResolvedExperiment, override: str | None = None) -> None:
     """Outputs can be written under `output_root` (a read-only folder, or one under /proc, failed the run
-    only at its first write, after the servers had started)."""
+    only at its first write, after the servers had started), and it is not a folder of perseval's own."""
     root = override or exp.experiment.output_root
-    problem = files.unwritable(Path(root))
-    if problem:
-        where = "--output-root" if override else f"{exp.path}: key 'output_root'"
+    where = "--output-root" if override else f"{exp.path}: key 'output_root'"
+    if problem := files.unwritable(Path(root)):
         raise ConfigError(f"{where}: {root!r}: {problem}; name a folder perseval can create files in")
+    if problem := perseval_own(Path(root)):
+        raise ConfigError(f"{where}: {root!r} {problem}; name a folder of your own (runs/ in the folder you run "
+                          "in is the default)")
+
+
+# The repository's own folders: an output root there mixes data/, run/, records/ and a request cache into the
+# source (or into MLflow's store), and `git clean` or a fresh checkout takes them. Its runs/ is the place.
+REPO_FOLDERS = (".ci", ".git", "configs", "docs", "flows", "infra", "mlruns", "perseval", "scripts", "tasks",
+                "tests")
+OWN_OUTPUTS = "perseval's data/, run/, records/ and request cache"
+
+
+def perseval_own(root: Path) -> str | None:
+    """Why `root` is no place for outputs, or None: it is inside the installed perseval package (a reinstall or
+    an upgrade replaces that folder: `run --output-root <checkout>/perseval` wrote 40 paths there), inside a
+    virtual environment (recreated at will), or the perseval repository's top folder or one of its own."""
+    import perseval
+
+    at = root.expanduser().resolve()
+    package = Path(perseval.__file__).resolve().parent
+    if at.is_relative_to(package):
+        return f"is inside the installed perseval package ({package}): a reinstall or an upgrade would take " \
+               f"{OWN_OUTPUTS} with it"
+    env = next((p for p in (at, *at.parents) if (p / "pyvenv.cfg").is_file() or (p / "conda-meta").is_dir()), None)
+    if env is not None:
+        return f"is inside the Python environment {env}: recreating it would take {OWN_OUTPUTS} with it"
+    repo = package.parent
+    if not ((repo / "pyproject.toml").is_file() and (repo / "flows").is_dir()):  # installed, not a checkout
+        return None
+    if at == repo:
+        return f"is the top folder of the perseval repository: {OWN_OUTPUTS} would mix with its source " \
+               f"(use {repo / 'runs'})"
+    inside = next((name for name in REPO_FOLDERS if at.is_relative_to(repo / name)), None)
+    if inside:
+        return f"is inside the perseval repository's {inside}/ folder: {OWN_OUTPUTS} would mix with what it " \
+               f"holds (use {repo / 'runs'})"
+    return None
 
 
 def _request_cache(exp: ResolvedExperiment, override: str | None = None) -> None:
     """The request cache's path holds nothing perseval would move aside or write into: no folder (it used to
     be renamed `.damaged-<time>` by the first run), no file of another kind, no other program's database."""
     e = exp.experiment
-    path = Path(e.request_cache) if e.request_cache else Path(override or e.output_root) / DEFAULT_CACHE
+    path = e.request_cache_path(override)
     problem = foreign(path)
     if problem and e.request_cache:
         raise ConfigError(f"{exp.path}: key 'request_cache': {problem}")

@@ -18,12 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
 
 from perseval.core import files
-from perseval.core.errors import ConfigError, InputError
+from perseval.core.errors import ConfigError
 from perseval.core.hashing import content_key
+from perseval.core.yaml_text import read_yaml_file
 from perseval.experiment.overrides import Overrides, Threshold
 from perseval.kernel.params import Strict, error_lines, invalid
 from perseval.llm.settings import DeploymentConfig, ModelConfig, Price, Sampling, VLLMSettings
@@ -102,6 +102,9 @@ class MLflowSettings(Strict):
     traces: TraceSelection = None
 
 
+DEFAULT_CACHE = "request-cache.sqlite"  # under output_root when `request_cache` is not set
+
+
 class ExperimentConfig(Strict):
     name: str
     seed: int = 42
@@ -124,6 +127,11 @@ class ExperimentConfig(Strict):
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()
     statistics: StatisticsSettings = StatisticsSettings()
+
+    def request_cache_path(self, output_root: str | None = None) -> Path:
+        """The request cache's file: `request_cache`, or DEFAULT_CACHE under the output root (`output_root`, the
+        command line's, in place of the file's)."""
+        return Path(self.request_cache) if self.request_cache else Path(output_root or self.output_root) / DEFAULT_CACHE
 
 
 class ResolvedExperiment(Strict):
@@ -151,36 +159,13 @@ class ResolvedExperiment(Strict):
 
 # --- reading YAML ----------------------------------------------------------------------------------
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses a key written twice in one mapping (YAML would keep the last silently)."""
-
-
-def _mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise ConfigError(f"line {key_node.start_mark.line + 1}: key {key!r} is written twice")
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
-
-
 def read_yaml(path: Path) -> dict[str, Any]:
-    try:  # a folder, a link loop, an unreadable file or a bad byte (with its line) named as such
-        text = files.read_text(path, missing="file not found")
-    except InputError as exc:
-        raise ConfigError(str(exc)) from None
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (safe loader)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}, {exc}") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    """A config file's mapping (perseval.core.yaml_text reads it: a key twice, an alias bomb, a bad byte or
+    text that is no YAML named with the file and line)."""
+    data = read_yaml_file(path)
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping at the top level")
+        found = "nothing (the file is empty)" if data is None else files.kind(data)
+        raise ConfigError(f"{path}: expected a mapping (key: value lines) at the top level, got {found}")
     return data
 
 

@@ -15,6 +15,7 @@ import yaml
 from perseval.core.errors import ConfigError
 from perseval.core.suggest import suggestion
 from perseval.kernel.registry import manifest_index
+from perseval.experiment.config import read_yaml
 from perseval.experiment.load import experiment_file
 from perseval.experiment.listing import config_files
 
@@ -35,7 +36,7 @@ def is_benchmark_list(value: str) -> bool:
 def _cpu_experiment(name: str) -> dict[str, Any]:
     if name not in benchmark_names():
         raise ConfigError(f"no benchmark named {name!r} ({suggestion(name, benchmark_names())})")
-    return yaml.safe_load(experiment_file(f"{name}_cpu").read_text(encoding="utf-8"))
+    return read_yaml(experiment_file(f"{name}_cpu"))
 
 
 def _merge(parts: list[dict[str, Any]], judges_given: bool = False) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from perseval.core.errors import ConfigError
 from perseval.core.suggest import suggestion
+from perseval.core.yaml_text import read_yaml_file
 from perseval.kernel.registry import manifest_index
 from perseval.experiment.load import SHIPPED_CONFIGS, benchmark_config_roots
 
@@ -67,9 +68,7 @@ def experiment_names(own: Path | None = Path("configs")) -> list[str]:
 
 
 def _kind_of(path: Path) -> str:
-    import yaml
-
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_yaml_file(path) or {}
     return str(data.get("kind") or "") if isinstance(data, dict) else ""
 
 

@@ -21,10 +21,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
-import yaml
-
 from perseval.core.errors import ConfigError
 from perseval.core.plugin_files import import_plugin_file
+from perseval.core.yaml_text import read_yaml_file
 
 T = TypeVar("T")
 
@@ -95,7 +94,7 @@ COMMANDS = "commands"  # a manifest's key for a benchmark's own commands (persev
 def read_manifest(path: Path, package: str) -> dict[tuple[str, str], str]:
     """(registry, name) -> absolute module, from one folder's components.yaml; `package` is that folder's.
     A benchmark's command module is listed under the key ("commands", name)."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = read_yaml_file(path) or {}
     allowed = {**_KIND_LABELS, COMMANDS: COMMANDS}
     unknown = sorted(set(data) - set(allowed))
     if not isinstance(data, dict) or unknown:
@@ -154,9 +153,11 @@ def load_entry_points() -> None:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         try:
             ep.load()
-        except Exception as exc:  # a broken plugin names itself, it does not crash with a traceback
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a broken plugin names itself; sys.exit() in it ends nothing silently
             raise ConfigError(f"plugin entry point {ep.name!r} ({ep.value}) failed to load: "
-                              f"{type(exc).__name__}: {exc}") from exc
+                              f"{_raised(exc)}") from exc
 
 
 PLUGIN_IS = ("a plugin is a module to import (a dotted name such as my_package.components, on the Python path "
@@ -200,11 +201,20 @@ def load_plugins(specs: Iterable[str], where: str | None = None) -> None:
                 importlib.import_module(spec)
         except ConfigError as exc:  # a component registered twice, say: which plugin of which file did it
             raise ConfigError(f"{_plugin_where(where)}plugin {spec!r}: {exc}") from None
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit too: a plugin's sys.exit() made a run that ran nothing exit 0
             hint = f"; {PLUGIN_IS}" if isinstance(exc, ModuleNotFoundError) and exc.name and \
                 spec.startswith(exc.name) else ""
             raise ConfigError(f"{_plugin_where(where)}plugin {spec!r} failed to import{_raised_at(exc)}: "
-                              f"{type(exc).__name__}: {exc}{hint}") from exc
+                              f"{_raised(exc)}{hint}") from exc
+
+
+def _raised(exc: BaseException) -> str:
+    """What a plugin raised, in words: sys.exit() named as such (its code alone would read as no error)."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) on import; a plugin must not end the process"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _raised_at(exc: BaseException) -> str:

@@ -25,9 +25,9 @@ import socket
 import sqlite3
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from filelock import FileLock
 
@@ -130,6 +130,21 @@ def _check_once(path: Path) -> None:
         if problem:
             raise ConfigError(f"request cache: {problem}")
         _CHECKED.add(key)
+
+
+def drop_claims(path: Path, pids: Iterable[int], timeout_s: float = 2.0) -> None:
+    """Remove the in-flight claims these processes of this host hold in the cache at `path`: a run stopped at
+    once (Ctrl-C) leaves none behind. A later run would take them over (their processes are gone), so a cache
+    that cannot be written now is left as it is."""
+    pids = list(pids)
+    if not pids or not _is_sqlite(path):
+        return
+    try:
+        with closing(sqlite3.connect(path, timeout=timeout_s, isolation_level=None)) as con:
+            con.execute(f"DELETE FROM inflight WHERE host = ? AND pid IN ({', '.join('?' * len(pids))})",
+                        (socket.gethostname(), *pids))
+    except sqlite3.Error:
+        pass
 
 
 class RequestCache:

@@ -9,8 +9,10 @@ a refused dialect stops the start with a line naming the deployment YAML, the ke
 does an endpoint nothing answers at (no connection after a second try: a wrong host or port, a server that
 is not up), which would otherwise fail every request of the run one by one; and so does one that takes the
 connection but answers something that is not HTTP (an SSH port, a TLS port named http://, another protocol):
-no re-run fixes a wrong address. One that answers HTTP errors, or too slowly, is left to the run (an outage:
-its requests fail as data).
+no re-run fixes a wrong address; and so does one that takes the connection and the request but sends no answer
+within the deployment's `timeout_s` (a port that swallows what it is sent, a server that hangs): every request of
+the run, which has that time each, would fail the same way after its retries. One that answers HTTP errors is
+left to the run (an outage: its requests fail as data).
 """
 from __future__ import annotations
 
@@ -29,7 +31,6 @@ from perseval.core.redact import redact, secret_from_env
 
 log = logging.getLogger("perseval.probe")
 PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
-PROBE_TIMEOUT_S = 60.0
 AUTH_STATUS = (401, 403)
 CONNECT_TRIES = 2  # a connection refused (or never made) twice, CONNECT_PAUSE_S apart, stops the start
 CONNECT_PAUSE_S = 1.0
@@ -44,9 +45,14 @@ class NotHttp(Exception):
     """The endpoint took the connection but what came back is not HTTP."""
 
 
+class Silent(Exception):
+    """The endpoint took the connection and the request, and sent nothing back within the deployment's timeout."""
+
+
 def _send(ep: Endpoint, dialect: str) -> httpx.Response | None:
-    """The probe request in `dialect` (None: connected, but no answer came); raises Unreachable when no
-    connection could be made, NotHttp when what answered is no HTTP server, CONNECT_TRIES times each."""
+    """The probe request in `dialect` (None: an HTTP error other than those below); raises Unreachable when no
+    connection could be made and NotHttp when what answered is no HTTP server, CONNECT_TRIES times each, and
+    Silent when no answer came within the deployment's timeout_s (once: a second wait would double it)."""
     body: dict[str, Any] = {"model": ep.served_model, "max_tokens": 16, "temperature": 0.0,
                             "messages": [{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}]}
     fmt = response_format(dialect, PROBE_SCHEMA)
@@ -57,7 +63,7 @@ def _send(ep: Endpoint, dialect: str) -> httpx.Response | None:
     for attempt in range(CONNECT_TRIES):
         try:
             return httpx.post(f"{ep.base_url}/chat/completions", json=body, headers=headers,
-                              timeout=httpx.Timeout(min(ep.timeout_s, PROBE_TIMEOUT_S), connect=CONNECT_TIMEOUT_S))
+                              timeout=httpx.Timeout(ep.timeout_s, connect=CONNECT_TIMEOUT_S))
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:  # nothing listens, no such host, no route
             if attempt + 1 == CONNECT_TRIES:
                 raise Unreachable(f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no connection'}") from exc
@@ -66,6 +72,8 @@ def _send(ep: Endpoint, dialect: str) -> httpx.Response | None:
             if attempt + 1 == CONNECT_TRIES:
                 raise NotHttp(f"{type(exc).__name__}: {' '.join(str(exc).split()) or 'no HTTP answer'}") from exc
             time.sleep(CONNECT_PAUSE_S)
+        except httpx.ReadTimeout as exc:
+            raise Silent(type(exc).__name__) from exc
         except httpx.HTTPError as exc:
             log.warning("probe of %s: no answer (%s: %s); its requests will fail as data", ep.base_url,
                         type(exc).__name__, exc)
@@ -95,6 +103,11 @@ def probe(ep: Endpoint, name: str) -> None:
         raise DeploymentError(f"{name}: {where}: key 'base_url': what answers at {ep.base_url} is not an HTTP "
                               f"server ({redact(str(exc))}, {CONNECT_TRIES} tries): check the host, the port and "
                               "http:// or https:// (running again cannot fix an address)") from None
+    except Silent as exc:
+        raise DeploymentError(f"{name}: {where}: key 'base_url': {ep.base_url} took the connection and the request "
+                              f"but sent no answer in {ep.timeout_s:g} s ({exc}; timeout_s, the time each request of "
+                              "the run has): check that the host and port are the endpoint's and that it is not "
+                              "stuck, or raise timeout_s for a slow one") from None
     if resp is None or resp.status_code == 200:
         return
     if resp.status_code in AUTH_STATUS:
@@ -113,6 +126,6 @@ def probe(ep: Endpoint, name: str) -> None:
 def _accepted(ep: Endpoint, dialect: str) -> bool:
     try:
         resp = _send(ep, dialect)
-    except (Unreachable, NotHttp):  # it answered the first probe: gone since, which the run will meet
+    except (Unreachable, NotHttp, Silent):  # it answered the first probe: gone since, which the run will meet
         return False
     return resp is not None and resp.status_code == 200

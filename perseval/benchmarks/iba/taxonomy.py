@@ -19,9 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from perseval.core.errors import InputError
+from perseval.core.yaml_text import read_yaml_file
 
 DEFAULT_PATH = Path(__file__).with_name("scenarios.yaml")
 EVIDENCE_KINDS = ("behaviour", "correction", "complaint", "rejection", "statement")
@@ -354,11 +353,7 @@ def parse_taxonomy(data: dict[str, Any], path: Path) -> Taxonomy:
 @lru_cache(maxsize=4)
 def _load(path: str) -> Taxonomy:
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise InputError(p, f"cannot read the scenario taxonomy: {exc}") from exc
-    return parse_taxonomy(data, p)
+    return parse_taxonomy(read_yaml_file(p), p)  # a bad file: one line naming it and the line
 
 
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:

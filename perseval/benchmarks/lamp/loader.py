@@ -14,6 +14,7 @@ from typing import Any
 from perseval.benchmarks.lamp.layout import TASKS, TaskSpec, outputs_file, questions_file, task_folder
 from perseval.benchmarks.lamp.prompts import item_text, retrieval_query
 from perseval.benchmarks.profile_questions import TaskData, read_json, read_questions, row_error as _fail
+from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.instances import Document, Instance
 
@@ -76,10 +77,10 @@ def question(path: Path, row: int, raw: Any, task: TaskSpec, golds: dict[str, st
         raise _fail(path, row, "id", "missing")
     text = raw.get("input")
     if not isinstance(text, str) or not text.strip():
-        raise _fail(path, row, "input", "missing; expected the question's input text")
+        raise _fail(path, row, "input", files.wrong_kind(raw, "input", "a string (the question's input text)"))
     profile = raw.get("profile")
-    if not isinstance(profile, list):
-        raise _fail(path, row, "profile", "missing; expected the list of the user's profile items")
+    if not isinstance(profile, list):  # "missing" only where it is: an object there is said to be one
+        raise _fail(path, row, "profile", files.wrong_kind(raw, "profile", "a list (the user's profile items)"))
     items = [_item(path, row, k, p, task) for k, p in enumerate(profile)]
     if qid not in golds:
         raise _fail(path, row, "id", f"{qid!r} has no gold output in {outputs_file(path.parent, where[1]).name}")
@@ -96,6 +97,10 @@ def read_task(source: Path, task: str, split: str, setting: str) -> TaskData:
     """Both files of `task`'s `split` in the user- or time-based `setting`, checked row by row."""
     spec = TASKS[task]
     folder = task_folder(source, task, split, setting)
+    if not folder.is_dir():  # the folder is named, not the first file looked for in it
+        gone = next(p for p in (*reversed(folder.parents), folder) if p.is_relative_to(source) and not p.is_dir())
+        raise InputError(gone, f"missing folder: the {setting}-based {split} split of {task} is read from {folder}; "
+                               f"{HINT}")
     golds = read_golds(outputs_file(folder, split), spec)
     path = questions_file(folder, split)
     rows = read_json(path, f"the questions of {task} ({setting}-based {split} split); {HINT}")

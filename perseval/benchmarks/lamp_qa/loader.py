@@ -13,6 +13,7 @@ from typing import Any
 
 from perseval.benchmarks.lamp_qa.layout import ASPECT_FIELDS, CATEGORIES, category_file
 from perseval.benchmarks.profile_questions import TaskData, read_json, read_questions
+from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.instances import Document, Instance
 
@@ -50,10 +51,11 @@ def aspects(path: Path, row: int, value: Any) -> list[dict[str, str]]:
     return out
 
 
-def profile(path: Path, row: int, value: Any) -> list[tuple[str, str]]:
+def profile(path: Path, row: int, raw_row: dict[str, Any]) -> list[tuple[str, str]]:
     """The row's profile as (item id, text): every item an object with a non-empty `text`."""
+    value = raw_row.get("profile")
     if not isinstance(value, list):
-        raise _fail(path, row, "profile", "missing or not a list; expected the list of the user's earlier posts")
+        raise _fail(path, row, "profile", files.wrong_kind(raw_row, "profile", "a list (the user's earlier posts)"))
     items = []
     for k, raw in enumerate(value):
         text = _text(raw, "text") if isinstance(raw, dict) else None
@@ -80,7 +82,7 @@ def question(path: Path, row: int, raw: Any, category: str, split: str) -> tuple
         raise _fail(path, row, "narrative", "missing; expected the asker's description of the question "
                                             "(a string, may be empty)")
     rubric = aspects(path, row, raw.get("rubric_aspects"))
-    items = profile(path, row, raw.get("profile"))
+    items = profile(path, row, raw)
     user = f"{CATEGORIES[category]}-{qid}"
     payload = {"category": category, "scenario": category, "question": text, "split": split,
                "profile_size": len(items)}

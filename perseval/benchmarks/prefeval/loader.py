@@ -9,7 +9,6 @@ shares, turn i being messages 2i and 2i+1 of the file's conversations laid end t
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,11 +86,7 @@ def _written_twice(value: Any, where: str = "") -> str | None:
 
 
 def read_array(path: Path) -> list[Any]:
-    text = files.read_text(path, missing="missing (see docs/benchmarks/prefeval.md for the layout)")
-    try:
-        value = json.loads(text, object_pairs_hook=_pairs)
-    except json.JSONDecodeError as exc:
-        raise InputError(path, f"not JSON: {files.json_problem(exc, whole_file=True)}") from None
+    value = files.read_json(path, "missing (see docs/benchmarks/prefeval.md for the layout)", pairs=_pairs)
     if not isinstance(value, list):
         raise InputError(path, "expected a JSON array of rows")
     for row, raw in enumerate(value, 1):
