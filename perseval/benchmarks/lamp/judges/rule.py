@@ -57,5 +57,4 @@ class LampRuleJudge(Judge):
                 for metric, value in values(task.kind, gold, answer).items()]
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
-        return [self.instance_score(instance, output, judgments, j.item_id, j.score if j.status == "scored" else None,
-                                    1, int(j.status != "scored")) for j in judgments]
+        return self.metric_scores(instance, output, judgments)
