@@ -27,7 +27,7 @@ from typing import Any, NoReturn, Sequence
 
 def ui_command(uri: str, artifacts: str, port: int) -> list[str]:
     """The launch command of the MLflow UI: loopback only."""
-    from perseval.llm.deployments import HOST
+    from perseval.llm.embedded import HOST  # the light module that owns it: no client library imported here
 
     return [sys.executable, "-m", "perseval_flows.ui", "--backend-store-uri", uri, "--default-artifact-root",
             artifacts, "--host", HOST, "--port", str(port)]
@@ -108,7 +108,12 @@ def configure(uri: str, artifacts: str) -> None:
 
 def serve(uri: str, artifacts: str, host: str, port: int) -> None:
     waiting = Waiting()
-    sock = listening(host, port)
+    try:
+        sock = listening(host, port)
+    except OSError as exc:  # one line, before anything is imported: the port is the user's to change
+        print(f"error: cannot listen on {host}:{port} ({exc.strerror or exc}); another perseval ui or MLflow server "
+              "may hold it: stop it, or pass --port", file=sys.stderr)
+        raise SystemExit(2) from None
     early = placeholder(sock, waiting)
     waiting.enter(f"listening on http://{host}:{port}; importing MLflow's tracking server")
     import uvicorn

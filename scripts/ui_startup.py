@@ -30,6 +30,8 @@ from perseval.report.store_paths import resolve_tracking
 
 PORT = 5099
 URL = f"http://127.0.0.1:{PORT}"
+# each measured inside a fresh Python, from before the statement to after it (not the interpreter's start or exit)
+IMPORT = "import time; t = time.monotonic(); import {module}; print(time.monotonic() - t)"
 STORE = """
 import sys, time
 from mlflow.server.handlers import initialize_backend_stores
@@ -39,14 +41,8 @@ print(time.monotonic() - t)
 """
 
 
-def timed(code: str, *args: str) -> float:
-    t = time.monotonic()
-    subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True)
-    return time.monotonic() - t
-
-
-def store_seconds(uri: str, artifacts: str) -> float:
-    out = subprocess.run([sys.executable, "-c", STORE, uri, artifacts], check=True, capture_output=True, text=True)
+def seconds(code: str, *args: str) -> float:
+    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True)
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -102,18 +98,21 @@ def main() -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores; "
           f"store {uri}", flush=True)
     if "import" in parts:
-        line("import mlflow.cli", [timed("import mlflow.cli") for _ in range(args.repeat)])
-        line("import mlflow.server.fastapi_app", [timed("import mlflow.server.fastapi_app")
-                                                  for _ in range(args.repeat)])
+        for module in ("mlflow.cli", "mlflow.server.fastapi_app"):
+            line(f"import {module}", [seconds(IMPORT.format(module=module)) for _ in range(args.repeat)])
     if "store" in parts:
-        line("open the store (initialize_backend_stores)", [store_seconds(uri, artifacts) for _ in range(args.repeat)])
+        line("open the store (initialize_backend_stores)", [seconds(STORE, uri, artifacts) for _ in range(args.repeat)])
     runs = {"mlflow": [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--default-artifact-root",
                        artifacts, "--host", "127.0.0.1", "--port", str(PORT), "--workers", "1"],
             "perseval": [sys.executable, "-m", "perseval_flows.cli", "ui", "--port", str(PORT)]}
-    for name in (p for p in ("mlflow", "perseval") if p in parts):
-        tries = [served(runs[name], env) for _ in range(args.repeat)]
+    names = [p for p in ("mlflow", "perseval") if p in parts]
+    tries: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+    for _ in range(args.repeat):  # interleaved, so a change of the machine's load falls on both alike
+        for name in names:
+            tries[name].append(served(runs[name], env))
+    for name in names:
         for mark in ("first answer", "health 200", "first search"):
-            values = [t[mark] for t in tries if mark in t]
+            values = [t[mark] for t in tries[name] if mark in t]
             if values and not (name == "mlflow" and mark == "first answer"):  # mlflow's first answer is its health
                 line(f"{'mlflow server --workers 1' if name == 'mlflow' else 'perseval ui'}: {mark}", values)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)

@@ -1,6 +1,6 @@
 """`perseval ui` answers at once: its port listens before MLflow's server is imported, and every request gets a
-503 page saying what the UI waits for; then MLflow's own app serves the store on the same socket (its health,
-its tracking API), and a SIGTERM stops it."""
+503 page saying what the UI waits for (a port already taken: one line, exit 2); then MLflow's own app serves the
+store on the same socket (its health, its tracking API), and a SIGTERM stops it."""
 from __future__ import annotations
 
 import os
@@ -27,6 +27,9 @@ def test_the_placeholder_answers_every_request_with_what_the_ui_waits_for():
             answer = httpx.request(method, f"http://127.0.0.1:{port}{path}", timeout=5)
             assert answer.status_code == 503 and answer.headers["retry-after"] == "2"
             assert "Now: importing MLflow's tracking server" in answer.text and "reloads itself" in answer.text
+        taken = subprocess.run(ui_command("sqlite:///x.db", "file:///tmp/x", port), capture_output=True, text=True)
+        assert taken.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in taken.stderr
+        assert "Traceback" not in taken.stderr and "--port" in taken.stderr
         server.shutdown()
         assert sock.fileno() != -1  # still listening: the UI's server takes the same socket over
     finally:
