@@ -152,7 +152,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=5000)
     args = parser.parse_args(argv)
-    serve(args.backend_store_uri, args.default_artifact_root, args.host, args.port)
+    try:
+        serve(args.backend_store_uri, args.default_artifact_root, args.host, args.port)
+    except KeyboardInterrupt:  # Ctrl-C while MLflow loads: stopped, no traceback (uvicorn handles it once serving)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

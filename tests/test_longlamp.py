@@ -46,7 +46,10 @@ def test_the_sample_loads_every_task_in_both_settings_as_users_with_their_profil
     assert item.text.startswith('5.0 is the rating given to a product described as "Electric gooseneck kettle')
     paper = next(d for d in data.documents if d.owner.startswith("abstract_generation"))
     assert paper.timestamp == "2019" and paper.text.startswith('"Long-range radio links for orchard microclimate')
-    assert bench.stats(data.instances, data.documents)["rows_by_task"].loc["topic_writing", "questions"] == 3
+    table = bench.stats(data.instances, data.documents)["rows_by_task"]
+    posts = [len(i.gold["output"].split()) for i in data.instances if i.group == "topic_writing"]
+    assert table.loc["topic_writing", "questions"] == 3 and table.loc["topic_writing", "output_words"] == \
+        pytest.approx(sum(posts) / 3) and table.loc["product_review", "paper"] == "Review Writing"
     _, temporal = build(setting="temporal")  # a JSON list
     assert len(temporal.instances) == 6 and temporal.instances[0].instance_id == \
         "longlamp-abstract_generation-temporal-val-1"

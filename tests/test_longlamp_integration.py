@@ -2,7 +2,7 @@
 (and its file/row/field line on a broken sample), then one `perseval run`, tiny: BM25 over the profiles, the
 embedded llama.cpp server, Prefect + Dask, MLflow. The three tasks, two users each; the oracle, the no-profile
 floor, BM25 top-2 and two random items with the swapped-history control; scored by the rule judge only, with
-short answers (48 tokens)."""
+short answers (32 tokens)."""
 from __future__ import annotations
 
 import csv
@@ -24,14 +24,14 @@ from .cli_runs import cli_run, finish
 from .conftest import REPO, copy_configs
 
 pytestmark = pytest.mark.integration
-SHORT = {"top_k": 2, "passage_chars": 300, "max_tokens": 48}
+SHORT = {"top_k": 2, "passage_chars": 300, "max_tokens": 32}
 EXPERIMENT = {
     "name": "longlamp-tiny", "seed": 5, "repeats": 1, "shard_size": 6, "output_root": "runs",
     "backbones": ["smollm2-135m"], "retrievers": ["bm25"], "judges": [], "controls": ["swapped-history"],
     "benchmarks": [{"name": "longlamp", "source": "data/longlamp", "sample": 2,
                     "agents": ["longlamp-oracle", "longlamp-no-profile", "longlamp-rag", "longlamp-random-k"]}],
     "overrides": {"agents": {"longlamp-rag": SHORT, "longlamp-random-k": SHORT,
-                             "longlamp-no-profile": {"max_tokens": 48}}},
+                             "longlamp-no-profile": {"max_tokens": 32}}},
     "dask": {"n_workers": 1, "threads_per_worker": 1},
     "mlflow": {"experiment": "longlamp-tiny", "tracking_uri": "sqlite:///mlruns/mlflow.db",
                "artifact_root": "mlruns/art"},

@@ -1,5 +1,5 @@
-"""LongLaMP's dataset table in the paper's layout: per task, the rows (users), the profile sizes and the length
-in words of the inputs and of the outputs (the gold texts)."""
+"""LongLaMP's dataset table in the paper's layout: per task, the rows (users), the profile sizes and the mean length
+in words of the inputs and of the outputs (the gold texts; with its population std)."""
 from __future__ import annotations
 
 from typing import Iterable
@@ -15,7 +15,7 @@ from perseval.core.instances import Document, Instance
 def _lengths(task: str, mine: list[Instance]) -> dict[str, object]:
     inputs = pd.Series([len(LongLampPayload.of(i).input.split()) for i in mine], dtype=float)
     outputs = pd.Series([len(LongLampGold.of(i).output.split()) for i in mine], dtype=float)
-    return {"paper_name": TASKS[task].paper, "input_words_mean": inputs.mean(), "output_words_mean": outputs.mean(),
+    return {"paper": TASKS[task].paper, "input_words": inputs.mean(), "output_words": outputs.mean(),
             "output_words_std": outputs.std(ddof=0)}
 
 
