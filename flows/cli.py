@@ -575,7 +575,7 @@ def _store_to_read(tracking_uri: str) -> str:
     """The tracking URI that compare and samples read (a relative SQLite file made absolute), creating nothing: a
     database that is not there is one line and exit 2 (MLflow would make an empty one, and ./mlruns/artifacts
     beside it, in whatever folder the command ran in)."""
-    from perseval.report.tracking import sqlite_path
+    from perseval.report.store_paths import sqlite_path
 
     db = sqlite_path(tracking_uri)
     if db is None:
@@ -789,8 +789,8 @@ def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.
        create: bool = typer.Option(False, "--create", help="start on an empty store where TRACKING_URI has none")) -> None:
     """Start the MLflow UI on 127.0.0.1."""
     from perseval.experiment.config import MLflowSettings
-    from perseval.llm.deployments import HOST
-    from perseval.report.tracking import resolve_tracking, sqlite_path
+    from perseval.llm.embedded import HOST
+    from perseval.report.store_paths import resolve_tracking, sqlite_path  # no MLflow import before the server's
 
     db = sqlite_path(tracking_uri)
     if db is not None and not db.is_file() and not create:
@@ -798,49 +798,13 @@ def ui(port: int = typer.Option(5000, min=1, max=65535, help="the port on 127.0.
                "first, point --tracking-uri at the experiment's store, or pass --create to start an empty one")
         raise typer.Exit(2)
     uri, artifacts = resolve_tracking(MLflowSettings(tracking_uri=tracking_uri))
-    env = dict(os.environ, MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
     console.print(f"MLflow store: {uri} (artifacts {artifacts}){' (new, empty)' if db and not db.is_file() else ''}",
                   soft_wrap=True)
-    console.print(f"starting the MLflow UI on {HOST}:{port}; its address follows once it answers (Ctrl-C stops it)",
-                  highlight=False)
-    _announce_when_up(f"http://{HOST}:{port}")
-    # exec, not a child process: Ctrl-C or a kill of this PID stops the server itself
-    os.execve(sys.executable, ui_command(uri, artifacts, port), env)
+    console.print(f"starting the MLflow UI on {HOST}:{port}; it says what it waits for until it answers (Ctrl-C "
+                  "stops it)", highlight=False)
+    from perseval_flows import ui as ui_server
 
-
-# A watcher beside the server `ui` execs: prints the address once the UI answers, then exits; it also exits
-# when its parent is not the MLflow server (the exec failed) or the server never answers.
-ANNOUNCE = """
-import os, sys, time, urllib.request
-import psutil
-url, parent, t0 = sys.argv[1], psutil.Process(os.getppid()), time.monotonic()
-while time.monotonic() - t0 < 600 and parent.is_running():
-    if time.monotonic() - t0 > 10 and "mlflow" not in " ".join(parent.cmdline()):
-        break
-    try:
-        urllib.request.urlopen(url + "/health", timeout=2)
-    except Exception:
-        time.sleep(0.5)
-        continue
-    print(f"MLflow UI on {url} (Ctrl-C stops it)", flush=True)
-    break
-"""
-
-
-def _announce_when_up(url: str) -> None:
-    import subprocess
-
-    subprocess.Popen([sys.executable, "-c", ANNOUNCE, url], stdin=subprocess.DEVNULL)
-
-
-def ui_command(uri: str, artifacts: str, port: int) -> list[str]:
-    """The launch command of the MLflow UI: loopback only."""
-    from perseval.llm.deployments import HOST
-
-    # one worker: the UI serves one researcher, and each of the default workers imports MLflow's whole server
-    # before the first answer (63.6 s against 14.5 s on this 2-core machine under load; docs/guides/performance.md)
-    return [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", uri, "--default-artifact-root",
-            artifacts, "--host", HOST, "--port", str(port), "--workers", "1"]
+    ui_server.start(uri, artifacts, port)
 
 
 @app.command()

@@ -123,6 +123,39 @@ def test_lamp_qas_templates_are_what_the_rag_agent_and_the_judge_send_on_the_sam
     assert chat.calls[0]["messages"][0]["content"].startswith(card.JUDGE_INSTRUCTION)
 
 
+# --- LongLaMP -----------------------------------------------------------------------------------------
+
+def sample_rows(folder: Path) -> list[tuple[str, dict]]:
+    """(file's folder, row) of every sample file: a JSON list, or one row a line (as `datasets` writes)."""
+    rows = []
+    for path in sorted(folder.rglob("*.json")):
+        text = path.read_text()
+        rows += [(path.parent.name, r) for r in (json.loads(text) if text.startswith("[")
+                                                 else map(json.loads, text.splitlines()))]
+    return rows
+
+
+@pytest.mark.parametrize("setting, k", [("user", 0), ("user", 2), ("temporal", 3)])
+def test_longlamps_templates_are_what_the_rag_and_random_k_agents_send_on_the_sample(setting, k):
+    from perseval.benchmarks.longlamp import card
+    bench = benchmark_class("longlamp")(benchmark_class("longlamp").Params(setting=setting))
+    data = build_all(bench, sample=3, seed=1, source=None)
+    rows = sample_rows(BENCHMARKS / "longlamp" / "sample")
+    ctx = history_context(data, bench.task_format)
+    for inst in data.instances:
+        task = inst.group
+        raw = next(r for folder, r in rows if folder == f"{task}_{setting}" and r["input"] == inst.query)
+        items = [card.ITEM_TEMPLATES[task].format(**{f: str(v).strip() for f, v in item.items()})
+                 for item in raw["profile"]]
+        user = (card.PROMPT_TEMPLATES[task].format(items=card.ITEM_SEPARATOR.join(items[:k]), input=raw["input"])
+                if k else card.NO_PROFILE_TEMPLATE.format(input=raw["input"]))
+        assert sent("rag", inst, ctx, top_k=k, passage_chars=None) == [{"role": "user", "content": user}]
+        if k:  # random-k drawing every item: the same templates, in the draw's order
+            drawn = sent("lamp.random_k", inst, ctx, top_k=len(items), passage_chars=None)[0]["content"]
+            assert all(text in drawn for text in items) and drawn.endswith(raw["input"])
+    assert {i.group for i in data.instances} == {"abstract_generation", "product_review", "topic_writing"}
+
+
 # --- PersonaMem ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("k", [0, 2])

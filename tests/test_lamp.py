@@ -19,7 +19,7 @@ from perseval.benchmarks.lamp.analysis import f1_rows, paper_table
 from perseval.benchmarks.profile_questions import intervals
 from perseval.benchmarks.lamp.answers import extract, read_label
 from perseval.benchmarks.lamp.layout import TASKS
-from perseval.benchmarks.lamp.metrics import macro_f1, rouge1, rouge_l
+from perseval.benchmarks.lamp.metrics import macro_f1
 from perseval.benchmarks.lamp.prompts import with_profile
 from perseval.core.errors import InputError
 from perseval.core.instances import AgentOutput, Passage
@@ -37,21 +37,7 @@ def build(**params):
     return bench, build_all(bench, sample=10, seed=1, source=DATA)
 
 
-# --- metrics against scikit-learn and rouge-score -------------------------------------------------------
-
-PAIRS = [("Bike parking coming to every station", "Council adds bike parking at stations"),
-         ("The cat sat on the mat", "the cat, the mat and the hat"),
-         ("Long-term creep of CLT floors (5 years)", "Long-term creep of cross laminated timber floors"),
-         ("", "an empty prediction scores zero"), ("no overlap at all", "something different"),
-         ("ÉCOLE naïve café 2024", "ecole naive cafe 2024"), ("a a a b", "a b b b a")]
-
-
-@pytest.mark.parametrize("pred, ref", PAIRS)
-def test_rouge_equals_the_rouge_score_package(pred, ref):
-    scores = rouge_scorer.RougeScorer(["rouge1", "rougeL"], use_stemmer=False).score(ref, pred)
-    assert rouge1(pred, ref) == pytest.approx(scores["rouge1"].fmeasure, abs=1e-12)
-    assert rouge_l(pred, ref) == pytest.approx(scores["rougeL"].fmeasure, abs=1e-12)
-
+# --- metrics against scikit-learn (ROUGE: tests/test_rouge.py) ------------------------------------------
 
 def test_macro_f1_and_accuracy_equal_scikit_learn_with_answers_outside_the_labels():
     labels = TASKS["LaMP-2"].labels

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from perseval_flows.cli import ui_command
+from perseval_flows.ui import ui_command
 from perseval_flows.prefect_server import prefect_server_command
 from perseval_flows.runtime import task_runner
 from perseval.llm.settings import DeploymentConfig, ModelConfig
@@ -65,7 +65,7 @@ def test_prefect_server_and_mlflow_ui_bind_loopback():
     assert prefect_server_command(4200)[1:5] == ["-m", "prefect", "server", "start"]
     assert _host(prefect_server_command(4200)) == LOOPBACK
     ui = ui_command("sqlite:///mlruns/mlflow.db", "mlruns/artifacts", 5000)
-    assert ui[1:4] == ["-m", "mlflow", "server"] and _host(ui) == LOOPBACK
+    assert ui[1:3] == ["-m", "perseval_flows.ui"] and _host(ui) == LOOPBACK
 
 
 def test_the_dask_local_cluster_binds_loopback():

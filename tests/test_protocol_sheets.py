@@ -90,16 +90,16 @@ def test_every_sheet_names_configs_that_exist():
         assert Path(REPO / sheet.paper_config).is_file() and Path(REPO / sheet.cpu_config).is_file(), path
 
 
-@pytest.mark.parametrize("name", ["persona_mem", "prefeval", "lamp", "lamp_qa"])
+@pytest.mark.parametrize("name", ["persona_mem", "prefeval", "lamp", "lamp_qa", "longlamp"])
 def test_the_persona_mem_and_prefeval_configs_run_what_their_sheet_says(name, tmp_path, monkeypatch):
-    """Their paper configs read the release from data/<name>, the CPU configs the samples under tests/data (LaMP's
-    and LaMP-QA's ship in their folders)."""
+    """Their paper configs read the release from data/<name>, the CPU configs the samples under tests/data (LaMP's,
+    LaMP-QA's and LongLaMP's ship in their folders)."""
     sheet = read_sheet(SHEETS / f"{name}.md")
     assert len(sheet.rows) >= 15
     paper_config, cpu_config = (REPO / sheet.paper_config).resolve(), (REPO / sheet.cpu_config).resolve()
     monkeypatch.chdir(tmp_path)
-    sample = REPO / "perseval" / "benchmarks" / name / "sample" if name.startswith("lamp") else \
-        REPO / "tests" / "data" / name
+    sample = REPO / "perseval" / "benchmarks" / name / "sample"
+    sample = sample if sample.is_dir() else REPO / "tests" / "data" / name
     for target in (tmp_path / "data" / name, tmp_path / "tests" / "data" / name):
         shutil.copytree(sample, target)
     paper = effective_settings(load_experiment(paper_config))

@@ -1,8 +1,9 @@
-"""What LaMP and LaMP-QA share, below both: question files whose every question carries its user's profile.
+"""What LaMP, LaMP-QA and LongLaMP share, below them: question files whose every question carries its user's
+profile.
 
-Reading one file of questions (a JSON list, one instance per row, a repeated id refused naming both rows),
-a seeded sample of questions with their profiles, one passage per profile item for the prompt, the
-per-group dataset row, and every per-instance mean with its user-clustered interval per system.
+The `tasks:` check, reading one file of questions (a JSON list, one instance per row, a repeated id refused
+naming both rows), a seeded sample of questions with their profiles, one passage per profile item for the
+prompt, the per-group dataset row, and every per-instance mean with its user-clustered interval per system.
 """
 from __future__ import annotations
 
@@ -26,6 +27,17 @@ def row_error(path: Path, row: int, field: str, message: str) -> InputError:
 
 
 _fail = row_error
+
+
+def known_distinct(value: list[str], known: Iterable[str]) -> list[str]:
+    """`value` (a `tasks:` list) when every name is `known` and none repeats; ValueError otherwise."""
+    names = list(known)
+    unknown = [t for t in value if t not in names]
+    if unknown:
+        raise ValueError(f"unknown tasks {unknown}; known: {names}")
+    if len(set(value)) != len(value):
+        raise ValueError("lists a task twice")
+    return value
 
 
 @dataclass

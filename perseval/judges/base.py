@@ -88,6 +88,12 @@ class Judge(Configurable[P], ABC):
         return InstanceScore(instance.instance_id, output.agent, output.repeat, judge, judge_repeat, instance.group,
                              metric, value, n_items, n_unscored)
 
+    def metric_scores(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
+        """One score per judgment, its item the metric (a rule judge that judges each metric once): the
+        judgment's value, or none (one item unscored) where it is not scored."""
+        return [self.instance_score(instance, output, judgments, j.item_id, j.score if j.status == "scored" else None,
+                                    1, int(j.status != "scored")) for j in judgments]
+
 
 def at_threshold(judgments: list[Judgment], threshold: float | None, why: str = "") -> list[Judgment]:
     """`judgments` with every verdict read from P(true) (method `logprobs`) read again as P(true) >= `threshold`;

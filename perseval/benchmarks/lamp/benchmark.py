@@ -22,7 +22,7 @@ from perseval.benchmarks.lamp.analysis import analyze
 from perseval.benchmarks.lamp.answers import LampTask
 from perseval.benchmarks.lamp.layout import PUBLIC_TASKS, TASKS
 from perseval.benchmarks.lamp.loader import read_task
-from perseval.benchmarks.profile_questions import question_data, sample_questions
+from perseval.benchmarks.profile_questions import known_distinct, question_data, sample_questions
 from perseval.benchmarks.lamp.stats import dataset_tables
 from perseval.benchmarks.lamp.views import LampGold, LampPayload
 from perseval.core.instances import Document, Instance
@@ -38,12 +38,7 @@ class LampParams(Params):
     @field_validator("tasks")
     @classmethod
     def _known(cls, value: list[str]) -> list[str]:
-        unknown = [t for t in value if t not in TASKS]
-        if unknown:
-            raise ValueError(f"unknown tasks {unknown}; known: {list(TASKS)}")
-        if len(set(value)) != len(value):
-            raise ValueError("lists a task twice")
-        return value
+        return known_distinct(value, TASKS)
 
 
 # With no `source:`, the hand-written sample in the official layout that ships in this folder (a few users per

@@ -1,5 +1,5 @@
-"""lamp.random_k: k profile items drawn at random (seeded per instance), in the paper's prompt (LaMP's and
-LaMP-QA's: the benchmark's task format builds it).
+"""lamp.random_k: k profile items drawn at random (seeded per instance), in the paper's prompt (LaMP's,
+LaMP-QA's and LongLaMP's: the benchmark's task format builds it).
 
 The paper's "random" retrieval baseline: the same prompt as BM25 or dense top-k (the generic `rag` agent
 under the bm25 or a dense retriever), with k items of the user's profile chosen without looking at the
@@ -30,7 +30,7 @@ class RandomKParams(Params):
 
 @register_agent("lamp.random_k")
 class RandomKAgent(Agent[RandomKParams]):
-    benchmarks = ("lamp", "lamp_qa")
+    benchmarks = ("lamp", "lamp_qa", "longlamp")
     needs = frozenset({Capability.LLM, Capability.TASK, Capability.DOCUMENTS})
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:

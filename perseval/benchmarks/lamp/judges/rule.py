@@ -1,4 +1,5 @@
-"""lamp.rule: every LaMP task's metrics by rule against the gold output (perseval.benchmarks.lamp.metrics).
+"""lamp.rule: every LaMP task's metrics by rule against the gold output (perseval.benchmarks.lamp.metrics,
+perseval.metrics.rouge).
 
 Per instance: `score`, the headline on 0-100 where higher is better (accuracy for LaMP-1/2; ROUGE-1 for
 LaMP-4..7; for LaMP-3, 100 - 25 x the absolute error, which maps the 0-4 error of a 1-5 rating onto 0-100),
@@ -11,11 +12,12 @@ is the label answered ("" for none): the analysis reads it for the macro F1.
 from __future__ import annotations
 
 from perseval.benchmarks.lamp.answers import spec
-from perseval.benchmarks.lamp.metrics import rating_value, rouge1, rouge_l
+from perseval.benchmarks.lamp.metrics import rating_value
 from perseval.benchmarks.lamp.views import LampGold
 from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.kernel.registry import register_judge
+from perseval.metrics.rouge import rouge1, rouge_l
 
 METRICS = ("score", "accuracy", "abs_error", "squared_error", "rouge1", "rougeL", "valid")
 
@@ -55,5 +57,4 @@ class LampRuleJudge(Judge):
                 for metric, value in values(task.kind, gold, answer).items()]
 
     def score(self, instance: Instance, output: AgentOutput, judgments: list[Judgment]) -> list[InstanceScore]:
-        return [self.instance_score(instance, output, judgments, j.item_id, j.score if j.status == "scored" else None,
-                                    1, int(j.status != "scored")) for j in judgments]
+        return self.metric_scores(instance, output, judgments)
