@@ -175,7 +175,7 @@ def test_prefevals_templates_are_what_the_zero_shot_agent_sends_on_the_test_rele
 @pytest.mark.parametrize("history", [False, True])
 def test_apebs_templates_are_what_the_direct_agent_sends_on_the_generated_sample(history):
     from perseval.benchmarks.apeb import card
-    from perseval.benchmarks.apeb.prompts import candidate_line
+    from perseval.benchmarks.rankings import candidate_line
     bench = benchmark_class("apeb")(benchmark_class("apeb").Params())
     data = build_all(bench, sample=3, seed=1, source=None)
     for inst in data.instances[:4]:

@@ -16,12 +16,12 @@ import pytest
 
 from perseval.agents.base import AgentContext
 from perseval.agents.rag import RagAgent
-from perseval.benchmarks.apeb.answers import ApebTask
 from perseval.benchmarks.base import AnalysisInputs
 from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomTask, action_type
 from perseval.benchmarks.custom.benchmark import CustomBenchmark, load_custom
 from perseval.benchmarks.custom.judges import CustomCheckpointJudge, CustomRankingJudge, CustomSlotJudge
-from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.actions import ActionFormat
+from perseval.benchmarks.rankings import RankingFormat
 from perseval.experiment.components import make_judges
 from perseval.experiment.load import judge_specs, load_experiment
 from perseval.core.errors import InputError
@@ -247,7 +247,7 @@ def test_sample_is_seeded_in_file_order_and_a_larger_one_extends_it():
 
 def test_the_task_format_is_ibas_for_text_and_api_calls_and_apebs_for_rankings():
     got, task = by_id(load_custom(EXAMPLE)), CustomTask()
-    for iid, own in (("mira-invite", IbaTask()), ("sade-hotel", IbaTask()), ("jonas-lights", ApebTask())):
+    for iid, own in (("mira-invite", ActionFormat()), ("sade-hotel", ActionFormat()), ("jonas-lights", RankingFormat())):
         assert asdict(task.prompt(got[iid], [], 300)) == asdict(own.prompt(got[iid], [], 300)), iid
     assert task.prompt(got["mira-invite"], [], 300).json_schema is None
     hotel = task.prompt(got["sade-hotel"], [], 300).json_schema

@@ -14,7 +14,8 @@ from perseval.benchmarks.iba import distribution as dist
 from perseval.benchmarks.iba import load_taxonomy
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.construct import ConstructParams, construct
-from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD, TABLE12
+from perseval.benchmarks.evidence_kinds import TABLE12
+from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.iba.llm_construct import Writers
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
