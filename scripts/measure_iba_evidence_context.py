@@ -112,7 +112,8 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
     with Deployment(model, deployment, work / "logs") as endpoint:
         llm = LLMClient(endpoint, model.sampling, RequestCache(work / "cache.sqlite"), role="agent",
                         run_id="measure", seed=0)
-        ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []), task=ActionFormat())
+        ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []),
+                           request_format=ActionFormat())
         try:
             for inst in instances:
                 row, trace = await one(inst, agent, ctx, owners[inst.user_id], retrieve)

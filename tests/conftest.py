@@ -170,7 +170,7 @@ def memory_retrieve(documents: list[Document], calls: list | None = None):
 def context(data, llm=None, calls=None) -> AgentContext:
     owners = by_owner(data.documents)
     return AgentContext(llm=llm, retrieve=memory_retrieve(data.documents, calls), documents=lambda u: owners.get(u, []),
-                        task=ActionFormat())
+                        request_format=ActionFormat())
 
 
 def minimal(tmp_path: Path, inst: dict | None = None, turns: list[dict] | None = None,

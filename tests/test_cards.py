@@ -55,7 +55,8 @@ def history_context(data, task) -> AgentContext:
         async def run():
             return [Passage(d.doc_id, 0, d.text, 1.0) for d in data.documents if d.owner == owner][:k]
         return run()
-    return AgentContext(retrieve=retrieve, task=task, documents=lambda o: [d for d in data.documents if d.owner == o])
+    return AgentContext(retrieve=retrieve, request_format=task,
+                        documents=lambda o: [d for d in data.documents if d.owner == o])
 
 
 # --- LaMP ---------------------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def test_lamps_templates_are_what_the_rag_agent_sends_on_the_sample(k):
         task = inst.group
         folder = next(p for p in (sample / task.replace("-", "_")).rglob("dev_questions.json"))
         question = next(q for q in json.loads(folder.read_text()) if inst.instance_id.endswith(f"-{q['id']}"))
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "user", "content": lamp_expected(task, question, k)}]
         checked.add(task)
     assert checked == {"LaMP-1", "LaMP-2", "LaMP-3", "LaMP-4", "LaMP-5", "LaMP-7"}
@@ -108,7 +109,7 @@ def test_lamp_qas_templates_are_what_the_rag_agent_and_the_judge_send_on_the_sam
         user = (card.PROFILE_TEMPLATE.format(items=card.ITEM_SEPARATOR.join(items), question=question["question"])
                 if items else card.NO_PROFILE_TEMPLATE.format(question=question["question"]))
         system = card.PROFILE_SYSTEM if items else card.ANSWER_SYSTEM
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "system", "content": system}, {"role": "user", "content": user}]
     inst = data.instances[0]
     question = next(q for qid, q in rows.items() if inst.instance_id.endswith(f"-{qid}"))
@@ -144,7 +145,7 @@ def test_persona_mems_templates_are_what_the_rag_agent_sends_on_the_test_release
                                                                      for t in shown))
             user = card.WITH_EXCERPTS_TEMPLATE.format(excerpts_block=block, question=row["user_question_or_message"],
                                                       options=options)
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "user", "content": user}]
 
 
@@ -210,7 +211,7 @@ def test_ibas_templates_are_what_the_rag_agent_sends_on_the_constructed_sample(k
             user = card.API_TEMPLATE.format(history=history, task=inst.query, api=api["name"], slots=slots)
         else:
             user = card.GENERATE_TEMPLATE.format(history=history, task=inst.query)
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "system", "content": card.AGENT_SYSTEM}, {"role": "user", "content": user}]
         kinds.add(bool(api))
     assert kinds == {True, False}
@@ -230,6 +231,6 @@ def test_bespokes_templates_are_what_the_rag_agent_sends_on_the_shipped_sample(k
             sessions = "\n".join(card.SESSION_TEMPLATE.format(source="session", text=t) for t in shown)
             parts.append(card.USER_CONTEXT_TEMPLATE.format(user_context=sessions))
         parts.append(card.FINAL_INSTRUCTION)
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "system", "content": card.ANSWER_SYSTEM},
                             {"role": "user", "content": "\n\n".join(parts)}]

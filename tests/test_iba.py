@@ -294,8 +294,8 @@ def test_agent_configs_and_registration():
     assert (IbaBenchmark.llm_judges, IbaBenchmark.rule_judges) == (("iba.checkpoint",), ("iba.slots",))
     assert IbaOracleAgent().requires() == {"documents"} and not IbaOracleAgent.reads_gold
     # the no-history agent needs no retrieval, so no retriever reaches its run key
-    assert RagAgent(cfgs["iba-no-history"].params).requires() == {"llm", "task"}
-    assert RagAgent(cfgs["iba-rag"].params).requires() == {"llm", "task", "retrieve"}
+    assert RagAgent(cfgs["iba-no-history"].params).requires() == {"llm", "request_format"}
+    assert RagAgent(cfgs["iba-rag"].params).requires() == {"llm", "request_format", "retrieve"}
 
 
 def test_oracle_reads_combined_evidence_turns_in_table2_mode():

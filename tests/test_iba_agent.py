@@ -368,7 +368,8 @@ def test_deep_retrieval_mechanics_vs_plain_top_k_at_equal_budget(tmp_path):
         return index.search(owner, query, k)
 
     llm = ScriptedChat(responder(expand="no usable queries", synthesize="{}"))
-    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []), task=ActionFormat())
+    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []),
+                       request_format=ActionFormat())
     systems = {"deep retrieval (10)": (IbaAgent({"rerank": False}), "kept_passages"),
                "top-10": (RagAgent({"top_k": 10}), "retrieve"), "top-3": (RagAgent({"top_k": 3}), "retrieve")}
     found = {name: 0 for name in systems}

@@ -203,7 +203,8 @@ def run_agent(indexed, inst, llm, **params):
     async def retrieve(owner, query, k):
         return index.search(owner, query, k)
 
-    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: by_owner.get(u, []), task=ActionFormat())
+    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: by_owner.get(u, []),
+                       request_format=ActionFormat())
     return asyncio.run(IbaAgent(params).act(inst.public(), ctx, 0, "iba-agent"))
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, RequestFormat
 from perseval.benchmarks.views import ActionPayload
 from perseval.core.instances import AgentOutput, Instance, Passage
 from perseval.core.parsing import extract_object
@@ -125,7 +125,7 @@ def submitted_slots(instance: Instance, output: AgentOutput) -> dict[str, Any] |
     return output.parsed if output.parsed is not None else extract(instance, output.text).parsed
 
 
-class ActionFormat(TaskFormat):
+class ActionFormat(RequestFormat):
     """Generate/QA: the task with the retrieved history; CallAPI: the open slots as one JSON object."""
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, RequestFormat
 from perseval.benchmarks.views import RankingPayload
 from perseval.core.instances import AgentOutput, Instance, Passage
 from perseval.core.parsing import extract_json
@@ -176,7 +176,7 @@ def check_ranking(instance: Instance, output: AgentOutput) -> tuple[list[str] | 
     return list(ranking), ""
 
 
-class RankingFormat(TaskFormat):
+class RankingFormat(RequestFormat):
     """The single-step ranking prompt, with retrieved history passages as the shopper's activity."""
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:

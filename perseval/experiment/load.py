@@ -241,8 +241,8 @@ def _check_fit(exp: ResolvedExperiment, spec: AgentSpec, entry: BenchmarkEntry) 
     if supported is not None and entry.name not in supported:
         raise ConfigError(f"{exp.path}: agent {spec.name!r} ({spec.kind}) does not support benchmark "
                           f"{entry.name!r} (it runs {list(supported)})")
-    if supported is None and benchmark_class(entry.name).task_format is None:
-        raise ConfigError(f"{exp.path}: agent {spec.name!r} ({spec.kind}) needs a benchmark task format, which "
+    if supported is None and benchmark_class(entry.name).request_format is None:
+        raise ConfigError(f"{exp.path}: agent {spec.name!r} ({spec.kind}) needs a benchmark request format, which "
                           f"{entry.name!r} does not have")
 
 

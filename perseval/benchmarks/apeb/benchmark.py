@@ -72,7 +72,7 @@ class APeB(Benchmark[ApebParams]):
     headline_metric = "hit@1"
     group_label = "category"
     rule_judges = ("apeb.ranking",)
-    task_format = RankingFormat()
+    request_format = RankingFormat()
 
     @classmethod
     def read_source(cls, source: Path, params: ApebParams) -> None:

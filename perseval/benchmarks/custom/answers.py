@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, RequestFormat
 from perseval.benchmarks.actions import ActionFormat
 from perseval.benchmarks.custom.views import CustomPayload
 from perseval.benchmarks.rankings import RankingFormat
@@ -25,13 +25,13 @@ def action_type(instance: Instance) -> str:
     return CustomPayload.of(instance).action_type
 
 
-class CustomTask(TaskFormat):
+class CustomFormat(RequestFormat):
     """Delegates each instance to the format of its type."""
 
     def __init__(self) -> None:
         self.actions, self.ranking = ActionFormat(), RankingFormat()
 
-    def _format(self, instance: Instance) -> TaskFormat:
+    def _format(self, instance: Instance) -> RequestFormat:
         return self.ranking if action_type(instance) == RANKING else self.actions
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:

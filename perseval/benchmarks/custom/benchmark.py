@@ -20,7 +20,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
-from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomTask, action_type
+from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomFormat, action_type
 from perseval.benchmarks.custom.rows import instance_row, turn_row
 from perseval.benchmarks.release_folder import Layout
 from perseval.core.errors import InputError
@@ -66,7 +66,7 @@ class CustomBenchmark(Benchmark):
     group_label = "group"
     llm_judges = ("custom.checkpoint",)
     rule_judges = ("custom.slots", "custom.ranking")
-    task_format = CustomTask()
+    request_format = CustomFormat()
     probed_items = ("checkpoint",)
 
     @classmethod

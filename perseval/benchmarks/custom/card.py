@@ -28,7 +28,7 @@ CARD = BenchmarkCard(
     controls={"swapped-history": "each instance answered from another user's history"},
     analyses={"scores_by_type_and_group": "benchmarks.custom.benchmark:CustomBenchmark.analyze_run"},
     agents={"rag (and top_k 0: no history)": "agents.rag:RagAgent"},
-    code={"task format": "benchmarks.custom.answers:CustomTask", "rows": "benchmarks.custom.rows:instance_row",
+    code={"request format": "benchmarks.custom.answers:CustomFormat", "rows": "benchmarks.custom.rows:instance_row",
           "layout": "benchmarks.custom.benchmark:CUSTOM_LAYOUT"},
     protocol="docs/custom-data-layout.md",
 )

@@ -67,7 +67,7 @@ class IbaBenchmark(Benchmark[IbaParams]):
     llm_judges = ("iba.checkpoint",)
     rule_judges = ("iba.slots",)
     optional_llm_judges = ("iba.slot_llm",)  # the paper's LLM-judged CallAPI slots, beside the rule scorer
-    task_format = ActionFormat()
+    request_format = ActionFormat()
     probed_items = ("checkpoint",)
 
     @classmethod
