@@ -12,7 +12,7 @@ import pytest
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import build_all
-from perseval.benchmarks.card import BenchmarkCard, resolve
+from perseval.benchmarks.card import BenchmarkCard
 from perseval.core.instances import Passage
 from perseval.kernel.registry import agent_class, benchmark_class
 from tests.conftest import REPO
@@ -20,6 +20,15 @@ from tests.scripted import ScriptedChat
 
 BENCHMARKS = REPO / "perseval" / "benchmarks"
 CARDS = sorted(p.parent.name for p in BENCHMARKS.glob("*/card.py"))
+
+
+def resolve(pointer: str) -> object:
+    """The object a card's "module:attribute" pointer names (module relative to `perseval.`)."""
+    module, _, attribute = pointer.partition(":")
+    value = importlib.import_module(f"perseval.{module}")
+    for part in attribute.split(".") if attribute else ():
+        value = getattr(value, part)
+    return value
 
 
 def card_of(name: str) -> BenchmarkCard:

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from perseval.agents.rag import RagAgent
-from perseval.benchmarks.iba import load_taxonomy
+from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.benchmarks.iba.agents.oracle import IbaOracleAgent
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.judges.checkpoint import IbaCheckpointJudge

@@ -23,7 +23,7 @@ from perseval.benchmarks.lamp_qa.answers import extract
 from perseval.benchmarks.lamp_qa.benchmark import Category
 from perseval.benchmarks.lamp_qa.judges.aspects import NO_ANSWER, question_scores
 from perseval.benchmarks.lamp_qa.layout import CATEGORIES
-from perseval.benchmarks.lamp_qa.prompts import PLAN_HEADING, PROFILE_HEADING, QUESTION_HEADING
+from perseval.benchmarks.lamp_qa.card import PLAN_HEADING, PROFILE_HEADING, QUESTION_HEADING
 from perseval.benchmarks.probes import EMPTY, GOOD, WRONG
 from perseval.core.errors import InputError
 from perseval.core.instances import AgentOutput, Passage

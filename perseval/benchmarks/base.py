@@ -20,7 +20,7 @@ import pandas as pd
 from perseval.core.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
 from perseval.kernel.params import Configurable, P, Params
-from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Passage
+from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore
 from perseval.benchmarks import probes
 from perseval.benchmarks.views import GoldView, PayloadView, check_instance
 from perseval.agents.contract import RequestFormat

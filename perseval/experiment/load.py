@@ -20,12 +20,12 @@ from perseval.experiment.components import lookup
 from perseval.llm.settings import DEPLOYMENT_FORMATS, DeploymentConfig, ModelConfig
 from perseval.retrieval.settings import RetrieverConfig
 from perseval.experiment.config import (AgentConfig, BenchmarkEntry, ExperimentConfig, JudgeConfig, ResolvedExperiment,
-                                   Strict, load_config)
+                                        load_config)
 from perseval.core import files
 from perseval.core.errors import ConfigError
 from perseval.core.suggest import suggestion
 from perseval.experiment.overrides import CALIBRATED, THRESHOLDS, apply_overrides
-from perseval.kernel.params import Params, validate_params
+from perseval.kernel.params import Params, Strict, validate_params
 from perseval.kernel.registry import (BENCHMARKS, agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
                                retriever_class)
 from perseval.experiment.specs import AgentSpec, JudgeSpec

@@ -5,6 +5,3 @@ layout), qa (QA probes), prompts, answers (request format and the one API-call e
 (registered as "iba"), analysis*; agents/ (oracle, IBA-Agent); judges/ (iba.checkpoint, iba.slots, the
 LLM slot judge iba.slot_llm, the validation labeller).
 """
-from perseval.benchmarks.iba.taxonomy import Taxonomy, load_taxonomy
-
-__all__ = ["Taxonomy", "load_taxonomy"]

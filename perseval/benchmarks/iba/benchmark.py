@@ -34,7 +34,6 @@ from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, Sur
 from perseval.benchmarks.iba.qa import make_qa_probes
 from perseval.benchmarks.iba.release import IBA_LAYOUT
 from perseval.benchmarks.iba.slot_agreement import slot_agreement_tables
-from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
