@@ -31,7 +31,7 @@ from perseval.benchmarks.iba.analysis import AnalysisParams, analyze
 from perseval.benchmarks.iba.analysis_evidence import evidence_by_step
 from perseval.benchmarks.iba.construct import ConstructParams, build_stats, iter_build, plan_build
 from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
-from perseval.benchmarks.iba.qa import make_qa_probes
+from perseval.benchmarks.iba.qa import QA_METRIC, make_qa_probes
 from perseval.benchmarks.iba.release import IBA_LAYOUT
 from perseval.benchmarks.iba.slot_agreement import slot_agreement_tables
 from perseval.benchmarks.iba.tables import domain_table, scenario_table
@@ -41,8 +41,6 @@ from perseval.core.instances import Document, Instance
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.benchmarks.probes import KnownItem, checkpoint_items
-
-QA_METRIC = "qa_score"
 
 
 class IbaParams(ConstructParams):

@@ -7,12 +7,10 @@ under their own metric, `qa_score`, so a cell's `score` is task execution only.
 from __future__ import annotations
 
 from perseval.benchmarks.action_judges import CheckpointJudge
-from perseval.benchmarks.iba.qa import QA_ACTION
+from perseval.benchmarks.iba.qa import QA_ACTION, QA_METRIC
 from perseval.benchmarks.views import ActionPayload
 from perseval.core.instances import Instance
 from perseval.kernel.registry import register_judge
-
-QA_METRIC = "qa_score"
 
 
 @register_judge("iba.checkpoint")
