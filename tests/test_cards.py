@@ -243,3 +243,46 @@ def test_bespokes_templates_are_what_the_rag_agent_sends_on_the_shipped_sample(k
         messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "system", "content": card.ANSWER_SYSTEM},
                             {"role": "user", "content": "\n\n".join(parts)}]
+
+
+# --- custom (a user's own data) ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_customs_templates_are_what_the_rag_agent_sends_on_the_example(k):
+    """Each instance type of the hand-written example (free text, API call, ranking) asks with the templates
+    custom's card names, filled from the rows of tests/data/custom_example."""
+    from perseval.benchmarks import action_judges, actions, rankings
+    folder = REPO / "tests" / "data" / "custom_example"
+    bench = benchmark_class("custom")(benchmark_class("custom").Params())
+    data = build_all(bench, sample=6, seed=1, source=folder)
+    rows = {r["instance_id"]: r for r in map(json.loads, (folder / "instances.jsonl").read_text().splitlines())}
+    kinds = set()
+    for inst in data.instances:
+        row, shown = rows[inst.instance_id], [d.text for d in data.documents if d.owner == inst.user_id][:k]
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
+        if "candidates" in row:
+            cards = "\n".join(rankings.candidate_line(c) for c in inst.payload["candidates"])
+            parts = [rankings.QUERY_TEMPLATE.format(query=row["query"]),
+                     rankings.CANDIDATES_TEMPLATE.format(candidates=cards),
+                     rankings.FINAL_TEMPLATE.format(k=min(5, len(row["candidates"])))]
+            if shown:
+                parts.insert(0, rankings.ACTIVITY_TEMPLATE.format(activity="\n".join(f"- {t}" for t in shown)))
+            assert messages == [{"role": "system", "content": rankings.SYSTEM},
+                                {"role": "user", "content": "\n\n".join(parts)}]
+        else:
+            passages = "\n".join(actions.PASSAGE_TEMPLATE.format(i=i, text=t) for i, t in enumerate(shown, 1))
+            history = actions.HISTORY_TEMPLATE.format(passages=passages) if shown else ""
+            api = row.get("api")
+            if api:
+                fixed = api.get("task_fixed", {})
+                slots = "\n".join(actions.SLOT_TEMPLATE.format(name=s["name"], allowed=" | ".join(s.get("values") or [])
+                                                               or s.get("type") or "string")
+                                  for s in api["slots"] if s["name"] not in fixed)
+                user = actions.API_TEMPLATE.format(history=history, task=row["query"], api=api["name"], slots=slots)
+            else:
+                user = actions.GENERATE_TEMPLATE.format(history=history, task=row["query"])
+            assert messages == [{"role": "system", "content": actions.AGENT_SYSTEM}, {"role": "user", "content": user}]
+        kinds.add("rank" if "candidates" in row else "api" if row.get("api") else "text")
+    assert kinds == {"text", "api", "rank"}
+    shared = {v for m in (actions, action_judges, rankings) for v in vars(m).values() if isinstance(v, str)}
+    assert set(card_of("custom").prompts.values()) <= shared  # the card names the shared texts, no copy
