@@ -4,9 +4,9 @@ Callers: every top-level function and class defined in perseval/ is used somewhe
 or scripts/ outside its own definition. Used means named from another place (imported, called, subclassed, in an
 annotation), resolved through the imports to the module that defines it; registered by a decorator (a
 component's `@register_*`, a typer command, a Prefect task or flow); the `commands` of a module a components.yaml
-lists under `commands:` (the CLI mounts it by that name); or named by a "module:attribute" string (a card's
-pointers, an entry point). A docstring that names a function does not call it. ALLOWED names what stays without
-a caller, each with why.
+lists under `commands:` (the CLI mounts it by that name); listed in its module's `__all__` (an API); or named
+by a "module:attribute" string (a card's pointers, an entry point). A docstring that names a function does not
+call it. ALLOWED names what stays without a caller, each with why.
 
 Re-exports: every `from <module> import name` of perseval/, flows/, tasks/, scripts/ and tests/ takes the name
 from the module that defines it (or a submodule), a module's `__all__` lists only names it defines, and no
@@ -153,6 +153,8 @@ def _uses_in(m: Module, modules: dict[str, Module]) -> set[tuple[str, str]]:
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name in m.defined:
             if any(REGISTERING.match(_last(d)) for d in node.decorator_list):
                 used.add((m.name, node.name))
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            used |= {(m.name, e.value) for e in getattr(node.value, "elts", []) if isinstance(e, ast.Constant)}
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in m.docstrings:
             found = POINTER.match(node.value.strip())
             if found:  # a card's pointer is relative to perseval; the first part of attribute is the name
@@ -254,7 +256,8 @@ def test_the_checks_see_a_dead_function_a_re_export_and_an_unused_import(tmp_pat
     (package / "a.py").write_text('"""Names b.only_in_a_docstring."""\nimport json\n\n\ndef used():\n    return 1\n\n\n'
                                   'def dead():\n    return dead()\n\n\ndef only_in_a_docstring():\n    pass\n\n\n'
                                   'def by_pointer():\n    pass\n\n\n'
-                                  '@register_judge("x")\nclass Registered:\n    pass\n')
+                                  '@register_judge("x")\nclass Registered:\n    pass\n\n\ndef exported():\n    pass\n\n\n'
+                                  '__all__ = ["exported"]\n')
     (package / "b.py").write_text('from perseval.wing.a import used\nfrom .a import json\n\nPOINTERS = {"x": '
                                   '"wing.a:by_pointer"}\n__all__ = ["used"]\n\n\ndef f():\n    return used()\n')
     (tmp_path / "scripts" / "s.py").write_text("from perseval.wing import b\n\nb.f()\n")

@@ -99,33 +99,37 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 
 def checkpoints_of(r: Rows) -> list[dict[str, Any]]:
+    """A free-text instance's hidden checkpoints: a statement each, with its id, dimension and value."""
     out = []
     for i, c in enumerate(r.items("checkpoints")):
         w = f"checkpoints[{i}]"
         dim = sub_field(r, c, w, "dimension")
-        out.append({"id": sub_field(r, c, w, "id") or dim or f"c{i}", "dimension": dim, "value": sub_field(r, c, w, "value"),
-                    "statement": sub_field(r, c, w, "statement", required=True)})
+        out.append({"id": sub_field(r, c, w, "id") or dim or f"c{i}", "dimension": dim,
+                    "value": sub_field(r, c, w, "value"), "statement": sub_field(r, c, w, "statement", required=True)})
     return out
 
 
 def api_of(r: Rows) -> dict[str, Any]:
+    """An API-call instance's API: its name, slots (with their allowed values) and the task-fixed values."""
     api = r.need("api", dict)
     slots = []
     for i, s in enumerate(r.items("slots", api, "api.slots")):
         w = f"api.slots[{i}]"
         values = sub_field(r, s, w, "values", list) or []
-        slots.append({"name": sub_field(r, s, w, "name", required=True), "type": sub_field(r, s, w, "type") or "string",
-                      "values": [str(v) for v in values], "description": sub_field(r, s, w, "description") or ""})
+        slots.append({"name": sub_field(r, s, w, "name", required=True),
+                      "type": sub_field(r, s, w, "type") or "string", "values": [str(v) for v in values],
+                      "description": sub_field(r, s, w, "description") or ""})
     names = [s["name"] for s in slots]
     fixed = r.opt("task_fixed", dict, api, "api.task_fixed") or {}
     for name in fixed:
         if name not in names:
             raise r.fail(f"api.task_fixed.{name}", f"names no slot of the API; slots: {names}")
-    return {"name": sub_field(r, api, "api", "name", required=True), "description": sub_field(r, api, "api", "description") or "",
-            "slots": slots, "task_fixed": fixed}
+    return {"name": sub_field(r, api, "api", "name", required=True),
+            "description": sub_field(r, api, "api", "description") or "", "slots": slots, "task_fixed": fixed}
 
 
 def gold_slots_of(r: Rows, api: dict[str, Any]) -> dict[str, Any]:
+    """An API call's gold: a value for each personalization-relevant (not task-fixed) slot, among its values."""
     gold = r.need("gold_slots", dict)
     if not gold:
         raise r.fail("gold_slots", "empty; expected at least one personalization-relevant slot")
