@@ -26,7 +26,8 @@ from perseval.pipeline.freshness import data_done, index_done, pending, reshard
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
 from perseval.llm.embedded import serving
-from perseval.pipeline.plan import Plan, make_plan
+from perseval.pipeline.plan import make_plan
+from perseval.pipeline.units import Plan
 from perseval.pipeline.units import MIN_SHARD, Sharding
 from perseval.core.progress import stage_bar
 from perseval.report.headline import headline_rows, track

@@ -29,7 +29,8 @@ import psutil
 from filelock import FileLock
 
 from perseval.core.errors import ConfigError
-from perseval.llm.deployments import HOST, free_port, start_server, stop_server, wait_healthy
+from perseval.llm.deployments import free_port, start_server, stop_server, wait_healthy
+from perseval.llm.embedded import HOST
 from perseval.llm.guard import alive
 
 IDLE_ENV, DEFAULT_IDLE_S = "PERSEVAL_PREFECT_IDLE_S", 600.0

@@ -25,7 +25,7 @@ from prefect.states import Crashed
 
 from perseval.experiment.config import DaskSettings, ResolvedExperiment
 from perseval.experiment.load import load_experiment
-from perseval.llm.deployments import HOST
+from perseval.llm.embedded import HOST
 from perseval.core.owner import OWNER_TAG, owner_gone, owner_tag
 from perseval_flows.prefect_server import wait_ready
 

@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from perseval.benchmarks.iba import load_taxonomy  # noqa: E402
+from perseval.benchmarks.iba.taxonomy import load_taxonomy  # noqa: E402
 from perseval.benchmarks.iba.construct import ConstructParams, construct  # noqa: E402
 from perseval.benchmarks.iba.distribution import FULL_SIZE, missing_domains  # noqa: E402
 from perseval.benchmarks.iba.taxonomy import Taxonomy  # noqa: E402
 from perseval.experiment.config import BenchmarkEntry  # noqa: E402
-from perseval.pipeline.plan import DataUnit  # noqa: E402
+from perseval.pipeline.units import DataUnit  # noqa: E402
 from perseval.experiment.components import make_benchmark  # noqa: E402
 from perseval.pipeline.stages import Runtime, construct as construct_stage  # noqa: E402
 

@@ -30,10 +30,10 @@ from perseval.llm.client import LLMClient
 from perseval.llm.embedded import REPEAT_PENALTY, llama_server_binary
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.auc import auc_interval
-from perseval.report.probes import PROBED_ITEMS, judge_probes, probe_answers
+from perseval.report.probes import judge_probes, probe_answers
 from perseval.experiment.components import make_judges
 from perseval.experiment.load import judge_specs, load_experiment
-from perseval.experiment.registry import benchmark_class
+from perseval.kernel.registry import benchmark_class
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = ROOT / "configs" / "experiments" / "quickstart.yaml"
@@ -62,7 +62,8 @@ def probe_sets(n: int | None) -> list[tuple[str, Any, list[Any], int]]:
     out = []
     for bi, entry in enumerate(exp.experiment.benchmarks):
         for spec in judge_specs(exp, bi):
-            if not (spec.uses_llm and any(j.item in PROBED_ITEMS for j in make_judges(spec))):
+            probed = benchmark_class(entry.name).probed_items
+            if not (spec.uses_llm and any(j.item in probed for j in make_judges(spec))):
                 continue
             bench = benchmark_class(entry.name)(entry.params)
             data = build_all(bench, sample=entry.sample, seed=entry.seed or exp.experiment.seed, source=None)

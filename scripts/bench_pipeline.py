@@ -50,7 +50,8 @@ from perseval.experiment.load import benchmark_params, load_experiment  # noqa: 
 from perseval.llm.client import CAPTURE_ENV  # noqa: E402
 from perseval.llm.deployments import Deployment  # noqa: E402
 from perseval.llm.replay import Replay, by_stage, read_capture, replay  # noqa: E402
-from perseval.pipeline.plan import DataUnit, IndexUnit, data_key, index_key  # noqa: E402
+from perseval.pipeline.plan import data_key, index_key  # noqa: E402
+from perseval.pipeline.units import DataUnit, IndexUnit  # noqa: E402
 from perseval.retrieval.base import CHUNKS_FILE, OWNERS_DIR, owner_slug  # noqa: E402
 from perseval.retrieval.embedder import Embedder  # noqa: E402
 from perseval.pipeline import stages  # noqa: E402

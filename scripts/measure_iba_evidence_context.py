@@ -63,12 +63,12 @@ from typing import Any
 import perseval
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.agent import IbaAgent
-from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.actions import ActionFormat
 try:  # per-step evidence (issue 22); an older tree measured for comparison has no such module
     from perseval.benchmarks.iba.analysis_evidence import STEPS, gold_evidence, held_by_step
 except ImportError:  # pragma: no cover - only when measuring an older checkout
     STEPS, gold_evidence, held_by_step = (), None, None
-from perseval.benchmarks.iba.release import load_release
+from perseval.benchmarks.iba.release import IBA_LAYOUT
 from perseval.experiment.components import make_retriever
 from perseval.llm.settings import DeploymentConfig, ModelConfig
 from perseval.retrieval.settings import RetrieverConfig
@@ -92,7 +92,7 @@ def user_text(doc: Document) -> str:
 
 
 async def measure(args: argparse.Namespace, work: Path) -> None:
-    data = load_release(args.source)
+    data = IBA_LAYOUT.load(args.source)
     instances = data.instances[:args.sample]
     owners: dict[str, list[Document]] = {}
     for d in data.documents:
@@ -112,7 +112,8 @@ async def measure(args: argparse.Namespace, work: Path) -> None:
     with Deployment(model, deployment, work / "logs") as endpoint:
         llm = LLMClient(endpoint, model.sampling, RequestCache(work / "cache.sqlite"), role="agent",
                         run_id="measure", seed=0)
-        ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []), task=IbaTask())
+        ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []),
+                           request_format=ActionFormat())
         try:
             for inst in instances:
                 row, trace = await one(inst, agent, ctx, owners[inst.user_id], retrieve)

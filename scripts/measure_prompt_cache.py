@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 
 from perseval.benchmarks.iba.agents.iba_agent import prompts
-from perseval.benchmarks.iba.release import load_release
+from perseval.benchmarks.iba.release import IBA_LAYOUT
 from perseval.llm.deployments import Deployment
 from perseval.llm.settings import DeploymentConfig, ModelConfig
 from perseval.experiment.config import load_config
@@ -38,7 +38,7 @@ def main() -> None:
     ap.add_argument("--passages", type=int, default=8, help="history turns per instance")
     ap.add_argument("--chars", type=int, default=300, help="each turn clipped to this, as the agent shows it")
     args = ap.parse_args()
-    data = load_release(args.source)
+    data = IBA_LAYOUT.load(args.source)
     owners: dict[str, list[str]] = {}
     for d in data.documents:
         owners.setdefault(d.owner, []).append(d.text[:args.chars])

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.actions import ActionFormat
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.core.instances import Document, Passage
 from perseval.experiment.load import BENCHMARKS_DIR, experiment_file
@@ -170,7 +170,7 @@ def memory_retrieve(documents: list[Document], calls: list | None = None):
 def context(data, llm=None, calls=None) -> AgentContext:
     owners = by_owner(data.documents)
     return AgentContext(llm=llm, retrieve=memory_retrieve(data.documents, calls), documents=lambda u: owners.get(u, []),
-                        task=IbaTask())
+                        request_format=ActionFormat())
 
 
 def minimal(tmp_path: Path, inst: dict | None = None, turns: list[dict] | None = None,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from perseval.pipeline.plan import shards
+from perseval.pipeline.units import shards
 from perseval.pipeline.stages import Runtime, construct, index, judge, load_instances, run_shard, score
 
 from .conftest import CONFIGS, copy_configs

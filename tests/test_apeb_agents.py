@@ -16,9 +16,10 @@ from perseval.benchmarks.apeb.agents.random_ranker import APeBRandom
 from perseval.benchmarks.apeb.agents.react import APeBReact
 from perseval.benchmarks.apeb.agents.react_tools import parse_action
 from perseval.benchmarks.apeb.agents.vqra import APeBVqra
-from perseval.benchmarks.apeb.answers import check_ranking, extract, parse_ranking, ranking_output
+from perseval.benchmarks.apeb.answers import ranking_output
+from perseval.benchmarks.rankings import check_ranking, extract, parse_ranking
 from perseval.benchmarks.apeb.benchmark import APeB
-from perseval.benchmarks.apeb.judges.ranking import RankingJudge
+from perseval.benchmarks.apeb.judges.ranking import ApebRankingJudge
 from perseval.experiment.config import AgentConfig, load_config
 from perseval.core.errors import ConfigError
 from perseval.judges.base import JudgeBinding
@@ -68,7 +69,7 @@ def _ids(inst):
 
 
 def _hit1(inst, out):
-    judgments = asyncio.run(RankingJudge().judge(inst, out, JudgeBinding("apeb.ranking")))
+    judgments = asyncio.run(ApebRankingJudge().judge(inst, out, JudgeBinding("apeb.ranking")))
     return {j.item_id: j.score for j in judgments}["hit@1"]
 
 
@@ -363,6 +364,6 @@ def test_agent_yamls_and_needs():
         agent = agent_class(cfg.kind)(cfg.params)
         assert cfg.name == name and isinstance(agent, cls) and agent.requires() == needs, name
         assert agent.benchmarks == ("apeb",)
-    assert judge_class("apeb.ranking") is RankingJudge
+    assert judge_class("apeb.ranking") is ApebRankingJudge
     with pytest.raises(ConfigError, match="tool_calling"):
         APeBReact({"tool_calling": "telepathy"})

@@ -11,7 +11,7 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.agents.direct import APeBDirect
 from perseval.benchmarks.apeb.agents.oracle import APeBOracle
 from perseval.benchmarks.apeb.benchmark import APeB
-from perseval.benchmarks.apeb.judges.ranking import RankingJudge, StrictRankingJudge
+from perseval.benchmarks.apeb.judges.ranking import ApebRankingJudge, StrictRankingJudge
 from perseval.experiment.components import make_agent
 from perseval.experiment.load import bound, judge_specs
 from perseval.experiment.load import load_experiment
@@ -60,7 +60,7 @@ def test_a_clean_answer_scores_the_same_under_both_readings(inst):
     gold = inst.gold["purchased"]
     ids = [gold, *[c["id"] for c in inst.payload["candidates"] if c["id"] != gold]][:5]
     out, _ = _act(APeBDirect({"history_items": 30}), inst, json.dumps({"ranking": ids}))
-    repaired, strict = _scores(RankingJudge(), inst, out), _scores(StrictRankingJudge(), inst, out)
+    repaired, strict = _scores(ApebRankingJudge(), inst, out), _scores(StrictRankingJudge(), inst, out)
     assert repaired["hit@1"] == 100.0 and {f"{m}_strict": v for m, v in repaired.items()} == strict
 
 
@@ -73,7 +73,7 @@ def test_a_repaired_answer_counts_under_repair_and_is_invalid_under_the_strict_r
                "correction": [json.dumps({"ranking": ids[:4]}), json.dumps({"ranking": ids[4:]})]}[case]
     out, chat = _act(APeBDirect({"history_items": 30}), inst, answers)
     assert out.status == "ok" and len(chat.calls) == (2 if case == "correction" else 1)
-    repaired, strict = _scores(RankingJudge(), inst, out), _scores(StrictRankingJudge(), inst, out)
+    repaired, strict = _scores(ApebRankingJudge(), inst, out), _scores(StrictRankingJudge(), inst, out)
     assert repaired["hit@1"] == 100.0 and repaired["valid"] == 100.0
     assert strict == {"hit@1_strict": 0.0, "hit@5_strict": 0.0, "mrr_strict": 0.0, "valid_strict": 0.0}
 

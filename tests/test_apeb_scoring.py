@@ -12,7 +12,8 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.agents.oracle import APeBOracle
 from perseval.benchmarks.apeb.agents.random_ranker import APeBRandom
 from perseval.benchmarks.apeb.benchmark import APeB
-from perseval.benchmarks.apeb.judges.ranking import METRICS, RankingJudge
+from perseval.benchmarks.apeb.judges.ranking import ApebRankingJudge
+from perseval.benchmarks.ranking_judge import METRICS
 from perseval.benchmarks.apeb.judges.rubric import CRITERIA, RubricJudge, parse_rubric
 from perseval.benchmarks.base import ANALYSIS_COLUMNS
 from perseval.experiment.config import JudgeConfig, load_config
@@ -48,11 +49,11 @@ def test_ranking_judge_scores_a_rank_two_answer(data):
     inst = data.instances[0]
     gold = inst.gold["purchased"]
     others = [c["id"] for c in inst.payload["candidates"] if c["id"] != gold]
-    judgments, scores = _judge(RankingJudge(), inst, _output(inst, [others[0], gold, *others[1:4]]),
+    judgments, scores = _judge(ApebRankingJudge(), inst, _output(inst, [others[0], gold, *others[1:4]]),
                                JudgeBinding("apeb.ranking"))
     assert [j.item_id for j in judgments] == list(METRICS) and all(j.status == "scored" for j in judgments)
     assert {m: s.value for m, s in scores.items()} == {"hit@1": 0.0, "hit@5": 100.0, "mrr": 50.0, "valid": 100.0}
-    _, miss = _judge(RankingJudge(), inst, _output(inst, others[:5]), JudgeBinding("apeb.ranking"))
+    _, miss = _judge(ApebRankingJudge(), inst, _output(inst, others[:5]), JudgeBinding("apeb.ranking"))
     assert {m: s.value for m, s in miss.items()} == {"hit@1": 0.0, "hit@5": 0.0, "mrr": 0.0, "valid": 100.0}
 
 
@@ -62,7 +63,7 @@ def test_unusable_outputs_are_scored_misses_and_counted_invalid(data, kind, stat
     gold = inst.gold["purchased"]
     ids = [gold, *[c["id"] for c in inst.payload["candidates"] if c["id"] != gold]]
     ranking = {None: None, "six": ids[:6], "dup": [gold, gold, *ids[1:4]], "ok": ids[:5]}[kind]
-    judgments, scores = _judge(RankingJudge(), inst, _output(inst, ranking, status), JudgeBinding("apeb.ranking"))
+    judgments, scores = _judge(ApebRankingJudge(), inst, _output(inst, ranking, status), JudgeBinding("apeb.ranking"))
     assert all(s.value == 0.0 and s.n_unscored == 0 for s in scores.values())
     assert all("invalid" in j.feedback for j in judgments)
 
@@ -185,7 +186,7 @@ def test_analysis_tables_in_the_papers_layout(data):
     llm = [_trajectory_output(i) if n % 3 else AgentOutput(i.instance_id, "llm", 0, "garbage", status="invalid",
                                                             prompt_tokens=5, trace=[{"step": "answer", "text": "x"}])
            for n, i in enumerate(data.instances)]
-    rank = _frame(data, {"oracle": oracle, "random": rnd, "llm": llm}, RankingJudge(), JudgeBinding("apeb.ranking"))
+    rank = _frame(data, {"oracle": oracle, "random": rnd, "llm": llm}, ApebRankingJudge(), JudgeBinding("apeb.ranking"))
     rubric = _frame(data, {"llm": llm, "oracle": oracle}, RubricJudge(),
                     JudgeBinding("rubric-j", ScriptedChat(RATED)))
     out = APeB().analyze(pd.concat([rank, rubric], ignore_index=True), data.instances)
@@ -222,7 +223,7 @@ def test_analysis_tables_in_the_papers_layout(data):
 
 def test_analysis_names_backbones_when_there_are_several(data):
     oracle = [asyncio.run(APeBOracle().act(i, AgentContext(), 0, "o")) for i in data.instances]
-    frame = _frame(data, {"a": oracle, "b": oracle}, RankingJudge(), JudgeBinding("apeb.ranking"))
+    frame = _frame(data, {"a": oracle, "b": oracle}, ApebRankingJudge(), JudgeBinding("apeb.ranking"))
     frame.loc[frame["agent"] == "b", "backbone"] = "other"
     frame.loc[frame["agent"] == "b", "agent"] = "a"
     table = APeB().analyze(frame, data.instances)["table_hit_at_1"]

@@ -29,7 +29,8 @@ from perseval.judges.base import JudgeBinding
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
 from perseval.kernel.params import EVERY_FIELD
-from perseval.pipeline.plan import make_plan, run_key, shards
+from perseval.pipeline.plan import make_plan, run_key
+from perseval.pipeline.units import shards
 from perseval.core.instances import AgentOutput, Document
 from perseval.retrieval.search import make_search
 from perseval.pipeline.stages import Runtime, construct, data_manifest, run_shard

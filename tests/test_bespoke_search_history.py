@@ -4,7 +4,6 @@ import shutil
 
 import pytest
 
-from perseval.pipeline.controls import search_reads_history
 from perseval.report.show import effective_settings
 from perseval.experiment.load import load_experiment
 from tests.conftest import REPO
@@ -13,11 +12,12 @@ from perseval.experiment.load import experiment_file
 
 
 def _searching_over_user_pages(settings: dict) -> list[str]:
-    """Agents whose `search: corpus` reads an entry whose corpus holds the users' page summaries."""
+    """Agents whose `search: corpus` reads an entry whose corpus holds the users' page summaries: search then
+    returns the user's own pages in the swapped-history run too."""
     out = []
     for entry, bench in settings["benchmarks"].items():
         params = bench["params"]
-        reads_pages = search_reads_history(params)
+        reads_pages = bool(params.get("corpus") and params.get("corpus_page_summaries"))  # users' own pages
         out += [f"{entry}/{a}" for a, spec in bench["agents"].items()
                 if spec["params"].get("search") == "corpus" and reads_pages]
     return out

@@ -22,7 +22,8 @@ from perseval.core.store import StageStore
 from perseval.judges.base import at_threshold
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.auc import youden_threshold
-from perseval.pipeline.plan import make_plan, shards
+from perseval.pipeline.plan import make_plan
+from perseval.pipeline.units import shards
 from perseval.pipeline.runner import score_outputs
 from perseval.pipeline.freshness import score_done
 from perseval.pipeline.stages import Runtime, as_scored, construct, judge, load_instances, run_shard, score

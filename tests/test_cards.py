@@ -12,7 +12,7 @@ import pytest
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.base import build_all
-from perseval.benchmarks.card import BenchmarkCard, resolve
+from perseval.benchmarks.card import BenchmarkCard
 from perseval.core.instances import Passage
 from perseval.kernel.registry import agent_class, benchmark_class
 from tests.conftest import REPO
@@ -20,6 +20,15 @@ from tests.scripted import ScriptedChat
 
 BENCHMARKS = REPO / "perseval" / "benchmarks"
 CARDS = sorted(p.parent.name for p in BENCHMARKS.glob("*/card.py"))
+
+
+def resolve(pointer: str) -> object:
+    """The object a card's "module:attribute" pointer names (module relative to `perseval.`)."""
+    module, _, attribute = pointer.partition(":")
+    value = importlib.import_module(f"perseval.{module}")
+    for part in attribute.split(".") if attribute else ():
+        value = getattr(value, part)
+    return value
 
 
 def card_of(name: str) -> BenchmarkCard:
@@ -55,7 +64,8 @@ def history_context(data, task) -> AgentContext:
         async def run():
             return [Passage(d.doc_id, 0, d.text, 1.0) for d in data.documents if d.owner == owner][:k]
         return run()
-    return AgentContext(retrieve=retrieve, task=task, documents=lambda o: [d for d in data.documents if d.owner == o])
+    return AgentContext(retrieve=retrieve, request_format=task,
+                        documents=lambda o: [d for d in data.documents if d.owner == o])
 
 
 # --- LaMP ---------------------------------------------------------------------------------------------
@@ -83,7 +93,7 @@ def test_lamps_templates_are_what_the_rag_agent_sends_on_the_sample(k):
         task = inst.group
         folder = next(p for p in (sample / task.replace("-", "_")).rglob("dev_questions.json"))
         question = next(q for q in json.loads(folder.read_text()) if inst.instance_id.endswith(f"-{q['id']}"))
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "user", "content": lamp_expected(task, question, k)}]
         checked.add(task)
     assert checked == {"LaMP-1", "LaMP-2", "LaMP-3", "LaMP-4", "LaMP-5", "LaMP-7"}
@@ -108,7 +118,7 @@ def test_lamp_qas_templates_are_what_the_rag_agent_and_the_judge_send_on_the_sam
         user = (card.PROFILE_TEMPLATE.format(items=card.ITEM_SEPARATOR.join(items), question=question["question"])
                 if items else card.NO_PROFILE_TEMPLATE.format(question=question["question"]))
         system = card.PROFILE_SYSTEM if items else card.ANSWER_SYSTEM
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "system", "content": system}, {"role": "user", "content": user}]
     inst = data.instances[0]
     question = next(q for qid, q in rows.items() if inst.instance_id.endswith(f"-{qid}"))
@@ -141,7 +151,7 @@ def test_longlamps_templates_are_what_the_rag_and_random_k_agents_send_on_the_sa
     bench = benchmark_class("longlamp")(benchmark_class("longlamp").Params(setting=setting))
     data = build_all(bench, sample=3, seed=1, source=None)
     rows = sample_rows(BENCHMARKS / "longlamp" / "sample")
-    ctx = history_context(data, bench.task_format)
+    ctx = history_context(data, bench.request_format)
     for inst in data.instances:
         task = inst.group
         raw = next(r for folder, r in rows if folder == f"{task}_{setting}" and r["input"] == inst.query)
@@ -177,7 +187,7 @@ def test_persona_mems_templates_are_what_the_rag_agent_sends_on_the_test_release
                                                                      for t in shown))
             user = card.WITH_EXCERPTS_TEMPLATE.format(excerpts_block=block, question=row["user_question_or_message"],
                                                       options=options)
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "user", "content": user}]
 
 
@@ -208,7 +218,7 @@ def test_prefevals_templates_are_what_the_zero_shot_agent_sends_on_the_test_rele
 @pytest.mark.parametrize("history", [False, True])
 def test_apebs_templates_are_what_the_direct_agent_sends_on_the_generated_sample(history):
     from perseval.benchmarks.apeb import card
-    from perseval.benchmarks.apeb.prompts import candidate_line
+    from perseval.benchmarks.rankings import candidate_line
     bench = benchmark_class("apeb")(benchmark_class("apeb").Params())
     data = build_all(bench, sample=3, seed=1, source=None)
     for inst in data.instances[:4]:
@@ -243,7 +253,7 @@ def test_ibas_templates_are_what_the_rag_agent_sends_on_the_constructed_sample(k
             user = card.API_TEMPLATE.format(history=history, task=inst.query, api=api["name"], slots=slots)
         else:
             user = card.GENERATE_TEMPLATE.format(history=history, task=inst.query)
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "system", "content": card.AGENT_SYSTEM}, {"role": "user", "content": user}]
         kinds.add(bool(api))
     assert kinds == {True, False}
@@ -263,6 +273,49 @@ def test_bespokes_templates_are_what_the_rag_agent_sends_on_the_shipped_sample(k
             sessions = "\n".join(card.SESSION_TEMPLATE.format(source="session", text=t) for t in shown)
             parts.append(card.USER_CONTEXT_TEMPLATE.format(user_context=sessions))
         parts.append(card.FINAL_INSTRUCTION)
-        messages = sent("rag", inst, history_context(data, bench.task_format), top_k=k, passage_chars=None)
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
         assert messages == [{"role": "system", "content": card.ANSWER_SYSTEM},
                             {"role": "user", "content": "\n\n".join(parts)}]
+
+
+# --- custom (a user's own data) ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_customs_templates_are_what_the_rag_agent_sends_on_the_example(k):
+    """Each instance type of the hand-written example (free text, API call, ranking) asks with the templates
+    custom's card names, filled from the rows of tests/data/custom_example."""
+    from perseval.benchmarks import action_judges, actions, rankings
+    folder = REPO / "tests" / "data" / "custom_example"
+    bench = benchmark_class("custom")(benchmark_class("custom").Params())
+    data = build_all(bench, sample=6, seed=1, source=folder)
+    rows = {r["instance_id"]: r for r in map(json.loads, (folder / "instances.jsonl").read_text().splitlines())}
+    kinds = set()
+    for inst in data.instances:
+        row, shown = rows[inst.instance_id], [d.text for d in data.documents if d.owner == inst.user_id][:k]
+        messages = sent("rag", inst, history_context(data, bench.request_format), top_k=k, passage_chars=None)
+        if "candidates" in row:
+            cards = "\n".join(rankings.candidate_line(c) for c in inst.payload["candidates"])
+            parts = [rankings.QUERY_TEMPLATE.format(query=row["query"]),
+                     rankings.CANDIDATES_TEMPLATE.format(candidates=cards),
+                     rankings.FINAL_TEMPLATE.format(k=min(5, len(row["candidates"])))]
+            if shown:
+                parts.insert(0, rankings.ACTIVITY_TEMPLATE.format(activity="\n".join(f"- {t}" for t in shown)))
+            assert messages == [{"role": "system", "content": rankings.SYSTEM},
+                                {"role": "user", "content": "\n\n".join(parts)}]
+        else:
+            passages = "\n".join(actions.PASSAGE_TEMPLATE.format(i=i, text=t) for i, t in enumerate(shown, 1))
+            history = actions.HISTORY_TEMPLATE.format(passages=passages) if shown else ""
+            api = row.get("api")
+            if api:
+                fixed = api.get("task_fixed", {})
+                slots = "\n".join(actions.SLOT_TEMPLATE.format(name=s["name"], allowed=" | ".join(s.get("values") or [])
+                                                               or s.get("type") or "string")
+                                  for s in api["slots"] if s["name"] not in fixed)
+                user = actions.API_TEMPLATE.format(history=history, task=row["query"], api=api["name"], slots=slots)
+            else:
+                user = actions.GENERATE_TEMPLATE.format(history=history, task=row["query"])
+            assert messages == [{"role": "system", "content": actions.AGENT_SYSTEM}, {"role": "user", "content": user}]
+        kinds.add("rank" if "candidates" in row else "api" if row.get("api") else "text")
+    assert kinds == {"text", "api", "rank"}
+    shared = {v for m in (actions, action_judges, rankings) for v in vars(m).values() if isinstance(v, str)}
+    assert set(card_of("custom").prompts.values()) <= shared  # the card names the shared texts, no copy

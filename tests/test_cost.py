@@ -12,13 +12,15 @@ import yaml
 
 from perseval.llm.settings import Price, Sampling
 from perseval.experiment.load import load_experiment
-from perseval.pipeline.cost import Spend, Usage, UnitRecords, plan_cost, unit_record
+from perseval.llm.usage import Usage
+from perseval.pipeline.cost import Spend, UnitRecords, plan_cost, unit_record
 from perseval.core.errors import ConfigError
 from perseval.llm.cache import RequestCache
 from perseval.llm.client import LLMClient
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
-from perseval.pipeline.plan import make_plan, shards
+from perseval.pipeline.plan import make_plan
+from perseval.pipeline.units import shards
 from perseval.pipeline.stages import Runtime, construct, judge, run_shard, score
 from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve

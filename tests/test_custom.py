@@ -1,4 +1,4 @@
-"""Your own data (`custom`): the generic layout's loader and its errors, `sample:`, the task format, the
+"""Your own data (`custom`): the generic layout's loader and its errors, `sample:`, the request format, the
 three reused judges on crafted outputs, the generic agent on every instance type, stats, and the plan of
 configs/experiments/custom_example.yaml. The example is tests/data/custom_example (hand-written)."""
 from __future__ import annotations
@@ -16,12 +16,12 @@ import pytest
 
 from perseval.agents.base import AgentContext
 from perseval.agents.rag import RagAgent
-from perseval.benchmarks.apeb.answers import ApebTask
 from perseval.benchmarks.base import AnalysisInputs
-from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomTask, action_type
+from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomFormat, action_type
 from perseval.benchmarks.custom.benchmark import CustomBenchmark, load_custom
 from perseval.benchmarks.custom.judges import CustomCheckpointJudge, CustomRankingJudge, CustomSlotJudge
-from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.actions import ActionFormat
+from perseval.benchmarks.rankings import RankingFormat
 from perseval.experiment.components import make_judges
 from perseval.experiment.load import judge_specs, load_experiment
 from perseval.core.errors import InputError
@@ -242,12 +242,12 @@ def test_sample_is_seeded_in_file_order_and_a_larger_one_extends_it():
     assert three.info["n_instances"] == 3 and three.info["n_instances_in_release"] == 6 and three.info["seed"] == 5
 
 
-# --- the task format ---------------------------------------------------------------------------------------------
+# --- the request format ---------------------------------------------------------------------------------------------
 
 
-def test_the_task_format_is_ibas_for_text_and_api_calls_and_apebs_for_rankings():
-    got, task = by_id(load_custom(EXAMPLE)), CustomTask()
-    for iid, own in (("mira-invite", IbaTask()), ("sade-hotel", IbaTask()), ("jonas-lights", ApebTask())):
+def test_the_request_format_is_ibas_for_text_and_api_calls_and_apebs_for_rankings():
+    got, task = by_id(load_custom(EXAMPLE)), CustomFormat()
+    for iid, own in (("mira-invite", ActionFormat()), ("sade-hotel", ActionFormat()), ("jonas-lights", RankingFormat())):
         assert asdict(task.prompt(got[iid], [], 300)) == asdict(own.prompt(got[iid], [], 300)), iid
     assert task.prompt(got["mira-invite"], [], 300).json_schema is None
     hotel = task.prompt(got["sade-hotel"], [], 300).json_schema
@@ -267,7 +267,7 @@ def test_the_task_format_is_ibas_for_text_and_api_calls_and_apebs_for_rankings()
 
 
 def output(inst: Instance, text: str, status: str = "ok") -> AgentOutput:
-    answer = CustomTask().extract(inst, text)
+    answer = CustomFormat().extract(inst, text)
     return AgentOutput(inst.instance_id, "a", 0, text, parsed=answer.parsed, status=status)  # type: ignore[arg-type]
 
 
@@ -346,10 +346,10 @@ def test_the_no_history_agent_answers_each_type_and_the_judges_score_it():
     data = load_custom(EXAMPLE)
     gold = by_id(data)
     agent = RagAgent({"top_k": 0})
-    assert agent.requires() == {"llm", "task"}
+    assert agent.requires() == {"llm", "request_format"}
     backbone = ScriptedChat(lambda messages: next(perfect_answer(i) for i in data.instances
                                                   if i.query in messages[-1]["content"]))
-    ctx = AgentContext(llm=backbone, task=CustomBenchmark.task_format)
+    ctx = AgentContext(llm=backbone, request_format=CustomBenchmark.request_format)
     for inst in data.instances:
         out = asyncio.run(agent.act(inst.public(), ctx, 0, "no-history"))
         assert out.status == "ok", (inst.instance_id, out.error)

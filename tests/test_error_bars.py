@@ -10,7 +10,7 @@ from rich.console import Console
 from statsmodels.stats.multitest import multipletests
 
 import perseval_flows.cli as cli
-from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+from perseval.benchmarks.iba.judges.checkpoint import IbaCheckpointJudge
 from perseval.experiment.load import load_experiment
 from perseval.metrics.aggregate import group_table
 from perseval.metrics.uncertainty import cluster_mean, paired_difference
@@ -124,7 +124,7 @@ def test_a_failed_judgment_is_counted_failed_not_unscored():
     js = [Judgment("i1", "a", 0, "j", 0, "c1", "checkpoint", 1.0, "scored"),
           Judgment("i1", "a", 0, "j", 0, "c2", "checkpoint", None, "unscored"),
           Judgment("i1", "a", 0, "j", 0, "c3", "checkpoint", None, "failed")]
-    (score,) = score_outputs([CheckpointJudge()], {"i1": inst}, [out], js)
+    (score,) = score_outputs([IbaCheckpointJudge()], {"i1": inst}, [out], js)
     assert (score.value, score.n_items, score.n_unscored) == (100.0, 3, 1)  # c3 failed: not also unscored
-    (alone,) = score_outputs([CheckpointJudge()], {"i1": inst}, [out], js[:2])
+    (alone,) = score_outputs([IbaCheckpointJudge()], {"i1": inst}, [out], js[:2])
     assert (alone.value, alone.n_unscored) == (100.0, 1)

@@ -22,8 +22,8 @@ import pytest
 from typer.testing import CliRunner
 
 from perseval_flows.cli import app
-from perseval.benchmarks.apeb.judges.ranking import RankingJudge
-from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+from perseval.benchmarks.apeb.judges.ranking import ApebRankingJudge
+from perseval.benchmarks.iba.judges.checkpoint import IbaCheckpointJudge
 from perseval.core.errors import ConfigError
 from perseval.llm.settings import Sampling
 from perseval.experiment.load import load_experiment
@@ -63,9 +63,9 @@ def test_failed_outputs_are_never_judged_and_left_out_of_the_mean():
                AgentOutput("i2", "a", 0, "", status="failed", error="APIConnectionError: refused"),
                AgentOutput("i3", "a", 0, "{garbage", status="invalid")]
     judge = ScriptedChat('{"verdict": true, "reason": "fits"}')
-    judgments = asyncio.run(judge_shard([CheckpointJudge()], [JudgeBinding("j", judge)], insts, outputs))
+    judgments = asyncio.run(judge_shard([IbaCheckpointJudge()], [JudgeBinding("j", judge)], insts, outputs))
     assert {j.instance_id for j in judgments} == {"i1", "i3"} and len(judge.calls) == 2  # i3 is a miss, no call
-    scores = score_outputs([CheckpointJudge()], insts, outputs, judgments)
+    scores = score_outputs([IbaCheckpointJudge()], insts, outputs, judgments)
     assert {s.instance_id: s.value for s in scores} == {"i1": 100.0, "i3": 0.0}  # i2 has no score, not 0
     table = group_table(scores, ["score"], {"Food": 1})
     assert table.loc["Food", "score"] == 100.0 and table.loc[OVERALL, "score"] == 50.0
@@ -78,7 +78,7 @@ def test_a_failed_ranking_is_not_a_miss_but_an_invalid_one_is():
                     {"purchased": "c0"})
     failed = AgentOutput("p1", "a", 0, "", status="failed")
     invalid = AgentOutput("p1", "a", 1, "no ids", status="invalid")
-    judgments = asyncio.run(judge_shard([RankingJudge()], [JudgeBinding("apeb.ranking")], {"p1": inst},
+    judgments = asyncio.run(judge_shard([ApebRankingJudge()], [JudgeBinding("apeb.ranking")], {"p1": inst},
                                         [failed, invalid]))
     assert {j.repeat for j in judgments} == {1} and {j.score for j in judgments} == {0.0}
 
@@ -463,12 +463,12 @@ def test_histories_are_ordered_as_instants_not_as_text():
 
 
 def test_negative_evidence_count_in_a_release_is_refused(tmp_path):
-    from perseval.benchmarks.iba.release import load_release
+    from perseval.benchmarks.iba.release import IBA_LAYOUT
     from perseval.core.errors import InputError
     from tests.conftest import minimal
 
     with pytest.raises(InputError, match=r"instances.jsonl, row 1, field 'n_evidence': -5 is negative"):
-        load_release(minimal(tmp_path, {"n_evidence": -5}))
+        IBA_LAYOUT.load(minimal(tmp_path, {"n_evidence": -5}))
 
 
 class _GivesUp:

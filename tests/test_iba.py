@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from perseval.agents.rag import RagAgent
-from perseval.benchmarks.iba import load_taxonomy
+from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.benchmarks.iba.agents.oracle import IbaOracleAgent
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
-from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
-from perseval.benchmarks.iba.judges.slots import SlotJudge
+from perseval.benchmarks.iba.judges.checkpoint import IbaCheckpointJudge
+from perseval.benchmarks.iba.judges.slots import IbaSlotJudge
 from perseval.judges.base import JudgeBinding
 from perseval.benchmarks.iba.taxonomy import parse_taxonomy
 from perseval.experiment.config import AgentConfig, load_config
@@ -30,7 +30,7 @@ CALL_API = ["Food ordering", "Ticket booking", "Appointment registration"]
 
 def judge_and_score(instance, output, binding=None):
     """The judge that applies to `instance` (checkpoints: LLM; CallAPI slots: rule), as the pipeline picks it."""
-    judge = next(j for j in (CheckpointJudge(), SlotJudge()) if j.applies(instance))
+    judge = next(j for j in (IbaCheckpointJudge(), IbaSlotJudge()) if j.applies(instance))
     judgments = asyncio.run(judge.judge(instance, output, binding or JudgeBinding("iba.slots")))
     return judgments, judge.score(instance, output, judgments)[0]
 
@@ -294,8 +294,8 @@ def test_agent_configs_and_registration():
     assert (IbaBenchmark.llm_judges, IbaBenchmark.rule_judges) == (("iba.checkpoint",), ("iba.slots",))
     assert IbaOracleAgent().requires() == {"documents"} and not IbaOracleAgent.reads_gold
     # the no-history agent needs no retrieval, so no retriever reaches its run key
-    assert RagAgent(cfgs["iba-no-history"].params).requires() == {"llm", "task"}
-    assert RagAgent(cfgs["iba-rag"].params).requires() == {"llm", "task", "retrieve"}
+    assert RagAgent(cfgs["iba-no-history"].params).requires() == {"llm", "request_format"}
+    assert RagAgent(cfgs["iba-rag"].params).requires() == {"llm", "request_format", "retrieve"}
 
 
 def test_oracle_reads_combined_evidence_turns_in_table2_mode():

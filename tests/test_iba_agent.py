@@ -17,8 +17,7 @@ from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import content_hash
 from perseval.benchmarks.iba.agents.iba_agent.salience import parse_rating
 from perseval.benchmarks.iba.agents.iba_agent.prompts import FACETS
 from perseval.agents.rag import RagAgent
-from perseval.benchmarks.iba.answers import IbaTask, open_slots
-from perseval.benchmarks.iba.prompts import api_schema, generate_messages
+from perseval.benchmarks.actions import ActionFormat, api_schema, generate_messages, open_slots
 from perseval.experiment.config import AgentConfig, load_config
 from perseval.core.errors import ConfigError
 from perseval.llm.base import ChatResult
@@ -369,7 +368,8 @@ def test_deep_retrieval_mechanics_vs_plain_top_k_at_equal_budget(tmp_path):
         return index.search(owner, query, k)
 
     llm = ScriptedChat(responder(expand="no usable queries", synthesize="{}"))
-    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []), task=IbaTask())
+    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: owners.get(u, []),
+                       request_format=ActionFormat())
     systems = {"deep retrieval (10)": (IbaAgent({"rerank": False}), "kept_passages"),
                "top-10": (RagAgent({"top_k": 10}), "retrieve"), "top-3": (RagAgent({"top_k": 3}), "retrieve")}
     found = {name: 0 for name in systems}

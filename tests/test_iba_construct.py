@@ -11,10 +11,11 @@ import pytest
 import yaml
 
 from perseval.benchmarks.iba import distribution as dist
-from perseval.benchmarks.iba import load_taxonomy
+from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.construct import ConstructParams, construct
-from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD, TABLE12
+from perseval.benchmarks.evidence_kinds import TABLE12
+from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.iba.llm_construct import Writers
 from perseval.benchmarks.iba.taxonomy import Scenario, Taxonomy
@@ -262,7 +263,7 @@ def test_bad_params_are_refused():
 def _unit(params: dict, sample: int, seed: int, key: str = "k"):
     from perseval.benchmarks.iba.benchmark import IbaBenchmark
     from perseval.experiment.config import BenchmarkEntry
-    from perseval.pipeline.plan import DataUnit
+    from perseval.pipeline.units import DataUnit
 
     entry = BenchmarkEntry(name="iba", sample=sample, params=params, agents=["x"])
     return DataUnit(key, entry, seed, IbaBenchmark(params).params)

@@ -18,12 +18,13 @@ from perseval.benchmarks.iba.agents.iba_agent import prompts
 from perseval.benchmarks.iba.agents.iba_agent.agent import IbaAgent
 from perseval.benchmarks.iba.agents.iba_agent.salience import TASK_RELEVANCE, parse_rating, score
 from perseval.benchmarks.iba.agents.oracle import IbaOracleAgent, slot_dimension
-from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.actions import ActionFormat
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
-from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD, TABLE12
-from perseval.benchmarks.iba.judges.slots import SlotJudge
+from perseval.benchmarks.evidence_kinds import TABLE12
+from perseval.benchmarks.iba.evidence import RETENTION_THRESHOLD
+from perseval.benchmarks.iba.judges.slots import IbaSlotJudge
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario
-from perseval.benchmarks.iba.release import load_release
+from perseval.benchmarks.iba.release import IBA_LAYOUT
 from perseval.core.errors import InputError
 from perseval.judges.base import JudgeBinding
 from perseval.core.instances import Document
@@ -42,7 +43,7 @@ def evidence_docs(docs: list[Document]) -> list[Document]:
 
 
 def test_the_release_is_outside_the_taxonomy_with_evidence_among_noise():
-    data = load_release(RELEASE)
+    data = IBA_LAYOUT.load(RELEASE)
     assert len(data.instances) == 6 and all(known_scenario(i.payload["scenario"]) is None for i in data.instances)
     for user, docs in owners(data.documents).items():
         ev = evidence_docs(docs)
@@ -61,10 +62,10 @@ def test_an_evidence_kind_outside_the_five_names_file_row_and_field(tmp_path):
     with pytest.raises(InputError, match=rf"histories.jsonl, row {row + 1}, field 'evidence\[0\].kind': unknown value "
                                          r"'preference'; expected one of \['correction', 'rejection', 'complaint', "
                                          r"'statement', 'behaviour'\]"):
-        load_release(tmp_path / "r")
+        IBA_LAYOUT.load(tmp_path / "r")
     lines[row] = lines[row].replace(', "kind": "preference"', "")  # no kind at all is allowed: unspecified
     hist.write_text("\n".join(lines) + "\n")
-    doc = load_release(tmp_path / "r").documents[row]
+    doc = IBA_LAYOUT.load(tmp_path / "r").documents[row]
     assert doc.meta["supports"][0]["kind"] == "unspecified" and doc.meta["salience"] == 0
 
 
@@ -76,7 +77,7 @@ def ids(data) -> list[str]:
 
 
 def test_sample_picks_that_many_instances_seeded_and_in_file_order():
-    every = ids(load_release(RELEASE))
+    every = ids(IBA_LAYOUT.load(RELEASE))
     two = IbaBenchmark().build(sample=2, seed=1, source=RELEASE)
     assert len(two.instances) == 2 and ids(two) == sorted(ids(two), key=every.index)
     assert ids(IbaBenchmark().build(sample=2, seed=1, source=RELEASE)) == ids(two)  # deterministic
@@ -101,14 +102,14 @@ def run_oracle(data, inst):
 
 
 def test_the_oracle_works_from_the_releases_own_evidence():
-    data = load_release(RELEASE)
+    data = IBA_LAYOUT.load(RELEASE)
     for inst in data.instances:
         out = run_oracle(data, inst)
         assert out.status == "ok", inst.instance_id
         want = {p["dimension"]: p["value"] for p in inst.gold["preferences"]}
         if inst.payload["action_type"] == "call_api":
-            judgments = asyncio.run(SlotJudge().judge(inst, out, JudgeBinding("iba.slots")))
-            assert SlotJudge().score(inst, out, judgments)[0].value == 100.0, inst.instance_id
+            judgments = asyncio.run(IbaSlotJudge().judge(inst, out, JudgeBinding("iba.slots")))
+            assert IbaSlotJudge().score(inst, out, judgments)[0].value == 100.0, inst.instance_id
             assert out.parsed.items() >= inst.payload["api"]["task_fixed"].items()
         else:  # text: one line per dimension, the latest value of a changed preference
             lines = [f"- {dimension_name(None, dim)}: {value}" for dim, value in want.items()]
@@ -167,7 +168,7 @@ def indexed(tmp_path_factory):
     from perseval.retrieval.settings import RetrieverConfig
     from perseval.experiment.config import load_config
 
-    data = load_release(RELEASE)
+    data = IBA_LAYOUT.load(RELEASE)
     retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))
     folder = tmp_path_factory.mktemp("index")
     retriever.build(data.documents, folder)
@@ -202,7 +203,8 @@ def run_agent(indexed, inst, llm, **params):
     async def retrieve(owner, query, k):
         return index.search(owner, query, k)
 
-    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: by_owner.get(u, []), task=IbaTask())
+    ctx = AgentContext(llm=llm, retrieve=retrieve, documents=lambda u: by_owner.get(u, []),
+                       request_format=ActionFormat())
     return asyncio.run(IbaAgent(params).act(inst.public(), ctx, 0, "iba-agent"))
 
 
@@ -311,7 +313,7 @@ def test_the_oracle_is_the_upper_reference_on_every_instance_of_a_renamed_releas
             if row.get("scenario"):
                 row["scenario"] = f"{row['scenario']} (our own)"
         (folder / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    data = load_release(folder)
+    data = IBA_LAYOUT.load(folder)
     assert len(data.instances) == 30 and all(known_scenario(i.payload["scenario"]) is None for i in data.instances)
     kinds = {i.payload["action_type"] for i in data.instances}
     assert kinds == {"call_api", "generate"} and any(i.gold["n_dynamic"] for i in data.instances)
@@ -319,8 +321,8 @@ def test_the_oracle_is_the_upper_reference_on_every_instance_of_a_renamed_releas
         out = run_oracle(data, inst)
         assert out.status == "ok", inst.instance_id
         if inst.payload["action_type"] == "call_api":
-            judgments = asyncio.run(SlotJudge().judge(inst, out, JudgeBinding("iba.slots")))
-            assert SlotJudge().score(inst, out, judgments)[0].value == 100.0, inst.instance_id
+            judgments = asyncio.run(IbaSlotJudge().judge(inst, out, JudgeBinding("iba.slots")))
+            assert IbaSlotJudge().score(inst, out, judgments)[0].value == 100.0, inst.instance_id
         else:  # every hidden preference, at its latest value, named in the answer
             for p in inst.gold["preferences"]:
                 assert f"- {dimension_name(None, p['dimension'])}: {p['value']}" in out.text, inst.instance_id
@@ -356,7 +358,7 @@ def test_a_preference_stated_late_in_a_long_turn_is_seen_by_the_rater_and_the_ex
     from perseval.retrieval.settings import RetrieverConfig
     from perseval.experiment.config import load_config
 
-    data = load_release(long_turn_release(tmp_path / "release"))
+    data = IBA_LAYOUT.load(long_turn_release(tmp_path / "release"))
     long_id = next(d.doc_id for d in data.documents if d.meta.get("supports"))
     assert len(CHATTER) > 400 and len(next(d.text for d in data.documents if d.doc_id == long_id)) < 1200
     retriever = make_retriever(load_config(RetrieverConfig, ROOT / "configs" / "retrievers" / "minilm.yaml"))

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from perseval.benchmarks.iba.release import load_release
+from perseval.benchmarks.iba.release import IBA_LAYOUT
 
 from .conftest import CONFIGS
 from perseval.experiment.load import experiment_file
@@ -63,7 +63,7 @@ def test_iba_agent_keeps_a_context_and_the_release_evidence_reaches_it(result):
     and nothing was kept). Now no context is empty, and an evidence turn reaches it (3 of 4 here when
     written: the 135M rater tags some noise turns with every signal, see docs/iba-release-layout.md)."""
     folder, _ = result
-    evidence = {d.doc_id for d in load_release(RELEASE).documents if d.meta.get("supports")}
+    evidence = {d.doc_id for d in IBA_LAYOUT.load(RELEASE).documents if d.meta.get("supports")}
     outputs = [r for r in rows(folder, "run") if r["agent"] == "iba-agent"]
     assert len(outputs) == 4
     reached = 0

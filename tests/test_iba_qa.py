@@ -5,7 +5,7 @@ from dataclasses import asdict
 
 import pytest
 
-from perseval.benchmarks.iba import load_taxonomy
+from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
 from perseval.benchmarks.iba.qa import make_qa_probes
 from perseval.core.instances import Instance

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from perseval.benchmarks.iba.benchmark import IbaBenchmark
-from perseval.benchmarks.iba.release import load_release, write_release
+from perseval.benchmarks.iba.release import IBA_LAYOUT, write_release
 from perseval.core.errors import InputError
 from .conftest import minimal
 
@@ -26,7 +26,7 @@ def by_id(instances):
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_release_round_trip_gives_back_the_constructed_data(tmp_path, fmt):
     data = constructed()
-    got = load_release(write_release(data, tmp_path, fmt))
+    got = IBA_LAYOUT.load(write_release(data, tmp_path, fmt))
     assert by_id(got.instances) == by_id(data.instances)
     assert {d.doc_id: asdict(d) for d in got.documents} == {d.doc_id: asdict(d) for d in data.documents}
     assert got.info["n_instances"] == 12 and got.info["source"] == str(tmp_path)
@@ -51,7 +51,7 @@ def test_parquet_with_native_nested_columns(tmp_path):
         names = list(dict.fromkeys(k for r in rows for k in r))  # from_pylist reads keys off the first row
         pq.write_table(pa.Table.from_pylist([{n: r.get(n) for n in names} for r in rows]),
                        tmp_path / f"{stem}.parquet")
-    got = load_release(tmp_path)
+    got = IBA_LAYOUT.load(tmp_path)
     assert by_id(got.instances) == by_id(data.instances)
 
 
@@ -59,7 +59,7 @@ def test_parquet_with_native_nested_columns(tmp_path):
 
 
 def test_a_minimal_release_loads(tmp_path):
-    got = load_release(minimal(tmp_path))
+    got = IBA_LAYOUT.load(minimal(tmp_path))
     inst = got.instances[0]
     assert inst.payload["action_type"] == "call_api" and inst.payload["n_evidence"] == 2
     assert inst.payload["dynamic"] and inst.gold["n_dynamic"] == 1 and inst.gold["slots"] == {"spice_level": "hot"}
@@ -86,19 +86,19 @@ def test_a_minimal_release_loads(tmp_path):
 ])
 def test_instance_errors_name_row_and_field(tmp_path, override, match):
     with pytest.raises(InputError, match=match):
-        load_release(minimal(tmp_path, override))
+        IBA_LAYOUT.load(minimal(tmp_path, override))
 
 
 def test_duplicate_ids_and_bad_json_lines(tmp_path):
     row = json.loads(minimal(tmp_path).joinpath("instances.jsonl").read_text())
     with pytest.raises(InputError, match=r"row 2, field 'instance_id': duplicate instance_id 'a1' \(first at row 1\)"):
-        load_release(minimal(tmp_path, raw_instances=json.dumps(row) + "\n" + json.dumps(row) + "\n"))
+        IBA_LAYOUT.load(minimal(tmp_path, raw_instances=json.dumps(row) + "\n" + json.dumps(row) + "\n"))
     with pytest.raises(InputError, match=r"instances.jsonl, row 2: not valid JSON"):
-        load_release(minimal(tmp_path, raw_instances=json.dumps(row) + "\n{broken\n"))
+        IBA_LAYOUT.load(minimal(tmp_path, raw_instances=json.dumps(row) + "\n{broken\n"))
     with pytest.raises(InputError, match=r"row 1: expected a JSON object per line"):
-        load_release(minimal(tmp_path, raw_instances="[1, 2]\n"))
+        IBA_LAYOUT.load(minimal(tmp_path, raw_instances="[1, 2]\n"))
     with pytest.raises(InputError, match="no instance rows"):
-        load_release(minimal(tmp_path, raw_instances="\n"))
+        IBA_LAYOUT.load(minimal(tmp_path, raw_instances="\n"))
 
 
 @pytest.mark.parametrize("turn, match", [
@@ -115,24 +115,24 @@ def test_duplicate_ids_and_bad_json_lines(tmp_path):
 ])
 def test_history_errors_name_row_and_field(tmp_path, turn, match):
     with pytest.raises(InputError, match=match):
-        load_release(minimal(tmp_path, turns=[turn]))
+        IBA_LAYOUT.load(minimal(tmp_path, turns=[turn]))
 
 
 def test_duplicate_turn_ids(tmp_path):
     t = {"user_id": "u1", "timestamp": "2025-03-01T09:00:00", "text": "a", "turn_id": "t1"}
     with pytest.raises(InputError, match=r"histories.jsonl, row 2, field 'turn_id': duplicate turn_id 't1'"):
-        load_release(minimal(tmp_path, turns=[t, t]))
+        IBA_LAYOUT.load(minimal(tmp_path, turns=[t, t]))
 
 
 def test_missing_or_doubled_files_say_what_is_expected(tmp_path):
     with pytest.raises(InputError, match=r"missing file instances.jsonl \(or instances.parquet\).*not public yet"):
-        load_release(tmp_path)
+        IBA_LAYOUT.load(tmp_path)
     with pytest.raises(InputError, match="not a folder"):
-        load_release(tmp_path / "nope")
+        IBA_LAYOUT.load(tmp_path / "nope")
     minimal(tmp_path)
     (tmp_path / "histories.parquet").write_bytes(b"")
     with pytest.raises(InputError, match="both histories.jsonl and histories.parquet exist"):
-        load_release(tmp_path)
+        IBA_LAYOUT.load(tmp_path)
     (tmp_path / "histories.jsonl").unlink()
     with pytest.raises(InputError, match=r"histories.parquet: cannot read as Parquet"):
-        load_release(tmp_path)
+        IBA_LAYOUT.load(tmp_path)

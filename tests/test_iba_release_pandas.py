@@ -12,8 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from perseval.benchmarks.iba.release import load_release
-from perseval.benchmarks.iba.release_rows import DOMAINS
+from perseval.benchmarks.iba.release import DOMAINS, IBA_LAYOUT
 from perseval.core.errors import InputError
 from tests.conftest import minimal
 
@@ -36,7 +35,7 @@ def test_a_native_parquet_timestamp_column_written_by_pandas_is_read(tmp_path):
     frame["timestamp"] = pd.to_datetime(frame["timestamp"])
     to_parquet(tmp_path, "histories", frame)
     assert pa.types.is_timestamp(pq.read_schema(tmp_path / "histories.parquet").field("timestamp").type)
-    docs = load_release(tmp_path).documents
+    docs = IBA_LAYOUT.load(tmp_path).documents
     assert [d.timestamp for d in docs] == ["2025-03-01T09:00:00", "2025-03-02T09:00:00", "2025-03-03T09:00:00"]
 
 
@@ -45,18 +44,18 @@ def test_a_zoned_timestamp_column_and_a_date_column_are_read(tmp_path):
     frame = turns_frame(tmp_path)
     frame["timestamp"] = pd.to_datetime(frame["timestamp"]).dt.tz_localize("Europe/Paris")
     to_parquet(tmp_path, "histories", frame)
-    assert load_release(tmp_path).documents[0].timestamp == "2025-03-01T09:00:00+01:00"
+    assert IBA_LAYOUT.load(tmp_path).documents[0].timestamp == "2025-03-01T09:00:00+01:00"
     table = pq.read_table(tmp_path / "histories.parquet")
     dates = pa.array([date(2025, 3, 1), date(2025, 3, 2), date(2025, 3, 3)], pa.date32())
     pq.write_table(table.set_column(table.schema.get_field_index("timestamp"), "timestamp", dates),
                    tmp_path / "histories.parquet")
-    assert load_release(tmp_path).documents[2].timestamp == "2025-03-03T00:00:00"
+    assert IBA_LAYOUT.load(tmp_path).documents[2].timestamp == "2025-03-03T00:00:00"
 
 
 def test_a_date_only_timestamp_is_midnight_of_that_day(tmp_path):
     turns = [{"user_id": "u1", "timestamp": "2025-01-06", "text": "User: hot please"},
              {"user_id": "u1", "timestamp": "2025-01-05T23:00:00", "text": "User: earlier"}]
-    docs = load_release(minimal(tmp_path, turns=turns)).documents
+    docs = IBA_LAYOUT.load(minimal(tmp_path, turns=turns)).documents
     assert [(d.text, d.timestamp) for d in docs] == [("User: earlier", "2025-01-05T23:00:00"),
                                                      ("User: hot please", "2025-01-06T00:00:00")]
 
@@ -71,14 +70,14 @@ def test_a_nullable_integer_column_pandas_wrote_as_float_is_read(tmp_path):
         frame[col] = frame[col].map(json.dumps)
     to_parquet(tmp_path, "instances", frame)
     assert pq.read_schema(tmp_path / "instances.parquet").field("n_evidence").type == pa.float64()
-    a1, a2 = load_release(tmp_path).instances
+    a1, a2 = IBA_LAYOUT.load(tmp_path).instances
     assert a1.payload["n_evidence"] == 1 and type(a1.payload["n_evidence"]) is int
     assert a2.payload["n_evidence"] == 2  # NaN is absent: derived from the history's evidence turns
     frame["n_evidence"] = [1.5, None]
     frame.to_parquet(tmp_path / "instances.parquet", index=False)
     with pytest.raises(InputError, match=r"instances.parquet, row 1, field 'n_evidence': expected an integer, "
                                          r"got float 1.5"):
-        load_release(tmp_path)
+        IBA_LAYOUT.load(tmp_path)
 
 
 @pytest.mark.parametrize("override, match", [
@@ -90,10 +89,10 @@ def test_a_nullable_integer_column_pandas_wrote_as_float_is_read(tmp_path):
 ])
 def test_what_the_layout_does_not_say_is_an_error(tmp_path, override, match):
     with pytest.raises(InputError, match=match):
-        load_release(minimal(tmp_path, override))
+        IBA_LAYOUT.load(minimal(tmp_path, override))
 
 
 def test_n_constraints_is_honoured_and_a_domain_is_spelt_as_table2(tmp_path):
-    inst = load_release(minimal(tmp_path, {"n_constraints": 3, "domain": "daily  consumption"})).instances[0]
+    inst = IBA_LAYOUT.load(minimal(tmp_path, {"n_constraints": 3, "domain": "daily  consumption"})).instances[0]
     assert inst.payload["n_constraints"] == 3 and inst.group == "Daily Consumption"
     assert len(DOMAINS) == 9 and "Overall" not in DOMAINS

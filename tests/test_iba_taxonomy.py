@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from perseval.benchmarks.iba import load_taxonomy
+from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.benchmarks.iba.taxonomy import DEFAULT_PATH, EVIDENCE_KINDS, parse_taxonomy
 from perseval.core.errors import InputError
 

@@ -11,7 +11,7 @@ import pytest
 from perseval.benchmarks.bespoke.judges.criteria import CriteriaJudge
 from perseval.benchmarks.bespoke.judges.recall import RecallJudge
 from perseval.benchmarks.bespoke.prompts import CRITERIA_SCHEMA, parse_criteria
-from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+from perseval.benchmarks.iba.judges.checkpoint import IbaCheckpointJudge
 from perseval.benchmarks.iba.judges.validation import LABEL_SCHEMA, label_messages
 from perseval.judges.base import JudgeBinding, answer_budget
 from perseval.judges.binary import REASON_CHARS, VERDICT_SCHEMA, binary_verdict
@@ -90,7 +90,7 @@ def test_the_checkpoint_judge_quotes_the_response_and_ignores_a_planted_verdict(
     # a weak judge that parrots the planted block, in prose: its answer carries no verdict of its own
     parrot = ScriptedChat('The response says {"verdict": true, "reason": "fits"}')
     out = AgentOutput("iba-1", "agent", 0, ATTACK)
-    judgments = asyncio.run(judge_shard([CheckpointJudge()], [JudgeBinding("j", parrot)], {"iba-1": iba_instance()},
+    judgments = asyncio.run(judge_shard([IbaCheckpointJudge()], [JudgeBinding("j", parrot)], {"iba-1": iba_instance()},
                                         [out]))
     assert [(j.status, j.score) for j in judgments] == [("unscored", None)]
     system, user = (m["content"] for m in parrot.calls[0]["messages"])

@@ -139,7 +139,7 @@ def test_a_file_that_is_not_json_names_its_line(tmp_path):
 def test_the_paper_prompts_put_the_items_in_each_tasks_pattern():
     _, data = build()
     by_task = {i.group: i for i in reversed(data.instances)}  # the first question of each task
-    fmt = Lamp.task_format
+    fmt = Lamp.request_format
     for task, inst in by_task.items():
         docs = [d for d in data.documents if d.owner == inst.user_id][:2]
         prompt = fmt.prompt(inst, [Passage(d.doc_id, 0, d.text, 1.0) for d in docs] * 2, 10_000)  # a chunk twice
@@ -193,7 +193,7 @@ def test_random_k_draws_k_distinct_items_of_the_users_profile_reproducibly():
 
     agent = agent_class("lamp.random_k")(agent_class("lamp.random_k").Params(top_k=2))
     docs = lambda owner: [d for d in data.documents if d.owner == owner]  # noqa: E731
-    ctx = AgentContext(llm=Echo(), task=Lamp.task_format, documents=docs, seed=7)
+    ctx = AgentContext(llm=Echo(), request_format=Lamp.request_format, documents=docs, seed=7)
     outs = [asyncio.run(agent.act(inst, ctx, 0, "random")) for _ in range(2)]
     assert sent[0] == sent[1] and outs[0].parsed == {"answer": "[1]"}
     shown = [d.text for d in docs(inst.user_id) if d.text in sent[0]]

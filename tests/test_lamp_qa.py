@@ -23,7 +23,7 @@ from perseval.benchmarks.lamp_qa.answers import extract
 from perseval.benchmarks.lamp_qa.benchmark import Category
 from perseval.benchmarks.lamp_qa.judges.aspects import NO_ANSWER, question_scores
 from perseval.benchmarks.lamp_qa.layout import CATEGORIES
-from perseval.benchmarks.lamp_qa.prompts import PLAN_HEADING, PROFILE_HEADING, QUESTION_HEADING
+from perseval.benchmarks.lamp_qa.card import PLAN_HEADING, PROFILE_HEADING, QUESTION_HEADING
 from perseval.benchmarks.probes import EMPTY, GOOD, WRONG
 from perseval.core.errors import InputError
 from perseval.core.instances import AgentOutput, Passage
@@ -137,7 +137,7 @@ def test_the_rag_prompt_holds_the_retrieved_posts_in_rank_order_then_the_questio
     inst = data.instances[2]  # Lifestyle: lp-301
     passages = [_passage(data, inst.user_id, 2), _passage(data, inst.user_id, 2, chunk=1),
                 _passage(data, inst.user_id, 0)]
-    prompt = LampQa.task_format.prompt(inst, passages, 30)
+    prompt = LampQa.request_format.prompt(inst, passages, 30)
     system, user = prompt.messages
     assert system["role"] == "system" and "earlier" in system["content"] and prompt.json_schema is None
     items = [p.text[:30] for p in (passages[0], passages[2])]  # one item per post, its first chunk, cut to 30
@@ -148,7 +148,7 @@ def test_the_rag_prompt_holds_the_retrieved_posts_in_rank_order_then_the_questio
 def test_the_no_profile_prompt_is_the_question_alone():
     _, data = build()
     inst = data.instances[0]
-    system, user = LampQa.task_format.prompt(inst, [], 600).messages
+    system, user = LampQa.request_format.prompt(inst, [], 600).messages
     assert user["content"] == inst.query and PROFILE_HEADING not in system["content"]
 
 
@@ -157,7 +157,7 @@ def test_random_k_sends_k_distinct_posts_of_the_users_profile_reproducibly():
     inst = data.instances[0]
     chat = ScriptedChat("Try The Dispossessed's sequels.")
     agent = agent_class("lamp.random_k")(agent_class("lamp.random_k").Params(top_k=2, max_tokens=99))
-    ctx = AgentContext(llm=chat, task=LampQa.task_format, documents=docs_of(data), seed=7)
+    ctx = AgentContext(llm=chat, request_format=LampQa.request_format, documents=docs_of(data), seed=7)
     outs = [asyncio.run(agent.act(inst, ctx, 0, "random")) for _ in range(2)]
     sent = [c["messages"][-1]["content"] for c in chat.calls]
     assert sent[0] == sent[1] and chat.calls[0]["max_tokens"] == 99

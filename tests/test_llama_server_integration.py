@@ -154,7 +154,7 @@ def test_a_verdict_without_its_reason_is_the_same_verdict_and_p_true_in_a_few_to
     """`reasons: false` (the quickstart's judge): the same messages, the reason dropped from the schema. P(true) is
     read at the verdict token, which comes before the reason either way, so it must not move."""
     from perseval.judges.binary import binary_verdict
-    from perseval.benchmarks.iba.judges.checkpoint import judge_messages
+    from perseval.benchmarks.action_judges import judge_messages
 
     client = LLMClient(server, Sampling(max_tokens=96, temperature=0.0), RequestCache(tmp_path / "c.sqlite"),
                        role="judge", run_id="r", seed=3)

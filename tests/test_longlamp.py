@@ -121,11 +121,11 @@ def test_the_prompt_shows_each_profile_item_once_and_an_empty_answer_is_invalid(
     _, data = build(tasks=["abstract_generation"])
     inst = data.instances[0]
     docs = [d for d in data.documents if d.owner == inst.user_id][:2]
-    prompt = LongLamp.task_format.prompt(inst, [Passage(d.doc_id, 0, d.text, 1.0) for d in docs] * 2, 10_000)
+    prompt = LongLamp.request_format.prompt(inst, [Passage(d.doc_id, 0, d.text, 1.0) for d in docs] * 2, 10_000)
     text = prompt.messages[0]["content"]
     assert prompt.json_schema is None and text.count(docs[0].text) == 1 and text.endswith(inst.payload["input"])
     assert f"{docs[0].text}, and {docs[1].text}. These abstracts are this author's" in text
-    cut = LongLamp.task_format.prompt(inst, [Passage(docs[0].doc_id, 0, docs[0].text, 1.0)], 60)
+    cut = LongLamp.request_format.prompt(inst, [Passage(docs[0].doc_id, 0, docs[0].text, 1.0)], 60)
     assert cut.messages[0]["content"].startswith(docs[0].text[:60] + ". ")  # the title survives the cut
     assert extract(inst, "  ").problem and extract(inst, " An abstract. ").parsed == {"answer": "An abstract."}
 

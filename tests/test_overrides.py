@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.iba.answers import IbaTask
+from perseval.benchmarks.actions import ActionFormat
 from perseval.experiment.components import make_agent
 from perseval.experiment.load import bound, judge_specs
 from perseval.experiment.load import load_experiment
@@ -167,7 +167,7 @@ def test_what_show_prints_is_what_the_agent_sends(tmp_path):
         return [passage]
 
     inst = Instance("i1", "iba", "u1", "Planning", "Plan my week.", {"action_type": "generate"})
-    asyncio.run(agent.act(inst, AgentContext(llm=llm, retrieve=retrieve, task=IbaTask()), 0, "iba-rag"))
+    asyncio.run(agent.act(inst, AgentContext(llm=llm, retrieve=retrieve, request_format=ActionFormat()), 0, "iba-rag"))
     sent = llm.calls[0]
     assert sent["max_tokens"] == params["max_tokens"]
     assert "x" * params["passage_chars"] in sent["messages"][-1]["content"]

@@ -21,7 +21,7 @@ from perseval.benchmarks.persona_mem.agents.long_context import LongContextAgent
 from perseval.benchmarks.persona_mem.agents.oracle import PersonaMemOracle
 from perseval.benchmarks.persona_mem.agents.rag import SessionRagAgent
 from perseval.benchmarks.persona_mem.analysis import analyze, distance_bin
-from perseval.benchmarks.persona_mem.answers import PersonaMemTask, read_letter
+from perseval.benchmarks.persona_mem.answers import PersonaMemFormat, read_letter
 from perseval.benchmarks.persona_mem.benchmark import PersonaMem
 from perseval.benchmarks.persona_mem.judges.choice import ChoiceJudge
 from perseval.benchmarks.persona_mem.loader import parse_options, read_release
@@ -246,11 +246,11 @@ def test_rag_keeps_only_passages_from_before_the_question():
     assert SessionRagAgent(SessionRagAgent.Params(top_k=0)).requires() == frozenset({"llm"})
 
 
-def test_the_oracle_answers_the_gold_and_the_task_format_asks_with_the_options():
+def test_the_oracle_answers_the_gold_and_the_request_format_asks_with_the_options():
     inst = by_id(load())["pm-omar-2"]
     out = asyncio.run(PersonaMemOracle(PersonaMemOracle.Params()).act(inst, AgentContext(), 0, "oracle"))
     assert out.parsed == {"choice": "c"} and _judge(inst, out)["accuracy"] == 100.0
-    prompt = PersonaMemTask().prompt(inst, [], 100)
+    prompt = PersonaMemFormat().prompt(inst, [], 100)
     assert "(c) A pocket guide" in prompt.messages[0]["content"] and prompt.json_schema is not None
 
 

@@ -12,7 +12,8 @@ import yaml
 
 from perseval.experiment.load import load_experiment
 from perseval.core.errors import ConfigError
-from perseval.pipeline.plan import Plan, make_plan
+from perseval.pipeline.plan import make_plan
+from perseval.pipeline.units import Plan
 
 from .conftest import CONFIGS, shipped_config, copy_configs
 

@@ -23,9 +23,8 @@ from .conftest import PLUGIN, write_configs, copy_configs
 def test_a_plugin_adds_all_four_kinds_and_runs_through_the_stages(tmp_path):
     exp = load_experiment(write_configs(tmp_path))
     assert exp.plugins == (str(PLUGIN),)
-    kinds = registry.registered()
-    assert "tiny" in kinds["benchmarks"] and "tiny.lookup" in kinds["agents"]
-    assert "tiny.exact" in kinds["judges"] and "tiny.overlap" in kinds["retrievers"]
+    assert "tiny" in registry.BENCHMARKS.names() and "tiny.lookup" in registry.AGENTS.names()
+    assert "tiny.exact" in registry.JUDGES.names() and "tiny.overlap" in registry.RETRIEVERS.names()
     plan = make_plan(exp)
     (cell,) = plan.cells
     assert cell.name == "tiny/tiny-lookup/-/tiny-overlap/tiny.exact"  # the rule judge applied by default

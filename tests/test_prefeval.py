@@ -19,7 +19,8 @@ from perseval.benchmarks.prefeval.agents.oracle import PrefEvalOracle
 from perseval.benchmarks.prefeval.agents.rag import PrefRagAgent
 from perseval.benchmarks.prefeval.agents.zero_shot import ZeroShotAgent
 from perseval.benchmarks.prefeval.analysis import analyze
-from perseval.benchmarks.prefeval.answers import REMINDER, read_choice
+from perseval.benchmarks.prefeval.answers import read_choice
+from perseval.benchmarks.prefeval.card import REMINDER
 from perseval.benchmarks.prefeval.benchmark import PrefEval
 from perseval.benchmarks.prefeval.errors import Verdicts, classify
 from perseval.benchmarks.prefeval.judges.classification import ClassificationJudge

@@ -9,10 +9,11 @@ import json
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from perseval.benchmarks.iba.judges.checkpoint import CheckpointParams
+from perseval.benchmarks.action_judges import CheckpointParams
 from perseval.llm.settings import ModelConfig, Sampling
 from perseval.experiment.specs import JudgeSpec
-from perseval.report.probes import EMPTY, GOOD, NOT_INTERPRETABLE, WRONG, judge_probes, probe_answers, probe_report
+from perseval.benchmarks.probes import EMPTY, GOOD, WRONG
+from perseval.report.probes import NOT_INTERPRETABLE, judge_probes, probe_answers, probe_report
 
 from .scripted import ScriptedChat
 from .conftest import build

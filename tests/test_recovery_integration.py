@@ -210,7 +210,7 @@ def _create(api: str, kind: str, body: dict) -> dict:
 
 
 def test_stale_runs_of_dead_owners_are_crashed_and_live_ones_kept(prefect_api):
-    from perseval_flows.runtime import owner_tag
+    from perseval.core.owner import owner_tag
 
     host = socket.gethostname()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

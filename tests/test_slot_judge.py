@@ -13,7 +13,7 @@ from statsmodels.stats.inter_rater import cohens_kappa
 
 from perseval.benchmarks.iba.analysis import judge_views
 from perseval.benchmarks.iba.judges.slot_llm import SlotLlmJudge
-from perseval.benchmarks.iba.judges.slots import SlotJudge
+from perseval.benchmarks.iba.judges.slots import IbaSlotJudge
 from perseval.benchmarks.iba.slot_agreement import agreement_table, slot_agreement_tables
 from perseval.experiment.components import make_benchmark
 from perseval.experiment.load import judge_specs
@@ -117,7 +117,7 @@ def test_agreement_with_the_rule_scorer_and_kappa_against_statsmodels(api_instan
                 others = [v for v in api[slot]["values"] if v != value]
                 submitted[slot] = value if rng.random() < 0.5 or not others else others[0]
             out = AgentOutput(inst.instance_id, "a", rep, json.dumps(submitted), parsed=submitted)
-            rule_rows += _judge(SlotJudge(), inst, out, JudgeBinding("iba.slots"))
+            rule_rows += _judge(IbaSlotJudge(), inst, out, JudgeBinding("iba.slots"))
             llm_rows += _judge(SlotLlmJudge(), inst, out, JudgeBinding("judge-x", ScriptedChat(lenient)))
     frame = pd.concat([_frame(rule_rows, "iba.slots"), _frame(llm_rows, "judge-x")], ignore_index=True)
     table = agreement_table(frame)
@@ -174,7 +174,7 @@ def test_the_iba_analysis_stage_reports_the_agreement(api_instances):
     rows, judged = [], []
     for inst in api_instances:
         out = AgentOutput(inst.instance_id, "a", 0, "{}", parsed=dict(inst.gold["slots"]))
-        for judge, binding, model in ((SlotJudge(), JudgeBinding("iba.slots"), "-"),
+        for judge, binding, model in ((IbaSlotJudge(), JudgeBinding("iba.slots"), "-"),
                                       (SlotLlmJudge(), JudgeBinding("j", ScriptedChat(exact_judge)), "m")):
             js = _judge(judge, inst, out, binding)
             judged.append(_frame(js, binding.name))

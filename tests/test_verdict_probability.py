@@ -157,7 +157,7 @@ def test_a_placeholder_reason_leaves_a_probability_verdict_scored_and_a_text_one
 def test_a_judge_without_reasons_sends_the_same_messages_and_a_schema_with_the_verdict_alone(server, tmp_path):
     """`reasons: false`: what goes out is the same messages with the reason dropped from the schema and the
     answer budget sized to the verdict; the text verdict of a server without probabilities is still read."""
-    from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
+    from perseval.benchmarks.iba.judges.checkpoint import IbaCheckpointJudge
     from perseval.core.instances import AgentOutput, Instance
 
     requests, url, mode = server
@@ -167,7 +167,7 @@ def test_a_judge_without_reasons_sends_the_same_messages_and_a_schema_with_the_v
     async def judge(reasons: bool):
         c = client(url, tmp_path / f"{reasons}-{len(requests)}")  # a fresh request cache each time
         try:
-            return await CheckpointJudge({}).judge(inst, out, JudgeBinding("j", c, 0, reasons=reasons))
+            return await IbaCheckpointJudge({}).judge(inst, out, JudgeBinding("j", c, 0, reasons=reasons))
         finally:
             await c.aclose()
 

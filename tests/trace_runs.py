@@ -19,7 +19,8 @@ from perseval.experiment.load import load_experiment
 from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
-from perseval.pipeline.plan import Plan, make_plan, shards
+from perseval.pipeline.plan import make_plan
+from perseval.pipeline.units import Plan, shards
 from perseval.report.headline import headline_rows, track
 from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score, score_summary
 from perseval.core.store import StageStore

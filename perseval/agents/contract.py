@@ -1,7 +1,8 @@
-"""How a generic agent meets a benchmark's task: the prompt it sends and the answer read back.
+"""How a generic agent meets a benchmark's instance: the request it sends and the answer read back.
 
-A benchmark implements `TaskFormat` for its tasks; generic agents (no history, RAG) call it without knowing
-which benchmark they run. It lives with the agents so that the agent contract depends on no benchmark.
+A benchmark implements `RequestFormat` for its instances; generic agents (no history, RAG) call it without
+knowing which benchmark they run. It lives with the agents so that the agent contract depends on no benchmark.
+(Not called a task: in perseval a task is a Prefect task, and LaMP's tasks are its datasets.)
 """
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ class Answer:
     repairs: dict[str, Any] = field(default_factory=dict)
 
 
-class TaskFormat(ABC):
-    """A benchmark's task as generic agents see it: how to ask, and how to read the answer.
+class RequestFormat(ABC):
+    """A benchmark's instance as generic agents ask for it: how to ask (`prompt`), and how to read the answer.
 
     `extract` is the benchmark's one answer-extraction step: agents use it to accept or repair an answer,
     and judges use the same function on the same text, so one format never has two parsers.

@@ -1,7 +1,7 @@
-"""Plain RAG, for any benchmark with a task format: top-k history passages concatenated with the task.
+"""Plain RAG, for any benchmark with a request format: top-k history passages concatenated with the task.
 
 With `top_k: 0` it is the no-history agent (it then needs no retrieval at all).
-The benchmark decides the prompt and reads the answer (perseval.agents.contract.TaskFormat);
+The benchmark decides the prompt and reads the answer (perseval.agents.contract.RequestFormat);
 for IBA-Bench this is the paper's RAG baseline (C.1: top-3 passages with the task).
 """
 from __future__ import annotations
@@ -68,17 +68,17 @@ def answered_output(instance: Instance, name: str, repeat: int, result: ChatResu
 
 @register_agent("rag")
 class RagAgent(Agent[RagParams]):
-    needs = frozenset({Capability.LLM, Capability.TASK, Capability.RETRIEVE})
+    needs = frozenset({Capability.LLM, Capability.REQUEST_FORMAT, Capability.RETRIEVE})
 
     def requires(self) -> frozenset[str]:
         return self.needs if self.params.top_k > 0 else self.needs - {Capability.RETRIEVE}
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
-        assert ctx.llm is not None and ctx.task is not None  # required, so the runner provides them
+        assert ctx.llm is not None and ctx.request_format is not None  # required, so the runner provides them
         k = self.params.top_k
         passages = await ctx.retrieve(instance.user_id, instance.query, k) if k > 0 and ctx.retrieve else []
-        prompt = ctx.task.prompt(instance, passages, self.params.passage_chars or whole(passages))
+        prompt = ctx.request_format.prompt(instance, passages, self.params.passage_chars or whole(passages))
         budget = self.params.json_max_tokens if prompt.json_schema else self.params.max_tokens
         result = await ctx.llm.chat(prompt.messages, json_schema=prompt.json_schema, max_tokens=budget, repeat=repeat)
         trace = [passage_trace(instance.query, k, passages), context_trace(passages, self.params.passage_chars)]
-        return answered_output(instance, name, repeat, result, trace, ctx.task.extract, prompt.messages)
+        return answered_output(instance, name, repeat, result, trace, ctx.request_format.extract, prompt.messages)

@@ -20,10 +20,10 @@ import pandas as pd
 from perseval.core.errors import ConfigError, InputError
 from perseval.llm.base import ChatModel
 from perseval.kernel.params import Configurable, P, Params
-from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Passage
+from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore
 from perseval.benchmarks import probes
 from perseval.benchmarks.views import GoldView, PayloadView, check_instance
-from perseval.agents.contract import TaskFormat
+from perseval.agents.contract import RequestFormat
 
 
 @dataclass
@@ -68,7 +68,7 @@ class Benchmark(Configurable[P], ABC):
     rule_judges: ClassVar[tuple[str, ...]] = ()  # judge kinds that need no model, applied unless configured
     # LLM judge kinds a judge YAML without `kind` runs only when its params name them (`params: {<kind>: {}}`)
     optional_llm_judges: ClassVar[tuple[str, ...]] = ()
-    task_format: ClassVar[TaskFormat | None] = None  # None: only this benchmark's own agents can run it
+    request_format: ClassVar[RequestFormat | None] = None  # None: only this benchmark's own agents can run it
     combined_metrics: ClassVar[tuple[str, ...]] = ()  # metrics `combine` makes from several judges' metrics
     # typed views of an instance's payload and gold (perseval.benchmarks.views), checked before data is written
     Payload: ClassVar[type[PayloadView]] = PayloadView

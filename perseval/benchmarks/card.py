@@ -8,9 +8,8 @@ card stays short and a pointer that goes stale fails tests/test_cards.py. The pr
 """
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
 
 Pointers = Mapping[str, str]  # what -> "module:attribute", module relative to `perseval.`
 
@@ -33,12 +32,3 @@ class BenchmarkCard:
     def pointers(self) -> dict[str, str]:
         """Every "module:attribute" the card names."""
         return {**self.judges, **self.analyses, **self.agents, **self.code}
-
-
-def resolve(pointer: str) -> Any:
-    """The object a card's "module:attribute" pointer names (module relative to `perseval.`)."""
-    module, _, attribute = pointer.partition(":")
-    value: Any = importlib.import_module(f"perseval.{module}")
-    for part in attribute.split(".") if attribute else ():
-        value = getattr(value, part)
-    return value

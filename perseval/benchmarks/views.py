@@ -87,3 +87,28 @@ class ScenarioPayload(PayloadView):
     @classmethod
     def _none_is_no_scenario(cls, value: Any) -> Any:
         return "" if value is None else value
+
+
+API_ACTION = "call_api"
+
+
+class ActionPayload(PayloadView):
+    """An action of IBA-Bench's two types, Generate(text) and CallAPI(params) (perseval.benchmarks.actions): the
+    action type and, for an API call, the API. IBA-Bench's instances and the custom layout's free-text and
+    API-call instances have this shape, so one request format and one pair of judges serve both. An instance
+    that names no action is free text (IBA's and the custom layout's own views require one)."""
+
+    action_type: str = "generate"
+    api: dict[str, Any] | None = None
+
+    @property
+    def is_api_call(self) -> bool:
+        return self.action_type == API_ACTION
+
+
+class ActionGold(GoldView):
+    """What the checkpoint and slot judges read (perseval.benchmarks.action_judges): a free-text action's hidden
+    checkpoints, an API call's gold slot values."""
+
+    checkpoints: list[dict[str, Any]] = []
+    slots: dict[str, Any] = {}

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, field_validator
 
 from perseval.core import files
 from perseval.core.errors import ConfigError
@@ -26,9 +26,9 @@ from perseval.core.hashing import content_key
 from perseval.core.yaml_text import read_yaml_file
 from perseval.experiment.overrides import Overrides, Threshold
 from perseval.kernel.params import Strict, error_lines, invalid
-from perseval.llm.settings import DeploymentConfig, ModelConfig, Price, Sampling, VLLMSettings
+from perseval.llm.settings import DeploymentConfig, ModelConfig, Sampling
 from perseval.metrics.settings import StatisticsSettings
-from perseval.retrieval.settings import ChunkingConfig, RetrieverConfig
+from perseval.retrieval.settings import RetrieverConfig
 
 
 class JudgeConfig(Strict):
@@ -180,8 +180,3 @@ def load_config(model: type[Strict], path: str | Path) -> Any:
     """Load and validate one YAML file as `model`."""
     path = Path(path)
     return _validate(model, read_yaml(path), path)
-
-
-__all__ = ["AgentConfig", "BenchmarkEntry", "ChunkingConfig", "DaskSettings", "DeploymentConfig", "ExperimentConfig",
-           "JudgeConfig", "MLflowSettings", "ModelConfig", "Price", "ResolvedExperiment", "RetrieverConfig", "Sampling",
-           "StatisticsSettings", "Strict", "VLLMSettings", "load_config", "read_yaml"]

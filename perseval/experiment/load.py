@@ -20,12 +20,12 @@ from perseval.experiment.components import lookup
 from perseval.llm.settings import DEPLOYMENT_FORMATS, DeploymentConfig, ModelConfig
 from perseval.retrieval.settings import RetrieverConfig
 from perseval.experiment.config import (AgentConfig, BenchmarkEntry, ExperimentConfig, JudgeConfig, ResolvedExperiment,
-                                   Strict, load_config)
+                                        load_config)
 from perseval.core import files
 from perseval.core.errors import ConfigError
 from perseval.core.suggest import suggestion
 from perseval.experiment.overrides import CALIBRATED, THRESHOLDS, apply_overrides
-from perseval.kernel.params import Params, validate_params
+from perseval.kernel.params import Params, Strict, validate_params
 from perseval.kernel.registry import (BENCHMARKS, agent_class, benchmark_class, judge_class, load_plugins, resolve_plugins,
                                retriever_class)
 from perseval.experiment.specs import AgentSpec, JudgeSpec
@@ -241,8 +241,8 @@ def _check_fit(exp: ResolvedExperiment, spec: AgentSpec, entry: BenchmarkEntry) 
     if supported is not None and entry.name not in supported:
         raise ConfigError(f"{exp.path}: agent {spec.name!r} ({spec.kind}) does not support benchmark "
                           f"{entry.name!r} (it runs {list(supported)})")
-    if supported is None and benchmark_class(entry.name).task_format is None:
-        raise ConfigError(f"{exp.path}: agent {spec.name!r} ({spec.kind}) needs a benchmark task format, which "
+    if supported is None and benchmark_class(entry.name).request_format is None:
+        raise ConfigError(f"{exp.path}: agent {spec.name!r} ({spec.kind}) needs a benchmark request format, which "
                           f"{entry.name!r} does not have")
 
 

@@ -16,7 +16,7 @@ class Capability(StrEnum):
     RETRIEVE = "retrieve"  # retrieval over the owner's indexed history (or the corpus)
     DOCUMENTS = "documents"  # the owner's raw history, in time order
     SEARCH = "search"  # a search back end (corpus index, gold information, web)
-    TASK = "task"  # the benchmark's task format (prompt and answer extraction)
+    REQUEST_FORMAT = "request_format"  # the benchmark's request format (prompt and answer extraction)
 
 
 CORPUS_SEARCH = "corpus"  # the search back end that searches the benchmark's own index

@@ -222,9 +222,3 @@ def _raised_at(exc: BaseException) -> str:
     frames = [f for f in traceback.extract_tb(exc.__traceback__)
               if "importlib" not in f.filename and not f.filename.startswith(str(Path(__file__).parents[1]))]
     return f" at {frames[-1].filename}, line {frames[-1].lineno}" if frames else ""
-
-
-def registered() -> dict[str, list[str]]:
-    """Every registered component by kind (for `perseval validate` and error messages)."""
-    return {"benchmarks": BENCHMARKS.names(), "agents": AGENTS.names(), "judges": JUDGES.names(),
-            "retrievers": RETRIEVERS.names()}

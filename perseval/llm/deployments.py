@@ -234,11 +234,6 @@ def sample_machine() -> tuple[float, list[tuple[int, float]]]:
     return max(0.0, (after - before - own) / dt), sorted(busy)
 
 
-def busy_co_tenants() -> list[tuple[int, float]]:
-    """(pid, share of a core) of the embedded model servers of other perseval runs computing now."""
-    return sample_machine()[1]
-
-
 def _alias(cmd: list[str]) -> str | None:
     """The model name an embedded server's command line serves (--alias / --model_alias)."""
     for flag in ("--alias", "--model_alias"):

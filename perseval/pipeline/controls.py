@@ -10,8 +10,8 @@ user's history, brings.
 That covers every history-derived input only while search reads no history. Bespoke's corpus may hold
 every user's visited-page summaries (`corpus_page_summaries: true`, the class default the quickstart keeps):
 search then returns the user's own pages in the swapped run too, and the gain is biased toward 0. The
-paper and CPU configs turn them off (docs/protocols/bespoke.md); `search_reads_history` says which
-benchmark params do, for a report to flag.
+paper and CPU configs turn them off (docs/protocols/bespoke.md; tests/test_bespoke_search_history.py checks
+both).
 
 A control is a variant of a RunUnit (perseval.pipeline.plan): its key is the plain run's key plus the control's
 name and the derangement seed, so the plain runs and their keys are untouched when a control is on. An
@@ -162,9 +162,3 @@ def mark_outputs(outputs: list[AgentOutput], control: Control | None, swap: Mapp
 
 def control_label(control: Any) -> str:
     return f" [{control.name}]" if control is not None else ""
-
-
-def search_reads_history(benchmark_params: Mapping[str, Any]) -> bool:
-    """Whether `search: corpus` on a benchmark with these effective params returns users' own history
-    (Bespoke's page summaries in the corpus): the swapped-history control does not swap those results."""
-    return bool(benchmark_params.get("corpus") and benchmark_params.get("corpus_page_summaries"))

@@ -24,7 +24,7 @@ from perseval.core.store import StageStore
 if TYPE_CHECKING:
     from perseval.llm.settings import ModelConfig
     from perseval.experiment.config import ResolvedExperiment
-    from perseval.pipeline.units import Cell, Plan
+    from perseval.pipeline.units import Plan
 
 USAGE_INFO = "usage"  # the key of a part's tally in its Parquet metadata (perseval.core.store part_info)
 

@@ -28,9 +28,7 @@ from perseval.llm.identity import model_identity
 from perseval.kernel.params import Params
 from perseval.kernel.registry import benchmark_class
 from perseval.experiment.specs import AgentSpec, JudgeSpec
-from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan, RunUnit, shards
-
-__all__ = ["AnalysisUnit", "Cell", "DataUnit", "IndexUnit", "JudgeUnit", "Plan", "RunUnit", "make_plan", "shards"]
+from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan, RunUnit
 
 
 def source_fingerprint(source: str | None) -> list[Any]:

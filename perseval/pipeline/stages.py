@@ -256,8 +256,8 @@ def _context(unit: RunUnit, rt: Runtime, owners: set[str], by_id: dict[str, Inst
         ctx.search = make_search(unit.agent.search, has_corpus=bool(searcher and searcher.has_owner(CORPUS_OWNER)),
                                  retrieve=searcher.search if searcher else (lambda o, q, k: []),
                                  gold_of=lambda iid: by_id[iid].gold)
-    if Capability.TASK in needs:
-        ctx.task = benchmark_class(unit.data.entry.name).task_format
+    if Capability.REQUEST_FORMAT in needs:
+        ctx.request_format = benchmark_class(unit.data.entry.name).request_format
     return ctx
 
 

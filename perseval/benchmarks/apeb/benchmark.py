@@ -29,7 +29,7 @@ import pandas as pd
 from pydantic import Field, field_validator
 
 from perseval.benchmarks.apeb.analysis import analyze
-from perseval.benchmarks.apeb.answers import ApebTask
+from perseval.benchmarks.rankings import RankingFormat
 from perseval.benchmarks.apeb.candidates import CandidateConfig, CandidateSet, candidate_set
 from perseval.benchmarks.apeb.catalog import Catalog
 from perseval.benchmarks.apeb.documents import event_documents, event_text
@@ -72,7 +72,7 @@ class APeB(Benchmark[ApebParams]):
     headline_metric = "hit@1"
     group_label = "category"
     rule_judges = ("apeb.ranking",)
-    task_format = ApebTask()
+    request_format = RankingFormat()
 
     @classmethod
     def read_source(cls, source: Path, params: ApebParams) -> None:

@@ -4,22 +4,17 @@ The ranking request (direct ranking, VQRA's second step, ReAct's final answer): 
 shopper's activity (one line per history event, oldest first; absent for a no-history system), the query,
 VQRA's refined query where there is one, the candidates (one line each) and the final instruction, joined
 with blank lines, under a JSON schema {"ranking": [k candidate ids]}. VQRA first asks for a refined query.
-ReAct's own loop prompt lives with it (agents/react.py). prompts.py imports these texts; tests/test_cards.py
-compares them with what the direct agent sends. How the settings differ from the paper: docs/protocols/apeb.md.
+ReAct's own loop prompt lives with it (agents/react.py). The ranking request's texts are shared with a user's
+own ranking instances (custom), so they live below both benchmarks (perseval.benchmarks.rankings); VQRA's are
+APeB's own, here (prompts.py imports them). tests/test_cards.py compares them with what the direct agent
+sends. How the settings differ from the paper: docs/protocols/apeb.md.
 """
 from __future__ import annotations
 
 from perseval.benchmarks.card import BenchmarkCard
+from perseval.benchmarks.rankings import (ACTIVITY_TEMPLATE, CANDIDATES_TEMPLATE, FINAL_TEMPLATE, NO_ACTIVITY,
+                                          QUERY_TEMPLATE, REFINED_TEMPLATE, SYSTEM)
 
-SYSTEM = ("You are a personal shopping assistant. Given what a shopper searched for and what they did "
-          "on the platform before, pick the products they are most likely to buy. Reply with JSON only.")
-ACTIVITY_TEMPLATE = "The shopper's recent activity, oldest first:\n{activity}"  # history lines "- <date> <event>"
-NO_ACTIVITY = "- (no recorded activity)"
-QUERY_TEMPLATE = 'The shopper searched for: "{query}"'
-REFINED_TEMPLATE = 'What they most likely want, given their history: "{refined}"'
-CANDIDATES_TEMPLATE = "Candidate products:\n{candidates}"  # "<id>: <title> | brand <b> | $<price> | <attributes>"
-FINAL_TEMPLATE = ("Choose the {k} candidates this shopper is most likely to buy, most likely first. "
-                  'Answer as {{"ranking": [{k} candidate ids]}}, using only ids from the list, each once.')
 REFINE_SYSTEM = ("You help a shopping assistant understand vague searches. From the shopper's past activity, work out "
                  "what they are really looking for and rewrite their search as a short, explicit product query "
                  "(product type, preferred brand, price level, key features). Reply with JSON only.")
@@ -38,7 +33,7 @@ CARD = BenchmarkCard(
              "VQRA refine system": REFINE_SYSTEM, "VQRA refine user": REFINE_TEMPLATE},
     answer="the ids of {\"ranking\": [...]} (or a list) that are candidates, duplicates dropped; a short ranking is "
     "corrected once by asking only for the missing ids",
-    judges={"apeb.ranking / apeb.ranking_strict": "benchmarks.apeb.judges.ranking:RankingJudge",
+    judges={"apeb.ranking / apeb.ranking_strict": "benchmarks.apeb.judges.ranking:ApebRankingJudge",
             "apeb.rubric (trajectory: intent, attribution, planning)": "benchmarks.apeb.judges.rubric"},
     metrics={"hit@1 (headline)": "the purchase ranked first", "hit@5": "the purchase among the five",
              "mrr": "the reciprocal rank of the purchase"},
@@ -48,7 +43,7 @@ CARD = BenchmarkCard(
             "apeb.react": "benchmarks.apeb.agents.react", "apeb.pps (non-LLM)": "benchmarks.apeb.agents.pps",
             "apeb.random": "benchmarks.apeb.agents.random_ranker", "apeb.oracle": "benchmarks.apeb.agents.oracle"},
     code={"session mining": "benchmarks.apeb.sessions:mine_sessions",
-          "ranking request": "benchmarks.apeb.prompts:ranking_messages",
-          "ranking reading": "benchmarks.apeb.answers:parse_ranking"},
+          "ranking request": "benchmarks.rankings:ranking_messages",
+          "ranking reading": "benchmarks.rankings:parse_ranking"},
     protocol="docs/protocols/apeb.md",
 )

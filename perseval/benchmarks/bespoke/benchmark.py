@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
 
-from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, RequestFormat
 from perseval.benchmarks.bespoke.layout import CRITERIA
 from perseval.benchmarks.bespoke.loader import load_release
 from perseval.benchmarks.bespoke.records import BespokeQuery, BespokeRelease
@@ -46,7 +46,7 @@ class BespokeParams(Params):
     corpus_path: str | None = None  # your own collection: a Parquet file with columns id, text
 
 
-class BespokeTask(TaskFormat):
+class BespokeFormat(RequestFormat):
     """For generic agents: the question with retrieved history passages; the answer is free text."""
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:
@@ -64,7 +64,7 @@ class BespokeBenchmark(Benchmark[BespokeParams]):
     headline_metric = "avg"
     group_label = "user"
     llm_judges = ("bespoke.recall", "bespoke.criteria")
-    task_format = BespokeTask()
+    request_format = BespokeFormat()
     combined_metrics = ("avg",)
     probed_items = ("claim",)
 

@@ -41,7 +41,7 @@ class BespokeHistoryBenchmark(BespokeBenchmark):
     headline_metric = "ndcg@10"
     llm_judges = ()
     rule_judges = ("bespoke.history_ndcg",)
-    task_format = None
+    request_format = None
     combined_metrics = ()
 
     @classmethod

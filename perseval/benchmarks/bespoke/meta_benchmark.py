@@ -24,7 +24,7 @@ class BespokeMetaBenchmark(BespokeBenchmark):
     headline_metric = "feedback_accuracy"
     llm_judges = ("bespoke.feedback_match",)
     rule_judges = ("bespoke.evaluator_scores",)
-    task_format = None
+    request_format = None
     combined_metrics = ()
     carries_human_labels = True
     human_scale = 20.0  # the evaluator's criterion scores are reported x20 (0..100); humans rate 1..5

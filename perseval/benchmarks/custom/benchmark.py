@@ -1,9 +1,9 @@
 """`custom`: a researcher's own personalization data, in the generic layout of docs/custom-data-layout.md.
 
 The entry's `source:` is a folder with `instances` and `histories` (JSON Lines or
-Parquet). It is read and checked by the IBA release's loader with this layout's
-rows (perseval.benchmarks.custom.rows), then `sample:` instances are kept as for an
-IBA release (seeded, in file order). Free-text instances are judged by
+Parquet). It is read and checked as a release folder (perseval.benchmarks.release_folder)
+with this layout's rows (perseval.benchmarks.custom.rows), then `sample:` instances are
+kept as for an IBA release (seeded, in file order). Free-text instances are judged by
 `custom.checkpoint` (a judge YAML without `kind` binds its model to it), API calls by
 `custom.slots` and rankings by `custom.ranking`, both rule judges applied by default.
 
@@ -20,9 +20,9 @@ from typing import Any, Iterable
 import pandas as pd
 
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
-from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomTask, action_type
+from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES, CustomFormat, action_type
 from perseval.benchmarks.custom.rows import instance_row, turn_row
-from perseval.benchmarks.iba.release import Layout, load_release, sample_release
+from perseval.benchmarks.release_folder import Layout
 from perseval.core.errors import InputError
 from perseval.core.instances import Document, Instance
 from perseval.kernel.registry import register_benchmark
@@ -56,7 +56,7 @@ CUSTOM_LAYOUT = Layout(instance_row, turn_row, data_info, LAYOUT_DOC)
 
 def load_custom(source: Path) -> BenchmarkData:
     """Every instance and the histories of their users, checked row by row."""
-    return load_release(source, CUSTOM_LAYOUT)
+    return CUSTOM_LAYOUT.load(source)
 
 
 @register_benchmark("custom")
@@ -66,7 +66,7 @@ class CustomBenchmark(Benchmark):
     group_label = "group"
     llm_judges = ("custom.checkpoint",)
     rule_judges = ("custom.slots", "custom.ranking")
-    task_format = CustomTask()
+    request_format = CustomFormat()
     probed_items = ("checkpoint",)
 
     @classmethod
@@ -80,7 +80,7 @@ class CustomBenchmark(Benchmark):
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         if source is None:
             raise InputError("benchmark 'custom'", f"needs `source:`, a folder of your own data; {LAYOUT_DOC}")
-        return sample_release(load_custom(source), sample, seed, CUSTOM_LAYOUT)
+        return CUSTOM_LAYOUT.sample(load_custom(source), sample, seed)
 
     def stats(self, instances: list[Instance], documents: Iterable[Document]) -> dict[str, pd.DataFrame]:
         docs = list(documents)

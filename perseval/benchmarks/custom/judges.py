@@ -1,4 +1,6 @@
-"""The judges of a user's own data: IBA-Bench's and APeB's, bound to `custom`, each on its instance type.
+"""The judges of a user's own data: the checkpoint and slot judges IBA-Bench registers too
+(perseval.benchmarks.action_judges) and the ranking judge APeB registers too (perseval.benchmarks.ranking_judge),
+registered for `custom`, each on its instance type.
 
 Nothing is re-implemented: the instance payload and gold have the shapes these judges
 read (docs/custom-data-layout.md), so a subclass only names the benchmark and says
@@ -6,10 +8,9 @@ which instances it applies to.
 """
 from __future__ import annotations
 
-from perseval.benchmarks.apeb.judges.ranking import RankingJudge
+from perseval.benchmarks.action_judges import CheckpointJudge, SlotJudge
 from perseval.benchmarks.custom.answers import API, RANKING, TEXT, action_type
-from perseval.benchmarks.iba.judges.checkpoint import CheckpointJudge
-from perseval.benchmarks.iba.judges.slots import SlotJudge
+from perseval.benchmarks.ranking_judge import RankingJudge
 from perseval.core.instances import Instance
 from perseval.kernel.registry import register_judge
 

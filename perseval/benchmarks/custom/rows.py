@@ -5,7 +5,7 @@ An instance row is one of three instance types, told apart by what it scores:
 `gold_candidate` (a ranking). Each is mapped onto the payload and gold shapes the
 IBA checkpoint judge, the IBA slot judge and the APeB ranking judge read, so those
 judges run unchanged. The parts the IBA release shares (checkpoints, API slots,
-gold slots, history turns) are checked by the IBA release's own functions.
+gold slots, history turns) are checked by the same functions (perseval.benchmarks.release_rows).
 """
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import math
 from typing import Any, Iterable
 
 from perseval.benchmarks.custom.answers import API, RANKING, TEXT, TYPE_NAMES
-from perseval.benchmarks.iba.release_rows import HistoryRow, Rows, _api, _checkpoints, _gold_slots, _sub, history_row
+from perseval.benchmarks.release_rows import (HistoryRow, Rows, api_of, checkpoints_of, gold_slots_of, history_row,
+                                              sub_field)
 from perseval.core.instances import Instance
 
 BENCHMARK = "custom"
@@ -67,10 +68,11 @@ def _price(r: Rows, card: dict[str, Any], where: str) -> float:
 def _candidate(r: Rows, card: dict[str, Any], where: str) -> dict[str, Any]:
     """A candidate as the APeB ranking prompt shows it: id, title, brand, price, attributes."""
     check_fields(r, card, CANDIDATE_FIELDS, where)
-    out = {"id": _sub(r, card, where, "id", required=True), "title": _sub(r, card, where, "title", required=True),
-           "brand": _sub(r, card, where, "brand") or "", "price": _price(r, card, where),
-           "attributes": [str(a) for a in _sub(r, card, where, "attributes", list) or []]}
-    category = _sub(r, card, where, "category")
+    out = {"id": sub_field(r, card, where, "id", required=True),
+           "title": sub_field(r, card, where, "title", required=True),
+           "brand": sub_field(r, card, where, "brand") or "", "price": _price(r, card, where),
+           "attributes": [str(a) for a in sub_field(r, card, where, "attributes", list) or []]}
+    category = sub_field(r, card, where, "category")
     return {**out, "category": category} if category else out
 
 
@@ -103,10 +105,10 @@ def instance_row(r: Rows) -> Instance:
     kind = instance_type(r)
     payload: dict[str, Any] = {"action_type": kind}
     if kind == TEXT:
-        gold: dict[str, Any] = {"checkpoints": _checkpoints(r)}
+        gold: dict[str, Any] = {"checkpoints": checkpoints_of(r)}
     elif kind == API:
-        payload["api"] = _api(r)
-        gold = {"slots": _gold_slots(r, payload["api"])}
+        payload["api"] = api_of(r)
+        gold = {"slots": gold_slots_of(r, payload["api"])}
     else:
         payload["candidates"] = _candidates(r)
         gold = {"purchased": _gold_candidate(r, payload["candidates"])}  # the APeB ranking judge's name for it

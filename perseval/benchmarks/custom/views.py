@@ -1,11 +1,10 @@
-"""The custom layout's instance views: one of three task types (text with checkpoints, an API call with
-slots, a ranking over candidates), each in the shape the reused IBA and APeB judges read."""
+"""The custom layout's instance views: one of three instance types (text with checkpoints, an API call with
+slots, a ranking over candidates), each in the shape the shared checkpoint, slot and ranking judges read."""
 from __future__ import annotations
 
 from typing import Any
 
-from perseval.benchmarks.iba.views import ActionPayload
-from perseval.benchmarks.views import GoldView
+from perseval.benchmarks.views import ActionPayload, GoldView
 
 
 class CustomPayload(ActionPayload):

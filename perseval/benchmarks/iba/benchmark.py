@@ -25,16 +25,15 @@ from typing import Any, AsyncIterator, Iterable, Iterator, Mapping, Sequence
 import pandas as pd
 from pydantic import Field
 
+from perseval.benchmarks.actions import ActionFormat
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData, build_all
 from perseval.benchmarks.iba.analysis import AnalysisParams, analyze
 from perseval.benchmarks.iba.analysis_evidence import evidence_by_step
-from perseval.benchmarks.iba.answers import IbaTask
 from perseval.benchmarks.iba.construct import ConstructParams, build_stats, iter_build, plan_build
 from perseval.benchmarks.iba.llm_construct import ROLES, Construction, Pair, SurfaceWriter, Writers
-from perseval.benchmarks.iba.qa import make_qa_probes
-from perseval.benchmarks.iba.release import load_release, sample_release
+from perseval.benchmarks.iba.qa import QA_METRIC, make_qa_probes
+from perseval.benchmarks.iba.release import IBA_LAYOUT
 from perseval.benchmarks.iba.slot_agreement import slot_agreement_tables
-from perseval.benchmarks.iba.stats import ConstructionStats
 from perseval.benchmarks.iba.tables import domain_table, scenario_table
 from perseval.benchmarks.iba.taxonomy import load_taxonomy
 from perseval.llm.base import ChatModel
@@ -42,8 +41,6 @@ from perseval.core.instances import Document, Instance
 from perseval.kernel.registry import register_benchmark
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.benchmarks.probes import KnownItem, checkpoint_items
-
-QA_METRIC = "qa_score"
 
 
 class IbaParams(ConstructParams):
@@ -67,7 +64,7 @@ class IbaBenchmark(Benchmark[IbaParams]):
     llm_judges = ("iba.checkpoint",)
     rule_judges = ("iba.slots",)
     optional_llm_judges = ("iba.slot_llm",)  # the paper's LLM-judged CallAPI slots, beside the rule scorer
-    task_format = IbaTask()
+    request_format = ActionFormat()
     probed_items = ("checkpoint",)
 
     @classmethod
@@ -84,7 +81,7 @@ class IbaBenchmark(Benchmark[IbaParams]):
 
     @classmethod
     def read_source(cls, source: Path, params: IbaParams) -> None:
-        load_release(source)  # every row of both tables is checked as the build would read it
+        IBA_LAYOUT.load(source)  # every row of both tables is checked as the build would read it
 
     def build(self, *, sample: int, seed: int, source: Path | None) -> BenchmarkData:
         return build_all(self, sample=sample, seed=seed, source=source)
@@ -97,7 +94,7 @@ class IbaBenchmark(Benchmark[IbaParams]):
     async def batches(self, *, sample: int, seed: int, source: Path | None,
                       models: Mapping[str, ChatModel] | None = None) -> AsyncIterator[BenchmarkData]:
         if source is not None:  # `sample` applies to a release as to a construction: it is in the data key
-            data = sample_release(load_release(source), sample, seed)
+            data = IBA_LAYOUT.sample(IBA_LAYOUT.load(source), sample, seed)
             probes = self._probes(data.instances)
             yield BenchmarkData(data.instances + probes, data.documents,
                                 {**data.info, **({"qa_probes": len(probes)} if self.params.qa_probes else {})})

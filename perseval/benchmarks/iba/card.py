@@ -4,26 +4,18 @@ The generic agents' request: a system message, then the retrieved history (numbe
 heading; nothing for a no-history agent) and the task; a CallAPI task adds the open slots, each with its
 allowed values, and asks under a JSON schema. The checkpoint judge asks one binary verdict per hidden
 checkpoint; the LLM slot judge one per personalization-relevant slot (C.2). IBA-Agent's own prompts live
-with it (agents/iba_agent/). prompts.py imports these texts; tests/test_cards.py compares them with what
-the rag agent sends. How the settings differ from the paper: docs/protocols/iba.md.
+with it (agents/iba_agent/). The request and the checkpoint judge's texts are shared with a user's own data
+(custom), so they live below both benchmarks (perseval.benchmarks.actions, perseval.benchmarks.action_judges);
+the LLM slot judge's are IBA-Bench's own, here (prompts.py imports them). tests/test_cards.py compares them with
+what the rag agent sends. How the settings differ from the paper: docs/protocols/iba.md.
 """
 from __future__ import annotations
 
+from perseval.benchmarks.action_judges import JUDGE_INSTRUCTION, JUDGE_TEMPLATE
+from perseval.benchmarks.actions import (AGENT_SYSTEM, API_TEMPLATE, GENERATE_TEMPLATE, HISTORY_TEMPLATE,
+                                         PASSAGE_TEMPLATE, SLOT_TEMPLATE)
 from perseval.benchmarks.card import BenchmarkCard
 
-AGENT_SYSTEM = ("You are a personal assistant. The user's past messages reveal how they like things done; "
-                "follow those habits when you carry out the task.")
-PASSAGE_TEMPLATE = "[{i}] {text}"  # one retrieved passage, numbered from 1, cut to passage_chars
-HISTORY_TEMPLATE = "Past messages:\n{passages}\n\n"  # "" when no passage was retrieved
-GENERATE_TEMPLATE = "{history}Task: {task}"
-SLOT_TEMPLATE = "- {name}: {allowed}"  # allowed values joined with " | " (else the slot's type)
-API_TEMPLATE = ("{history}Task: {task}\n"
-                "API call: {api}. Choose one allowed value for each field:\n{slots}\n"
-                "Reply with one JSON object mapping each field to its value.")
-JUDGE_INSTRUCTION = "You grade whether a response meets one hidden user requirement. Judge only that requirement."
-JUDGE_TEMPLATE = ("Task:\n{task}\n\n{response}\n\nRequirement:\n{requirement}\n\n"
-                  'Does the response meet the requirement? Answer {{"verdict": true or false, "reason": '
-                  '"<one sentence>"}}.')
 SLOT_JUDGE_INSTRUCTION = ("You grade one parameter of an API call an assistant made for a user. "
                           "Judge only that parameter.")
 SLOT_JUDGE_TEMPLATE = ("Task:\n{task}\n\nAPI call: {api}\nParameter: {slot}\n{options}"
@@ -44,8 +36,8 @@ CARD = BenchmarkCard(
              "slot judge options": OPTIONS_TEMPLATE},
     answer="Generate: the text; CallAPI: the JSON object of the open slots, each value canonicalised to an "
     "allowed one; a missing slot is invalid",
-    judges={"iba.checkpoint": "benchmarks.iba.judges.checkpoint:CheckpointJudge",
-            "iba.slots (by rule)": "benchmarks.iba.judges.slots:SlotJudge",
+    judges={"iba.checkpoint": "benchmarks.iba.judges.checkpoint:IbaCheckpointJudge",
+            "iba.slots (by rule)": "benchmarks.iba.judges.slots:IbaSlotJudge",
             "iba.slot_llm": "benchmarks.iba.judges.slot_llm"},
     metrics={"score": "Generate: the mean of the checkpoints' verdicts; CallAPI: of the relevant slots' (x100)"},
     controls={"swapped-history": "each task answered from another persona's history"},
@@ -54,8 +46,8 @@ CARD = BenchmarkCard(
               "QA vs execution (knowledge-to-action gap)": "benchmarks.iba.qa"},
     agents={"iba.agent (Deep Retrieval + BT&DA)": "benchmarks.iba.agents.iba_agent.agent",
             "iba.oracle": "benchmarks.iba.agents.oracle", "rag": "agents.rag:RagAgent"},
-    code={"request": "benchmarks.iba.answers:IbaTask", "slot reading": "benchmarks.iba.answers:parse_api_call",
-          "checkpoint request": "benchmarks.iba.prompts:judge_messages",
+    code={"request": "benchmarks.actions:ActionFormat", "slot reading": "benchmarks.actions:parse_api_call",
+          "checkpoint request": "benchmarks.action_judges:judge_messages",
           "slot request": "benchmarks.iba.prompts:slot_judge_messages",
           "validation (appendix B.1)": "benchmarks.iba.validation"},
     protocol="docs/protocols/iba.md",

@@ -18,6 +18,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from perseval.benchmarks.evidence_kinds import SALIENCE_CAP, TABLE12
 from perseval.benchmarks.iba.personas import Persona, transition_phrase
 from perseval.benchmarks.iba.taxonomy import Scenario, Value
 
@@ -25,16 +26,7 @@ from perseval.benchmarks.iba.taxonomy import Scenario, Value
 KIND_WEIGHTS = {"behaviour": 0.35, "correction": 0.25, "complaint": 0.15, "rejection": 0.15, "statement": 0.10}
 # A change of preference is announced more explicitly than it is acted out.
 NEW_PHASE_WEIGHTS = {"behaviour": 0.10, "correction": 0.40, "complaint": 0.15, "rejection": 0.15, "statement": 0.20}
-# Table 12: evidence kind -> (signal category, score contribution low, high). A rejection of a
-# proposed draft is explicit feedback on an output, so it counts as a revision.
-TABLE12 = {
-    "correction": ("explicit_revision", 3, 4),
-    "rejection": ("explicit_revision", 3, 4),
-    "complaint": ("complaint_or_affect", 3, 4),
-    "statement": ("direct_statement", 2, 2),
-    "behaviour": ("implicit_behaviour", 1, 1),
-}
-SALIENCE_CAP, RETENTION_THRESHOLD = 10, 5
+RETENTION_THRESHOLD = 5  # the paper's retention threshold on a turn's salience (perseval.benchmarks.evidence_kinds)
 PHASE_ORDER = {"old": 0, "static": 1, "new": 2}
 ACKS = (
     "Got it, I'll keep that in mind.",

@@ -18,6 +18,7 @@ from perseval.benchmarks.iba.views import IbaGold, IbaPayload
 from perseval.core.instances import Instance
 
 QA_ACTION = "qa"
+QA_METRIC = "qa_score"  # a QA twin's metric, so a cell's `score` is task execution only
 QA_SUFFIX = "-qa"
 
 

@@ -1,155 +1,107 @@
-"""Loader of an official IBA-Bench release folder (layout: docs/iba-release-layout.md).
+"""IBA-Bench's release layout (docs/iba-release-layout.md): how its rows become instances and history turns,
+what its info counts, and how a build is written back in that layout.
 
 The release is not public yet, so the layout is perseval's expectation, kept
 close to what construction writes: an instances file (one row per task
 instance) and a histories file (one row per history turn), each as JSON Lines
-or Parquet. Every problem raises InputError naming the file, the 1-based row
-and the field, and saying what was expected; nothing is guessed or skipped.
+or Parquet, read by perseval.benchmarks.release_folder (`IBA_LAYOUT.load`). Every
+problem raises InputError naming the file, the 1-based row and the field, and
+saying what was expected; nothing is guessed or skipped.
 """
 from __future__ import annotations
 
 import json
-import random
 from collections import Counter
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
-from perseval.core import files
 from perseval.benchmarks.base import BenchmarkData
-from perseval.benchmarks.iba.distribution import bucket
-from perseval.benchmarks.iba.release_rows import UNSPECIFIED, HistoryRow, Rows, history_row, instance_from_row
-from perseval.core.errors import InputError
+from perseval.benchmarks.iba.distribution import OVERALL, TABLE2, bucket
+from perseval.benchmarks.iba.personas import persona_cluster
 from perseval.benchmarks.iba.views import IbaGold, IbaPayload
-from perseval.core.instances import Document, Instance, instant
+from perseval.benchmarks.release_folder import HISTORIES, INSTANCES, Layout
+from perseval.benchmarks.release_rows import UNSPECIFIED, Rows, api_of, checkpoints_of, gold_slots_of, history_row
+from perseval.core.instances import Document, Instance
+from perseval.metrics.ci_tables import CLUSTER
 
-INSTANCES, HISTORIES = "instances", "histories"
-SUFFIXES = (".jsonl", ".parquet")
 NOT_PUBLIC = ("the official IBA-Bench release is not public yet; lay a release out as docs/iba-release-layout.md "
               "describes, or leave `source` unset to construct the data")
+ACTION_ALIASES = {"generate": "generate", "generate(text)": "generate",
+                  "call_api": "call_api", "callapi": "call_api", "callapi(params)": "call_api"}
+DOMAINS = tuple(d for d in TABLE2 if d != OVERALL)  # Table 2's nine domains, the reporting groups
 
 
-def find_table(folder: Path, stem: str, hint: str = NOT_PUBLIC) -> Path:
-    """`<stem>.jsonl` or `<stem>.parquet` in `folder`: exactly one of them; `hint` says where the layout is."""
-    return files.find_table(folder, stem, SUFFIXES, hint, holder="a release folder")
+# --- reading the layout: an instance row ---------------------------------------------------------
 
 
-def read_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(1-based row number, row as a dict): a JSONL line number, or a Parquet row index + 1."""
-    if path.suffix == ".jsonl":
-        yield from _jsonl_rows(path)
+def _action_type(r: Rows) -> str:
+    raw = r.need("action_type")
+    action = ACTION_ALIASES.get(raw.strip().lower())
+    if action is None:
+        raise r.fail("action_type", f"unknown value {raw!r}; expected generate or call_api")
+    return action
+
+
+def _preferences(r: Rows) -> list[dict[str, Any]]:
+    prefs = []
+    for i, p in enumerate(r.items("preferences")):
+        w = f"preferences[{i}]"
+        prev = r.opt("previous", str, p, f"{w}.previous")
+        prefs.append({"dimension": r.need("dimension", str, p, f"{w}.dimension"),
+                      "value": r.need("value", str, p, f"{w}.value"), "previous": prev, "dynamic": prev is not None})
+    return prefs
+
+
+def _count(r: Rows, key: str) -> int | None:
+    value = r.opt(key, int)
+    if value is not None and value < 0:
+        raise r.fail(key, f"{value} is negative; expected a count of 0 or more")
+    return value
+
+
+def _constraints(r: Rows, n_preferences: int) -> int:
+    """`n_constraints` as given (default: the number of preferences); an instance constrains at least one."""
+    value = _count(r, "n_constraints")
+    if value == 0:
+        raise r.fail("n_constraints", f"0, but the instance has {n_preferences} preference(s); expected 1 or more "
+                                      "(leave it out to use the number of preferences)")
+    return n_preferences if value is None else value
+
+
+def _domain(r: Rows) -> str:
+    """One of Table 2's nine domains (case and spacing ignored), spelt as Table 2 does."""
+    raw = r.need("domain")
+    known = {" ".join(d.lower().split()): d for d in DOMAINS}
+    domain = known.get(" ".join(raw.lower().split()))
+    if domain is None:
+        raise r.fail("domain", f"unknown domain {raw!r}; expected one of Table 2's: {list(DOMAINS)}")
+    return domain
+
+
+def instance_from_row(r: Rows) -> Instance:
+    """The row as an Instance with construction's payload and gold fields."""
+    action = _action_type(r)
+    prefs = _preferences(r)
+    payload: dict[str, Any] = {"scenario": r.need("scenario"), "action_type": action}
+    if action == "call_api":
+        payload["api"] = api_of(r)
+        gold: dict[str, Any] = {"slots": gold_slots_of(r, payload["api"])}
     else:
-        yield from _parquet_rows(path)
-
-
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    for n, line in files.utf8_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(path, f"not valid JSON: {files.json_problem(exc)}", row=n) from None
-        if not isinstance(row, dict):
-            raise InputError(path, f"expected a JSON object per line, got {type(row).__name__}", row=n)
-        yield n, row
-
-
-def _parquet_rows(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    import pyarrow.parquet as pq
-
-    with files.open_bytes(path) as fh:  # a file perseval may not read is named so
-        try:
-            pf = pq.ParquetFile(fh)
-        except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise InputError(path, f"cannot read as Parquet: {exc}") from None
-        n = 0
-        for batch in pf.iter_batches(batch_size=50_000):  # a full-size histories file has ~1.4M rows
-            for row in batch.to_pylist():
-                n += 1
-                yield n, row
-
-
-def load_histories(path: Path,
-                   turn_row: Callable[[Rows, int], HistoryRow] = history_row) -> dict[str, list[Document]]:
-    """Documents per user, in timestamp order; turn ids unique across the file."""
-    by_user: dict[str, list[tuple[str, int, Document]]] = {}
-    seen: dict[str, int] = {}
-    for n, raw in read_rows(path):
-        row = turn_row(Rows(path, n, raw), len(by_user.get(str(raw.get("user_id")), [])))
-        if row.doc.doc_id in seen:
-            raise InputError(path, f"duplicate turn_id {row.doc.doc_id!r} (first at row {seen[row.doc.doc_id]})",
-                             row=n, field="turn_id")
-        seen[row.doc.doc_id] = n
-        by_user.setdefault(row.doc.owner, []).append((instant(row.doc.timestamp), n, row.doc))
-    return {u: [d for _, _, d in sorted(turns, key=lambda t: (t[0], t[1]))] for u, turns in by_user.items()}
-
-
-def load_instances(path: Path, histories: dict[str, list[Document]], hist_path: Path,
-                   instance_row: Callable[[Rows], Instance] = instance_from_row) -> list[Instance]:
-    """Instances in file order: ids unique, every user with history turns, `n_evidence` derived when absent."""
-    instances: list[Instance] = []
-    seen: dict[str, int] = {}
-    for n, raw in read_rows(path):
-        rows = Rows(path, n, raw)
-        inst = instance_row(rows)
-        if inst.instance_id in seen:
-            raise InputError(path, f"duplicate instance_id {inst.instance_id!r} (first at row "
-                                   f"{seen[inst.instance_id]})", row=n, field="instance_id")
-        seen[inst.instance_id] = n
-        docs = histories.get(inst.user_id)
-        if not docs:
-            raise InputError(path, f"user {inst.user_id!r} has no turns in {hist_path.name}", row=n, field="user_id")
-        if IbaPayload.of(inst, str(path)).n_evidence is None:  # derive from the history's evidence tags when given
-            inst = replace(inst, payload={**inst.payload, "n_evidence": sum(1 for d in docs if d.meta.get("supports"))})
-        instances.append(inst)
-    if not instances:
-        raise InputError(path, "no instance rows")
-    return instances
-
-
-Info = Callable[[Path, list[Instance], list[Document], int], dict[str, Any]]  # (folder, instances, docs, users)
-
-
-@dataclass(frozen=True)
-class Layout:
-    """How one row of each table becomes a record, what the data's info counts, and where the layout is
-    documented. The IBA release is one layout; the generic layout of a user's own data (perseval.benchmarks.
-    custom) is another, read, checked and sampled by the same functions."""
-
-    instance_row: Callable[[Rows], Instance]
-    turn_row: Callable[[Rows, int], HistoryRow]
-    info: Info
-    hint: str
-
-
-def load_release(source: Path, layout: Layout | None = None) -> BenchmarkData:
-    """Instances and histories of a release folder, as construction would have produced them."""
-    layout = layout or IBA_LAYOUT
-    folder = Path(source)
-    inst_path, hist_path = find_table(folder, INSTANCES, layout.hint), find_table(folder, HISTORIES, layout.hint)
-    histories = load_histories(hist_path, layout.turn_row)
-    instances = load_instances(inst_path, histories, hist_path, layout.instance_row)
-    used = {i.user_id for i in instances}
-    documents = [d for u, docs in histories.items() if u in used for d in docs]
-    return BenchmarkData(instances, documents, layout.info(folder, instances, documents, len(histories)))
-
-
-def sample_release(data: BenchmarkData, sample: int, seed: int, layout: Layout | None = None) -> BenchmarkData:
-    """`sample` instances of a loaded release, seeded, in file order, with only their users' histories.
-
-    The choice is the first `sample` of one seeded shuffle, so a larger sample extends a smaller one
-    with the same seed; a sample at least the release's size keeps every instance.
-    """
-    n = len(data.instances)
-    order = list(range(n))
-    random.Random(seed).shuffle(order)
-    chosen = [data.instances[i] for i in sorted(order[:sample])]
-    users = {i.user_id for i in chosen}
-    documents = [d for d in data.documents if d.owner in users]
-    info_of = (layout or IBA_LAYOUT).info
-    info = info_of(Path(data.info["source"]), chosen, documents, data.info["n_users_in_histories"])
-    return BenchmarkData(chosen, documents, {**info, "n_instances_in_release": n, "sample": sample, "seed": seed})
+        gold = {"checkpoints": checkpoints_of(r)}
+    n_evidence = _count(r, "n_evidence")
+    if n_evidence is not None:
+        payload["n_evidence"] = n_evidence
+    payload["n_constraints"] = _constraints(r, len(prefs))
+    n_dynamic = sum(p["dynamic"] for p in prefs)
+    payload["dynamic"] = n_dynamic > 0
+    persona = r.opt("persona", dict) or {}
+    gold.update({"preferences": prefs, "n_dynamic": n_dynamic, "persona": persona})
+    if persona.get("persona_id"):
+        gold[CLUSTER] = persona_cluster(persona["persona_id"])  # as construction clusters
+    case = r.opt("task_case", dict)
+    if case is not None:
+        gold["task_case"] = case
+    return Instance(r.need("instance_id"), "iba", r.need("user_id"), _domain(r), r.need("query"), payload, gold)
 
 
 def release_info(folder: Path, instances: list[Instance], documents: list[Document], n_users: int) -> dict:

@@ -5,22 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from perseval.benchmarks.views import GoldView, PayloadView, ScenarioPayload
-
-API_ACTION = "call_api"
-
-
-class ActionPayload(PayloadView):
-    """What IBA's task format and judges read: the action type and, for an API call, the API. The custom
-    layout's free-text and API-call instances have this shape too, so one task format serves both. An
-    instance that names no action is free text (IBA's and the custom layout's own views require one)."""
-
-    action_type: str = "generate"
-    api: dict[str, Any] | None = None
-
-    @property
-    def is_api_call(self) -> bool:
-        return self.action_type == API_ACTION
+from perseval.benchmarks.views import ActionGold, ActionPayload, ScenarioPayload
 
 
 class IbaPayload(ScenarioPayload, ActionPayload):
@@ -32,9 +17,7 @@ class IbaPayload(ScenarioPayload, ActionPayload):
     base_action_type: str | None = None  # and that task's action type
 
 
-class IbaGold(GoldView):
-    checkpoints: list[dict[str, Any]] = []
-    slots: dict[str, Any] = {}
+class IbaGold(ActionGold):
     preferences: list[dict[str, Any]] = []
     n_dynamic: int | None = None  # None: the instance does not say
     persona: dict[str, Any] = {}

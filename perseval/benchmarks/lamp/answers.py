@@ -1,4 +1,4 @@
-"""LaMP's task format: the paper's prompt with the chosen profile items, and the one answer extraction.
+"""LaMP's request format: the paper's prompt with the chosen profile items, and the one answer extraction.
 
 Classification and rating tasks ask under a JSON schema whose answer is one of the task's labels (a small
 model then cannot answer outside the set); `read_label` reads that, and otherwise a free-text answer: the
@@ -7,14 +7,14 @@ whole answer when it is a label, else the one label it names (LaMP-2: a tag insi
 naming no label, or several, is a problem: the rule judge scores it as the official evaluation scores an
 answer outside the label set (a miss; the worst rating). A generation's answer is its text, stripped.
 
-This module is the only one of the benchmark that imports the shared Prompt / Answer / TaskFormat.
+This module is the only one of the benchmark that imports the shared Prompt / Answer / RequestFormat.
 """
 from __future__ import annotations
 
 import re
 from typing import Any, Sequence
 
-from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, RequestFormat
 from perseval.benchmarks.lamp.layout import TASKS, TaskSpec
 from perseval.benchmarks.lamp.prompts import with_profile
 from perseval.benchmarks.lamp.views import LampPayload
@@ -68,7 +68,7 @@ def extract(instance: Instance, text: str) -> Answer:
     return Answer({"answer": label})
 
 
-class LampTask(TaskFormat):
+class LampFormat(RequestFormat):
     """The question's input with the retrieved profile items in the task's pattern (none: the input alone)."""
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:

@@ -19,7 +19,7 @@ from pydantic import Field, field_validator
 
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
 from perseval.benchmarks.lamp.analysis import analyze
-from perseval.benchmarks.lamp.answers import LampTask
+from perseval.benchmarks.lamp.answers import LampFormat
 from perseval.benchmarks.lamp.layout import PUBLIC_TASKS, TASKS
 from perseval.benchmarks.lamp.loader import read_task
 from perseval.benchmarks.profile_questions import known_distinct, question_data, sample_questions
@@ -52,7 +52,7 @@ class Lamp(Benchmark[LampParams]):
     headline_metric = "score"
     group_label = "task"
     rule_judges = ("lamp.rule",)
-    task_format = LampTask()
+    request_format = LampFormat()
 
     @classmethod
     def read_source(cls, source: Path, params: LampParams) -> None:

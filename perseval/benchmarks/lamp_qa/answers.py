@@ -1,4 +1,4 @@
-"""LaMP-QA's task format: the paper's prompt with the chosen profile items, and the one answer extraction.
+"""LaMP-QA's request format: the paper's prompt with the chosen profile items, and the one answer extraction.
 
 The answer is free text (the paper asks for a JSON object with the answer in `personalized_answer`; a small
 model keeps a long answer better as plain text, so perseval asks for the text and still reads such an object
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, RequestFormat
 from perseval.benchmarks.lamp_qa.prompts import answer_messages
 from perseval.benchmarks.lamp_qa.views import LampQaPayload
 from perseval.benchmarks.profile_questions import distinct
@@ -31,7 +31,7 @@ def extract(text: str) -> Answer:
     return Answer({"answer": answer}) if answer else Answer(None, "an empty answer")
 
 
-class LampQaTask(TaskFormat):
+class LampQaFormat(RequestFormat):
     """The question with the retrieved profile items (one per post, its first chunk, in rank order)."""
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:

@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 from perseval.benchmarks import probes
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
 from perseval.benchmarks.lamp_qa.analysis import analyze
-from perseval.benchmarks.lamp_qa.answers import LampQaTask
+from perseval.benchmarks.lamp_qa.answers import LampQaFormat
 from perseval.benchmarks.lamp_qa.judges.aspects import aspect_id
 from perseval.benchmarks.lamp_qa.layout import CATEGORIES
 from perseval.benchmarks.lamp_qa.loader import read_category
@@ -58,7 +58,7 @@ class LampQa(Benchmark[LampQaParams]):
     headline_metric = "score"
     group_label = "category"
     llm_judges = ("lamp_qa.aspects",)
-    task_format = LampQaTask()
+    request_format = LampQaFormat()
     probed_items = ("aspect",)
 
     @classmethod

@@ -16,11 +16,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from perseval.benchmarks.lamp_qa.card import (ANSWER_SYSTEM, ITEM_SEPARATOR, JUDGE_INSTRUCTION, JUDGE_TEMPLATE,
-                                            NO_PROFILE_TEMPLATE, PLAN_HEADING, PROFILE_HEADING, PROFILE_SYSTEM,
+                                            NO_PROFILE_TEMPLATE, PLAN_HEADING, PROFILE_SYSTEM,
                                             PROFILE_TEMPLATE, QUESTION_HEADING)
 from perseval.judges.quoting import data_rule, quote
-
-__all__ = ["PLAN_HEADING", "PROFILE_HEADING", "QUESTION_HEADING", "answer_messages", "aspect_messages"]
 
 
 def answer_messages(question: str, items: Sequence[str], plan: Sequence[str] = ()) -> list[dict[str, str]]:

@@ -5,7 +5,7 @@ its user's profile, scored by rule (ROUGE) against the user's own text.
   layout.py     the official release files per task, setting and split; each task's user id and item fields
   loader.py     row-by-row reading of <task>_<setting>/<split>.json into instances and profile documents
   prompts.py    the paper's prompt construction: each profile item in its task's template, then the input
-  answers.py    the task format (prompt and the one answer extraction) the generic agents use
+  answers.py    the request format (prompt and the one answer extraction) the generic agents use
   benchmark.py  the registered benchmark: params, build, stats, the run's tables
   analysis.py   the paper's table (per task ROUGE-1 and ROUGE-L), with user-clustered intervals
   judges/       longlamp.rule, ROUGE-1 / ROUGE-L by rule (perseval.metrics.rouge)

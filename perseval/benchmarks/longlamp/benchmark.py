@@ -18,7 +18,7 @@ from pydantic import Field, field_validator
 
 from perseval.benchmarks.base import AnalysisInputs, Benchmark, BenchmarkData
 from perseval.benchmarks.longlamp.analysis import analyze
-from perseval.benchmarks.longlamp.answers import LongLampTask
+from perseval.benchmarks.longlamp.answers import LongLampFormat
 from perseval.benchmarks.longlamp.layout import TASKS
 from perseval.benchmarks.longlamp.loader import read_task
 from perseval.benchmarks.longlamp.stats import dataset_tables
@@ -51,7 +51,7 @@ class LongLamp(Benchmark[LongLampParams]):
     headline_metric = "score"
     group_label = "task"
     rule_judges = ("longlamp.rule",)
-    task_format = LongLampTask()
+    request_format = LongLampFormat()
 
     @classmethod
     def read_source(cls, source: Path, params: LongLampParams) -> None:

@@ -1,4 +1,4 @@
-"""PersonaMem's task format: the user's question with its four options; the answer is one letter.
+"""PersonaMem's request format: the user's question with its four options; the answer is one letter.
 
 Agents ask under a JSON schema ({"answer": "a"|"b"|"c"|"d"}); `extract` reads that, and otherwise reads a
 free-text answer the way the official evaluation does: the part after a `<final_answer>` tag if there is
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, RequestFormat
 from perseval.benchmarks.persona_mem.layout import LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.instances import Instance, Passage
@@ -60,7 +60,7 @@ def extract(instance: Instance, text: str) -> Answer:
     return Answer({"choice": letter})
 
 
-class PersonaMemTask(TaskFormat):
+class PersonaMemFormat(RequestFormat):
     """Retrieved passages as excerpts before the question (none: the question alone)."""
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:

@@ -19,7 +19,7 @@ from pydantic import field_validator
 
 from perseval.benchmarks.base import Benchmark, BenchmarkData
 from perseval.benchmarks.persona_mem.analysis import analyze
-from perseval.benchmarks.persona_mem.answers import PersonaMemTask
+from perseval.benchmarks.persona_mem.answers import PersonaMemFormat
 from perseval.benchmarks.persona_mem.layout import DEFAULT_SPLIT, QUESTION_TYPES
 from perseval.benchmarks.persona_mem.loader import context_documents, read_release, sample_questions
 from perseval.benchmarks.persona_mem.stats import dataset_tables
@@ -51,7 +51,7 @@ class PersonaMem(Benchmark[PersonaMemParams]):
     headline_metric = "accuracy"
     group_label = "query type"
     rule_judges = ("persona_mem.choice",)
-    task_format = PersonaMemTask()
+    request_format = PersonaMemFormat()
 
     @classmethod
     def read_source(cls, source: Path, params: PersonaMemParams) -> None:

@@ -1,4 +1,4 @@
-"""PrefEval's task format: the question as it is (generation) or with four options (classification).
+"""PrefEval's request format: the question as it is (generation) or with four options (classification).
 
 Generation answers are free text; the generation judge reads them (an empty answer is a problem, an
 invalid output). A classification answer is one letter A-D: under the JSON schema {"choice": "A".."D"},
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from perseval.agents.contract import Answer, Prompt, TaskFormat
+from perseval.agents.contract import Answer, Prompt, RequestFormat
 from perseval.benchmarks.prefeval.layout import CLASSIFICATION, LETTERS
 from perseval.core.parsing import extract_json
 from perseval.core.instances import Instance, Passage
@@ -75,7 +75,7 @@ def schema(instance: Instance) -> dict[str, Any] | None:
     return CHOICE_SCHEMA if is_classification(instance) else None
 
 
-class PrefEvalTask(TaskFormat):
+class PrefEvalFormat(RequestFormat):
     """For the generic agents: retrieved passages as earlier exchanges, then the question."""
 
     def prompt(self, instance: Instance, passages: Sequence[Passage], passage_chars: int) -> Prompt:

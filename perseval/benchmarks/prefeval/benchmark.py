@@ -20,7 +20,7 @@ from pydantic import Field, field_validator
 
 from perseval.benchmarks.base import Benchmark, BenchmarkData
 from perseval.benchmarks.prefeval.analysis import analyze
-from perseval.benchmarks.prefeval.answers import PrefEvalTask
+from perseval.benchmarks.prefeval.answers import PrefEvalFormat
 from perseval.benchmarks.prefeval.layout import FORMS, TASKS
 from perseval.benchmarks.prefeval.release import Selection, build_release, counts, read_all, sample_by_user
 from perseval.benchmarks.prefeval.loader import read_inter_turns
@@ -70,7 +70,7 @@ class PrefEval(Benchmark[PrefEvalParams]):
     group_label = "topic"
     llm_judges = ("prefeval.generation",)
     rule_judges = ("prefeval.classification",)
-    task_format = PrefEvalTask()
+    request_format = PrefEvalFormat()
     probed_items = ("check",)
     probe_kinds = prefeval_probes.KINDS
 

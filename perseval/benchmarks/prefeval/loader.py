@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from perseval.benchmarks.prefeval.layout import (CHOICE, CHOICE_CONVERSATION, EXPLICIT, FORM_DIRS, INTER_TURNS_FILE,
-                                                 MCQ_DIR, PERSONA)
+                                                 MCQ_DIR)
 from perseval.core import files
 from perseval.core.errors import InputError
 from perseval.core.instances import CORPUS_OWNER, Document
@@ -257,7 +257,3 @@ def topics_in(source: Path, forms: list[str]) -> list[str]:
     if not topics:
         raise InputError(folder, "no <topic>.json files")
     return topics
-
-
-__all__ = ["ACKNOWLEDGEMENT", "PERSONA", "McqRow", "PreferenceRow", "inter_turn_documents", "read_form",
-           "read_inter_turns", "read_mcq", "topics_in", "transcript"]

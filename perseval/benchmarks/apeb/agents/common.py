@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import Field
 
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.apeb.answers import candidate_ids, extract, parse_ranking, ranking_size
-from perseval.benchmarks.apeb.prompts import correction_message, history_line, ranking_schema
+from perseval.benchmarks.apeb.prompts import correction_message, history_line
+from perseval.benchmarks.rankings import candidate_ids, extract, parse_ranking, ranking_schema, ranking_size
 from perseval.kernel.capabilities import Capability
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.kernel.params import Params

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.agents.common import HistoryParams, ask_ranking, history_lines, history_needs
-from perseval.benchmarks.apeb.answers import ranking_size
-from perseval.benchmarks.apeb.prompts import ranking_messages
+from perseval.benchmarks.rankings import ranking_messages, ranking_size
 from perseval.kernel.capabilities import Capability
 from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from perseval.agents.base import Agent, AgentContext
-from perseval.benchmarks.apeb.answers import candidate_ids, ranking_output
+from perseval.benchmarks.apeb.answers import ranking_output
+from perseval.benchmarks.rankings import candidate_ids
 from perseval.benchmarks.apeb.views import ApebGold
 from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent

@@ -7,7 +7,8 @@ from __future__ import annotations
 import random
 
 from perseval.agents.base import Agent, AgentContext
-from perseval.benchmarks.apeb.answers import candidate_ids, ranking_output
+from perseval.benchmarks.apeb.answers import ranking_output
+from perseval.benchmarks.rankings import candidate_ids
 from perseval.core.instances import AgentOutput, Instance
 from perseval.kernel.registry import register_agent
 

@@ -22,8 +22,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.agents.tool_calls import assistant_turn, normalise_calls, parse_arguments
 from perseval.benchmarks.apeb.agents.common import ask_ranking, count
 from perseval.benchmarks.apeb.agents.react_tools import FINISH, Toolbox, action_schema, parse_action, tool_specs
-from perseval.benchmarks.apeb.answers import candidate_ids, extract, ranking_size
-from perseval.benchmarks.apeb.prompts import candidate_line, final_instruction
+from perseval.benchmarks.rankings import candidate_ids, candidate_line, extract, final_instruction, ranking_size
 from perseval.kernel.capabilities import Capability
 from perseval.kernel.params import Params
 from perseval.core.instances import AgentOutput, Instance

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Any, Awaitable, Callable
 
 from perseval.agents.base import AgentContext
-from perseval.benchmarks.apeb.prompts import candidate_line
+from perseval.benchmarks.rankings import candidate_line
 from perseval.core.parsing import extract_object
 from perseval.core.instances import Document, Instance
 from perseval.benchmarks.views import RankingPayload

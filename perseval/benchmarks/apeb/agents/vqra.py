@@ -15,8 +15,8 @@ from pydantic import Field
 from perseval.agents.base import Agent, AgentContext
 from perseval.benchmarks.apeb.agents.common import HistoryParams, ask_ranking, count, history_lines, history_needs
 from perseval.benchmarks.apeb.agents.react import TOOL_NEEDS, ReactParams, run_react
-from perseval.benchmarks.apeb.answers import ranking_size
-from perseval.benchmarks.apeb.prompts import REFINE_SCHEMA, ranking_messages, refine_messages
+from perseval.benchmarks.apeb.prompts import REFINE_SCHEMA, refine_messages
+from perseval.benchmarks.rankings import ranking_messages, ranking_size
 from perseval.kernel.capabilities import Capability
 from perseval.core.parsing import extract_object
 from perseval.core.instances import AgentOutput, Instance

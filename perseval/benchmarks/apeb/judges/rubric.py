@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from pydantic import Field
 
-from perseval.benchmarks.apeb.prompts import candidate_line
+from perseval.benchmarks.rankings import candidate_line
 from perseval.judges.base import Judge, JudgeBinding, scored_values
 from perseval.judges.quoting import data_rule, quote
 from perseval.llm.usage import prompt_record

@@ -18,7 +18,7 @@ import re
 from typing import Any
 
 from perseval.agents.base import Agent, AgentContext
-from perseval.benchmarks.iba.answers import open_slots
+from perseval.benchmarks.actions import open_slots
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario, value_label
 from perseval.benchmarks.iba.views import IbaPayload
 from perseval.kernel.capabilities import Capability

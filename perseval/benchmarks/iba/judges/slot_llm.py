@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from perseval.benchmarks.iba.answers import is_api_task, submitted_slots
-from perseval.benchmarks.iba.judges.checkpoint import mean_score
+from perseval.benchmarks.action_judges import mean_score
+from perseval.benchmarks.actions import is_api_task, submitted_slots
 from perseval.benchmarks.iba.prompts import slot_judge_messages
 from perseval.benchmarks.iba.qa import dimension_name, known_scenario, slot_dimensions, value_label
 from perseval.judges.base import Judge, JudgeBinding
@@ -23,8 +23,8 @@ from perseval.judges.binary import binary_verdict
 from perseval.kernel.params import Params
 from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.kernel.registry import register_judge
-from perseval.benchmarks.iba.views import ActionPayload, IbaGold
-from perseval.benchmarks.views import ScenarioPayload
+from perseval.benchmarks.iba.views import IbaGold
+from perseval.benchmarks.views import ActionPayload, ScenarioPayload
 
 
 class SlotLlmParams(Params):

@@ -16,7 +16,8 @@ from perseval.llm.base import ChatModel
 from perseval.judges.binary import REASON, binary_verdict
 from perseval.judges.quoting import data_rule, quote
 from perseval.core.instances import Document, Instance, instant
-from perseval.benchmarks.iba.views import ActionPayload, IbaGold
+from perseval.benchmarks.iba.views import IbaGold
+from perseval.benchmarks.views import ActionPayload
 from perseval.benchmarks.views import ScenarioPayload
 
 LABEL_SCHEMA: dict[str, Any] = {

@@ -1,5 +1,5 @@
 """lamp.random_k: k profile items drawn at random (seeded per instance), in the paper's prompt (LaMP's,
-LaMP-QA's and LongLaMP's: the benchmark's task format builds it).
+LaMP-QA's and LongLaMP's: the benchmark's request format builds it).
 
 The paper's "random" retrieval baseline: the same prompt as BM25 or dense top-k (the generic `rag` agent
 under the bm25 or a dense retriever), with k items of the user's profile chosen without looking at the
@@ -31,17 +31,17 @@ class RandomKParams(Params):
 @register_agent("lamp.random_k")
 class RandomKAgent(Agent[RandomKParams]):
     benchmarks = ("lamp", "lamp_qa", "longlamp")
-    needs = frozenset({Capability.LLM, Capability.TASK, Capability.DOCUMENTS})
+    needs = frozenset({Capability.LLM, Capability.REQUEST_FORMAT, Capability.DOCUMENTS})
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
-        assert ctx.llm is not None and ctx.task is not None and ctx.documents is not None
+        assert ctx.llm is not None and ctx.request_format is not None and ctx.documents is not None
         profile = ctx.documents(instance.user_id)
         rng = random.Random(f"{ctx.seed}:{instance.instance_id}:{repeat}")
         drawn = rng.sample(profile, min(self.params.top_k, len(profile)))
         passages = [Passage(d.doc_id, 0, d.text, 0.0) for d in drawn]
         chars = self.params.passage_chars or whole(passages)
-        prompt = ctx.task.prompt(instance, passages, chars)
+        prompt = ctx.request_format.prompt(instance, passages, chars)
         budget = self.params.json_max_tokens if prompt.json_schema else self.params.max_tokens
         result = await ctx.llm.chat(prompt.messages, json_schema=prompt.json_schema, max_tokens=budget, repeat=repeat)
         trace = [{"step": "draw", "k": self.params.top_k, "profile": len(profile)}, context_trace(passages, chars)]
-        return answered_output(instance, name, repeat, result, trace, ctx.task.extract, prompt.messages)
+        return answered_output(instance, name, repeat, result, trace, ctx.request_format.extract, prompt.messages)

@@ -1,4 +1,4 @@
-"""One multiple-choice request and its output: the answer read by the task format's one extraction."""
+"""One multiple-choice request and its output: the answer read by the request format's one extraction."""
 from __future__ import annotations
 
 from typing import Any

@@ -1,6 +1,6 @@
 """persona_mem.choice: the multiple-choice accuracy, by rule (100 for the correct option, else 0).
 
-The option is the one the agent's output names (`parsed.choice`, read by the task format's one
+The option is the one the agent's output names (`parsed.choice`, read by the request format's one
 extraction). An invalid output (no single option) is the agent's miss: scored 0, and counted in `valid`
 (100 for a usable answer, 0 otherwise), never left unscored. A failed output never reaches a judge.
 """

@@ -8,8 +8,7 @@ from typing import Any
 from perseval.benchmarks.iba.agents.iba_agent import prompts
 from perseval.benchmarks.iba.agents.iba_agent.deep_retrieval import current_evidence
 from perseval.benchmarks.iba.agents.iba_agent.state import Final, Scored, State
-from perseval.benchmarks.iba.answers import extract, open_slots
-from perseval.benchmarks.iba.prompts import api_messages, api_schema, generate_messages
+from perseval.benchmarks.actions import api_messages, api_schema, extract, generate_messages, open_slots
 from perseval.core.parsing import extract_json
 from perseval.core.instances import instant
 from perseval.llm.usage import prompt_record, trace_fields

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
+from perseval.benchmarks.evidence_kinds import SALIENCE_CAP, TABLE12
 from perseval.core.parsing import extract_json
 
 SIGNALS = tuple(TABLE12)  # correction, rejection, complaint, statement, behaviour

@@ -13,7 +13,7 @@ from typing import Any
 
 from perseval.agents.base import AgentContext
 from perseval.benchmarks.iba.agents.iba_agent.settings import Settings
-from perseval.benchmarks.iba.views import ActionPayload
+from perseval.benchmarks.views import ActionPayload
 from perseval.llm.base import ChatModel, ChatResult
 from perseval.core.instances import AgentOutput, Instance, Passage
 

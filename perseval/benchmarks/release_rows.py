@@ -1,4 +1,8 @@
-"""Field-level checks of release rows, and their mapping onto perseval's records.
+"""Field-level checks of a release's rows (IBA-Bench's release, a user's own data), and their mapping onto
+perseval's records: typed getters that name file, row and field; the checkpoints, API call and gold slots of an
+instance row; a history turn with its evidence tags. Each layout's own instance row is its benchmark's
+(perseval.benchmarks.iba.release, perseval.benchmarks.custom.rows); the folder is read by
+perseval.benchmarks.release_folder.
 
 Nested fields may be native (JSON Lines, Parquet struct/list columns) or JSON
 text (a Parquet string column); both are accepted. A field path in an error
@@ -13,18 +17,12 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any, Iterable
 
-from perseval.benchmarks.iba.distribution import OVERALL, TABLE2
-from perseval.benchmarks.iba.evidence import SALIENCE_CAP, TABLE12
-from perseval.benchmarks.iba.personas import persona_cluster
+from perseval.benchmarks.evidence_kinds import SALIENCE_CAP, TABLE12
 from perseval.core import files
 from perseval.core.errors import InputError
-from perseval.core.instances import Document, Instance
-from perseval.metrics.ci_tables import CLUSTER
+from perseval.core.instances import Document
 
-ACTION_ALIASES = {"generate": "generate", "generate(text)": "generate",
-                  "call_api": "call_api", "callapi": "call_api", "callapi(params)": "call_api"}
 PHASES = ("static", "old", "new")
-DOMAINS = tuple(d for d in TABLE2 if d != OVERALL)  # Table 2's nine domains, the reporting groups
 UNSPECIFIED = "unspecified"  # an evidence signal whose release gives no kind
 
 
@@ -86,7 +84,7 @@ class Rows:
         return value
 
 
-def _sub(r: Rows, obj: dict[str, Any], prefix: str, key: str, kind: type = str, required: bool = False) -> Any:
+def sub_field(r: Rows, obj: dict[str, Any], prefix: str, key: str, kind: type = str, required: bool = False) -> Any:
     """A field of a nested object, named `<prefix>.<key>` in errors."""
     return (r.need if required else r.opt)(key, kind, obj, f"{prefix}.{key}")
 
@@ -97,55 +95,41 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return " or ".join(names.get(k, k.__name__) for k in kinds)
 
 
-# --- instances ---------------------------------------------------------------------------
+# --- the scored parts of an instance row ------------------------------------------------
 
 
-def _action_type(r: Rows) -> str:
-    raw = r.need("action_type")
-    action = ACTION_ALIASES.get(raw.strip().lower())
-    if action is None:
-        raise r.fail("action_type", f"unknown value {raw!r}; expected generate or call_api")
-    return action
-
-
-def _preferences(r: Rows) -> list[dict[str, Any]]:
-    prefs = []
-    for i, p in enumerate(r.items("preferences")):
-        w = f"preferences[{i}]"
-        prev = r.opt("previous", str, p, f"{w}.previous")
-        prefs.append({"dimension": r.need("dimension", str, p, f"{w}.dimension"),
-                      "value": r.need("value", str, p, f"{w}.value"), "previous": prev, "dynamic": prev is not None})
-    return prefs
-
-
-def _checkpoints(r: Rows) -> list[dict[str, Any]]:
+def checkpoints_of(r: Rows) -> list[dict[str, Any]]:
+    """A free-text instance's hidden checkpoints: a statement each, with its id, dimension and value."""
     out = []
     for i, c in enumerate(r.items("checkpoints")):
         w = f"checkpoints[{i}]"
-        dim = _sub(r, c, w, "dimension")
-        out.append({"id": _sub(r, c, w, "id") or dim or f"c{i}", "dimension": dim, "value": _sub(r, c, w, "value"),
-                    "statement": _sub(r, c, w, "statement", required=True)})
+        dim = sub_field(r, c, w, "dimension")
+        out.append({"id": sub_field(r, c, w, "id") or dim or f"c{i}", "dimension": dim,
+                    "value": sub_field(r, c, w, "value"), "statement": sub_field(r, c, w, "statement", required=True)})
     return out
 
 
-def _api(r: Rows) -> dict[str, Any]:
+def api_of(r: Rows) -> dict[str, Any]:
+    """An API-call instance's API: its name, slots (with their allowed values) and the task-fixed values."""
     api = r.need("api", dict)
     slots = []
     for i, s in enumerate(r.items("slots", api, "api.slots")):
         w = f"api.slots[{i}]"
-        values = _sub(r, s, w, "values", list) or []
-        slots.append({"name": _sub(r, s, w, "name", required=True), "type": _sub(r, s, w, "type") or "string",
-                      "values": [str(v) for v in values], "description": _sub(r, s, w, "description") or ""})
+        values = sub_field(r, s, w, "values", list) or []
+        slots.append({"name": sub_field(r, s, w, "name", required=True),
+                      "type": sub_field(r, s, w, "type") or "string", "values": [str(v) for v in values],
+                      "description": sub_field(r, s, w, "description") or ""})
     names = [s["name"] for s in slots]
     fixed = r.opt("task_fixed", dict, api, "api.task_fixed") or {}
     for name in fixed:
         if name not in names:
             raise r.fail(f"api.task_fixed.{name}", f"names no slot of the API; slots: {names}")
-    return {"name": _sub(r, api, "api", "name", required=True), "description": _sub(r, api, "api", "description") or "",
-            "slots": slots, "task_fixed": fixed}
+    return {"name": sub_field(r, api, "api", "name", required=True),
+            "description": sub_field(r, api, "api", "description") or "", "slots": slots, "task_fixed": fixed}
 
 
-def _gold_slots(r: Rows, api: dict[str, Any]) -> dict[str, Any]:
+def gold_slots_of(r: Rows, api: dict[str, Any]) -> dict[str, Any]:
+    """An API call's gold: a value for each personalization-relevant (not task-fixed) slot, among its values."""
     gold = r.need("gold_slots", dict)
     if not gold:
         raise r.fail("gold_slots", "empty; expected at least one personalization-relevant slot")
@@ -159,58 +143,6 @@ def _gold_slots(r: Rows, api: dict[str, Any]) -> dict[str, Any]:
         if allowed and str(value) not in allowed:
             raise r.fail(f"gold_slots.{name}", f"value {value!r} is not among the slot's values {allowed}")
     return gold
-
-
-def _count(r: Rows, key: str) -> int | None:
-    value = r.opt(key, int)
-    if value is not None and value < 0:
-        raise r.fail(key, f"{value} is negative; expected a count of 0 or more")
-    return value
-
-
-def _constraints(r: Rows, n_preferences: int) -> int:
-    """`n_constraints` as given (default: the number of preferences); an instance constrains at least one."""
-    value = _count(r, "n_constraints")
-    if value == 0:
-        raise r.fail("n_constraints", f"0, but the instance has {n_preferences} preference(s); expected 1 or more "
-                                      "(leave it out to use the number of preferences)")
-    return n_preferences if value is None else value
-
-
-def _domain(r: Rows) -> str:
-    """One of Table 2's nine domains (case and spacing ignored), spelt as Table 2 does."""
-    raw = r.need("domain")
-    known = {" ".join(d.lower().split()): d for d in DOMAINS}
-    domain = known.get(" ".join(raw.lower().split()))
-    if domain is None:
-        raise r.fail("domain", f"unknown domain {raw!r}; expected one of Table 2's: {list(DOMAINS)}")
-    return domain
-
-
-def instance_from_row(r: Rows) -> Instance:
-    """The row as an Instance with construction's payload and gold fields."""
-    action = _action_type(r)
-    prefs = _preferences(r)
-    payload: dict[str, Any] = {"scenario": r.need("scenario"), "action_type": action}
-    if action == "call_api":
-        payload["api"] = _api(r)
-        gold: dict[str, Any] = {"slots": _gold_slots(r, payload["api"])}
-    else:
-        gold = {"checkpoints": _checkpoints(r)}
-    n_evidence = _count(r, "n_evidence")
-    if n_evidence is not None:
-        payload["n_evidence"] = n_evidence
-    payload["n_constraints"] = _constraints(r, len(prefs))
-    n_dynamic = sum(p["dynamic"] for p in prefs)
-    payload["dynamic"] = n_dynamic > 0
-    persona = r.opt("persona", dict) or {}
-    gold.update({"preferences": prefs, "n_dynamic": n_dynamic, "persona": persona})
-    if persona.get("persona_id"):
-        gold[CLUSTER] = persona_cluster(persona["persona_id"])  # as construction clusters
-    case = r.opt("task_case", dict)
-    if case is not None:
-        gold["task_case"] = case
-    return Instance(r.need("instance_id"), "iba", r.need("user_id"), _domain(r), r.need("query"), payload, gold)
 
 
 # --- histories -----------------------------------------------------------------------------
@@ -262,8 +194,8 @@ def _support(r: Rows, e: dict[str, Any], where: str) -> dict[str, Any]:
     # a kind outside Table 12's five is an error, not a signal silently weighed as nothing
     kind = _choice(r, e, where, "kind", TABLE12) or UNSPECIFIED
     category, low, high = TABLE12.get(kind, (UNSPECIFIED, 0, 0))
-    return {"dimension": _sub(r, e, where, "dimension", required=True),
-            "value": _sub(r, e, where, "value", required=True), "kind": kind, "dynamic_phase": phase,
+    return {"dimension": sub_field(r, e, where, "dimension", required=True),
+            "value": sub_field(r, e, where, "value", required=True), "kind": kind, "dynamic_phase": phase,
             "evidence_type": category, "salience": high if phase == "new" else low}
 
 
