@@ -161,7 +161,7 @@ def test_longlamps_templates_are_what_the_rag_and_random_k_agents_send_on_the_sa
                 if k else card.NO_PROFILE_TEMPLATE.format(input=raw["input"]))
         assert sent("rag", inst, ctx, top_k=k, passage_chars=None) == [{"role": "user", "content": user}]
         if k:  # random-k drawing every item: the same templates, in the draw's order
-            drawn = sent("lamp.random_k", inst, ctx, top_k=len(items), passage_chars=None)[0]["content"]
+            drawn = sent("random_k", inst, ctx, top_k=len(items), passage_chars=None)[0]["content"]
             assert all(text in drawn for text in items) and drawn.endswith(raw["input"])
     assert {i.group for i in data.instances} == {"abstract_generation", "product_review", "topic_writing"}
 

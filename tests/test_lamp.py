@@ -191,7 +191,7 @@ def test_random_k_draws_k_distinct_items_of_the_users_profile_reproducibly():
             sent.append(messages[0]["content"])
             return ChatResult(text='{"answer": "[1]"}')
 
-    agent = agent_class("lamp.random_k")(agent_class("lamp.random_k").Params(top_k=2))
+    agent = agent_class("random_k")(agent_class("random_k").Params(top_k=2))
     docs = lambda owner: [d for d in data.documents if d.owner == owner]  # noqa: E731
     ctx = AgentContext(llm=Echo(), request_format=Lamp.request_format, documents=docs, seed=7)
     outs = [asyncio.run(agent.act(inst, ctx, 0, "random")) for _ in range(2)]

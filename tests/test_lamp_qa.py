@@ -156,7 +156,7 @@ def test_random_k_sends_k_distinct_posts_of_the_users_profile_reproducibly():
     _, data = build()
     inst = data.instances[0]
     chat = ScriptedChat("Try The Dispossessed's sequels.")
-    agent = agent_class("lamp.random_k")(agent_class("lamp.random_k").Params(top_k=2, max_tokens=99))
+    agent = agent_class("random_k")(agent_class("random_k").Params(top_k=2, max_tokens=99))
     ctx = AgentContext(llm=chat, request_format=LampQa.request_format, documents=docs_of(data), seed=7)
     outs = [asyncio.run(agent.act(inst, ctx, 0, "random")) for _ in range(2)]
     sent = [c["messages"][-1]["content"] for c in chat.calls]

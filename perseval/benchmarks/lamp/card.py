@@ -63,7 +63,7 @@ CARD = BenchmarkCard(
         "questions_by_task (dataset table)": "benchmarks.lamp.stats:by_task",
     },
     agents={
-        "lamp.random_k (k random profile items)": "benchmarks.lamp.agents.random_k:RandomKAgent",
+        "random_k (k random profile items)": "agents.random_k:RandomKAgent",
         "lamp.oracle (the gold output)": "benchmarks.lamp.agents.oracle:LampOracle",
         "rag (BM25 / dense top-k; top_k 0: no profile)": "agents.rag:RagAgent",
     },

@@ -9,6 +9,6 @@ judge scores every aspect.
   benchmark.py  the registered benchmark: params, build, probes, stats, the run's tables
   analysis.py   the paper's table (per category: the mean score), with user-clustered intervals
   judges/       lamp_qa.aspects, the paper's per-aspect judge (0/1/2 per aspect)
-  agents/       the oracle (the gold aspects as the points to cover); random-k is LaMP's lamp.random_k and
+  agents/       the oracle (the gold aspects as the points to cover); random-k is the generic random_k and
                 BM25 / dense top-k the generic `rag`
 """

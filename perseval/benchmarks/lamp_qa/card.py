@@ -65,7 +65,7 @@ CARD = BenchmarkCard(
     },
     agents={
         "lamp_qa.oracle (the gold aspects as points to cover)": "benchmarks.lamp_qa.agents.oracle",
-        "lamp.random_k (k random profile items)": "benchmarks.lamp.agents.random_k:RandomKAgent",
+        "random_k (k random profile items)": "agents.random_k:RandomKAgent",
         "rag (BM25 / dense top-k; top_k 0: no profile)": "agents.rag:RagAgent",
     },
     code={

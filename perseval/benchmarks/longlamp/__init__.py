@@ -9,5 +9,5 @@ its user's profile, scored by rule (ROUGE) against the user's own text.
   benchmark.py  the registered benchmark: params, build, stats, the run's tables
   analysis.py   the paper's table (per task ROUGE-1 and ROUGE-L), with user-clustered intervals
   judges/       longlamp.rule, ROUGE-1 / ROUGE-L by rule (perseval.metrics.rouge)
-  agents/       the oracle (the gold output); k random items is lamp.random_k, BM25 / dense top-k the generic `rag`
+  agents/       the oracle (the gold output); k random items is random_k, BM25 / dense top-k the generic `rag`
 """

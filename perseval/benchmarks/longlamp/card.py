@@ -56,7 +56,7 @@ CARD = BenchmarkCard(
     },
     agents={
         "longlamp.oracle (the gold output)": "benchmarks.longlamp.agents.oracle:LongLampOracle",
-        "lamp.random_k (k random profile items)": "benchmarks.lamp.agents.random_k:RandomKAgent",
+        "random_k (k random profile items)": "agents.random_k:RandomKAgent",
         "rag (BM25 / dense top-k; top_k 0: no profile)": "agents.rag:RagAgent",
     },
     code={

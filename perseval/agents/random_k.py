@@ -1,9 +1,9 @@
-"""lamp.random_k: k profile items drawn at random (seeded per instance), in the paper's prompt (LaMP's,
-LaMP-QA's and LongLaMP's: the benchmark's request format builds it).
+"""random_k: k items of the user's history drawn at random (seeded per instance), in the benchmark's own prompt
+(its request format builds it): the profile benchmarks' "random" retrieval baseline (LaMP, LaMP-QA, LongLaMP).
 
-The paper's "random" retrieval baseline: the same prompt as BM25 or dense top-k (the generic `rag` agent
-under the bm25 or a dense retriever), with k items of the user's profile chosen without looking at the
-input. The draw derives from the run's seed and the instance, so a re-run sends the same prompt. The
+A generic agent: it needs the user's documents and a request format, nothing of one benchmark. The
+baseline is the same prompt as BM25 or dense top-k (the generic `rag` agent under the bm25 or a dense
+retriever), with k items of the user's profile chosen without looking at the input. The draw derives from the run's seed and the instance, so a re-run sends the same prompt. The
 paper draws with replacement; this draws k distinct items (all of them when the profile is smaller), so a
 short profile does not show one item twice.
 """
@@ -28,9 +28,8 @@ class RandomKParams(Params):
     json_max_tokens: int = Field(24, ge=1)  # of a label answer ({"answer": "based on a book"})
 
 
-@register_agent("lamp.random_k")
+@register_agent("random_k")
 class RandomKAgent(Agent[RandomKParams]):
-    benchmarks = ("lamp", "lamp_qa", "longlamp")
     needs = frozenset({Capability.LLM, Capability.REQUEST_FORMAT, Capability.DOCUMENTS})
 
     async def act(self, instance: Instance, ctx: AgentContext, repeat: int, name: str) -> AgentOutput:
