@@ -12,7 +12,7 @@ import time
 import urllib.request
 
 from perseval_flows.cli import ui_command
-from perseval.report.tracking import resolve_tracking
+from perseval.report.sink.tracking import resolve_tracking
 from perseval.experiment.config import MLflowSettings
 
 uri, artifacts = resolve_tracking(MLflowSettings())

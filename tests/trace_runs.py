@@ -20,7 +20,7 @@ from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
 from perseval.pipeline.plan import Plan, make_plan, shards
-from perseval.report.headline import headline_rows, track
+from perseval.report.sink.track import track
 from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score, score_summary
 from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
@@ -106,13 +106,13 @@ def compute(exp: ResolvedExperiment, plan: Plan, root: str, url: str) -> Runtime
 
 
 def track_run(exp: ResolvedExperiment, plan: Plan, root: str, base: Path) -> str:
-    """`report.track` as the evaluate flow calls it (no analysis files); returns the parent run id."""
+    """The track stage as the evaluate flow calls it (no analysis files); returns the parent run id."""
     n = {u.key: StageStore(root, "data", u.key).manifest()["n_instances"] for u in plan.data}
     scores = {c.key: score_summary(root, c) for c in plan.cells}
     costs = plan_cost(exp, plan, UnitRecords(root, {k: shards(v, exp.experiment.shard_size) for k, v in n.items()}),
                       "trace-test")
-    rows = headline_rows(plan, scores, costs)
-    return track(exp, plan, root, scores, {u.key: {"files": []} for u in plan.analyses}, {}, costs, rows, base)
+    return track(exp, plan, root, scores, {u.key: {"files": []} for u in plan.analyses}, {}, costs, base,
+                 str(Path(root) / "cache.sqlite")).run_id
 
 
 def make_run(workdir: Path, experiment: dict[str, Any] | None = None) -> tuple[ResolvedExperiment, Plan, str]:
