@@ -12,7 +12,8 @@ from sklearn.metrics import roc_auc_score
 from perseval.benchmarks.iba.judges.checkpoint import CheckpointParams
 from perseval.llm.settings import ModelConfig, Sampling
 from perseval.experiment.specs import JudgeSpec
-from perseval.report.probes import EMPTY, GOOD, NOT_INTERPRETABLE, WRONG, judge_probes, probe_answers, probe_report
+from perseval.pipeline.probes import EMPTY, GOOD, WRONG, judge_probes, probe_answers, probe_report
+from perseval.report.record import NOT_INTERPRETABLE
 
 from .scripted import ScriptedChat
 from .conftest import build

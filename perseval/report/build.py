@@ -150,7 +150,7 @@ def build_cells(plan: Plan, root: str, scores: Mapping[str, Any], costs: PlanCos
                           roles.get(c.agent, "history"), costs, plain.get(c.key)) for c in plan.cells}
     interpretable = {k for k, c in cells.items() if c.interpretable}
     compared = baseline_comparisons(plan, root, {k: m.headline_metric for k, m in manifests.items()}, interpretable)
-    values = Values(root)
+    values = Values(root, {k: m.headline_metric for k, m in manifests.items()})
     controlled = controls(plan, root, lambda c: named[c.key], interpretable, values)
     evidence = attributions(plan, root, values, interpretable)
     for key, cell in cells.items():

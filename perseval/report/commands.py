@@ -179,6 +179,9 @@ def samples(console: Console, client: MlflowClient, run: str, cell: Optional[str
         raise CommandError(f"run {parent.info.run_id[:8]} was logged before perseval wrote run records: open its "
                            "traces in `perseval ui`")
     title = f"{parent.info.run_name} ({parent.info.run_id[:8]})"
+    if not record.cells:
+        raise CommandError(f"run {parent.info.run_id[:8]}: its record has no cell at all: the record was edited or "
+                           "damaged (open its traces in `perseval ui`)")
     if cell is None:
         console.print(cells_table(record, f"cells of {title}: perseval samples {run} CELL lists one"))
         return

@@ -15,7 +15,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any, Sequence
 
-from perseval.core.suggest import suggestion
+from perseval.core.suggest import closest, suggestion
 
 IDENTITY = ("benchmark", "agent", "backbone", "retriever", "judge")
 EXTRA_PARTS = ("judge", "backbone", "retriever")  # tried in this order after the agent
@@ -72,12 +72,28 @@ def _known(cells: Sequence[Any]) -> list[str]:
             for c in cells]
 
 
+def did_you_mean(cells: Sequence[Any], spec: str) -> str:
+    """The closest name to `spec`: each of its parts that names nothing replaced by the closest part of a cell
+    (a typo'd agent or judge), else the closest label; the cells' labels when nothing is close."""
+    bare = spec.split(" [")[0]
+    tokens = [t for t in bare.split("/") if t]
+    parts = {p for c in cells for p in _parts(c)}
+    wrong = [t for t in tokens if t not in parts]
+    if len(wrong) == 1:  # one typo'd part: the names it may have meant, those that name a cell
+        k = tokens.index(wrong[0])
+        near = ["/".join([*tokens[:k], p, *tokens[k + 1:]]) for p in closest(wrong[0], parts, n=3, cutoff=0.5)]
+        near = [n for n in near if any(matches(c, n) for c in cells)]
+        if near:
+            return "did you mean " + " or ".join(repr(n) for n in near) + "?"
+    return suggestion(spec, _known(cells))
+
+
 def resolve_cells(cells: Sequence[Any], spec: str) -> list[Any]:
     """The cells `spec` names (exact label or name first); ValueError with 'did you mean' when none."""
     exact = [c for c in cells if spec in (c.label, c.name) or f"{c.parts.benchmark}/{c.label}" == spec]
     found = exact or [c for c in cells if matches(c, spec)]
     if not found:
-        raise ValueError(f"{spec!r} names no cell of the run; {suggestion(spec, _known(cells))}")
+        raise ValueError(f"{spec!r} names no cell of the run; {did_you_mean(cells, spec)}")
     return found
 
 

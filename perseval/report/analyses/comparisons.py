@@ -79,7 +79,8 @@ def baseline_comparisons(plan: Plan, root: str, metrics: dict[str, str],
         base = baseline_cell(plan, cell) if cell.run.control is None else None
         if interpretable is not None and (cell.key not in interpretable or base is None or base.key not in interpretable):
             continue
-        if base is not None and metrics[cell.key] == metrics[base.key]:
+        scored = base is not None and all(StageStore(root, "score", c.key).parts() for c in (cell, base))
+        if scored and metrics[cell.key] == metrics[base.key]:
             found[cell.key] = (base, compare_values(of(cell), of(base), statistics,
                                                     paired=cell.run.data.key == base.run.data.key))
     adjusted = holm([d.p_value for _, d in found.values()])

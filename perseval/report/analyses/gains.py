@@ -25,7 +25,6 @@ from perseval.core.store import StageStore
 from perseval.experiment.config import ResolvedExperiment
 from perseval.experiment.load import bound
 from perseval.metrics.aggregate import per_instance, scores_frame
-from perseval.metrics.ci_tables import cluster_of
 from perseval.metrics.uncertainty import holm, paired_difference
 from perseval.pipeline.controls import SWAPPED_HISTORY, uses_history
 from perseval.pipeline.plan import Cell, Plan
@@ -37,11 +36,18 @@ NO_HISTORY_NAMES = ("no-history", "no-context")
 Label = Callable[[Cell], str]
 
 
+def _per_instance(root: str, cell: Cell) -> Any:
+    store = StageStore(root, "score", cell.key)
+    return per_instance(scores_frame(store.read_records(InstanceScore) if store.parts() else []))
+
+
 def metric_values(root: str, cell: Cell) -> dict[str, dict[str, float]]:
     """Metric -> instance id -> value (mean over repeats; NaN: unscored) of every metric a cell's score stage
     wrote."""
-    store = StageStore(root, "score", cell.key)
-    inst = per_instance(scores_frame(store.read_records(InstanceScore) if store.parts() else []))
+    return _by_metric(_per_instance(root, cell))
+
+
+def _by_metric(inst: Any) -> dict[str, dict[str, float]]:
     return {str(m): {str(i): float(v) for i, v in zip(g["instance_id"], g["value"])}
             for m, g in inst.groupby("metric")}
 
@@ -81,20 +87,26 @@ def _shared(a: dict[str, float], b: dict[str, float]) -> list[str]:
 
 
 class Values:
-    """Each cell's instance values, read once per track (content-addressed outputs)."""
+    """Each cell's instance values and their users (the cluster the score stage gave each instance), read once
+    per track (content-addressed outputs)."""
 
-    def __init__(self, root: str):
-        self.root = root
+    def __init__(self, root: str, metrics: dict[str, str] | None = None):
+        self.root, self.metrics = root, dict(metrics or {})  # cell key -> its headline metric
         self._by_cell: dict[str, dict[str, dict[str, float]]] = {}
+        self.users: dict[str, str] = {}  # instance id -> its user, of every cell read (one data build each)
 
     def of(self, cell: Cell) -> dict[str, dict[str, float]]:
         if cell.key not in self._by_cell:
-            self._by_cell[cell.key] = metric_values(self.root, cell)
+            inst = _per_instance(self.root, cell)
+            self._by_cell[cell.key] = _by_metric(inst)
+            self.users.update({str(i): str(u) if isinstance(u, str) and u else str(i)  # unknown: its own cluster
+                               for i, u in zip(inst["instance_id"], inst["user_id"])})
         return self._by_cell[cell.key]
 
     def headline(self, cell: Cell) -> dict[str, float]:
-        metric = StageStore(self.root, "score", cell.key).manifest().get("headline_metric")
-        return self.of(cell).get(str(metric), {})
+        if cell.key not in self.metrics:
+            self.metrics[cell.key] = str(StageStore(self.root, "score", cell.key).manifest().get("headline_metric"))
+        return self.of(cell).get(self.metrics[cell.key], {})
 
 
 def gain(a: dict[str, float], b: dict[str, float], users: dict[str, str], reference: Cell, label: str) -> Gain | None:
@@ -124,7 +136,7 @@ def by_metric(own: dict[str, dict[str, float]], other: dict[str, dict[str, float
     return out
 
 
-def cell_controls(plan: Plan, cell: Cell, label: Label, values: Values, users: dict[str, str]) -> Controls | None:
+def cell_controls(plan: Plan, cell: Cell, label: Label, values: Values) -> Controls | None:
     """A plain cell's controls: its gains against the swapped-history control and the no-history agent, or
     that it uses no history; None when it has neither."""
     exp = plan.exp
@@ -134,15 +146,16 @@ def cell_controls(plan: Plan, cell: Cell, label: Label, values: Values, users: d
     out = Controls()
     swapped = by_identity.get((_identity(cell), SWAPPED_HISTORY))
     if swapped is not None:
-        out.personalization = gain(values.headline(cell), values.headline(swapped), users, swapped, label(swapped))
-        out.by_metric = by_metric(values.of(cell), values.of(swapped), users)
+        out.personalization = gain(values.headline(cell), values.headline(swapped), values.users, swapped,
+                                   label(swapped))
+        out.by_metric = by_metric(values.of(cell), values.of(swapped), values.users)
     ref = no_history_agent(exp, cell.bench_index, cell.agent)
     # the reference on the same retriever when it searches a corpus with it (bespoke-no-context), else none
     base = next((by_identity[k] for r in (cell.retriever, "-")
                  if (k := ((cell.bench_index, ref, cell.backbone, r, cell.judge), None)) in by_identity), None) \
         if ref else None
     if base is not None:
-        out.history = gain(values.headline(cell), values.headline(base), users, base, label(base))
+        out.history = gain(values.headline(cell), values.headline(base), values.users, base, label(base))
     return out if out.personalization or out.history else None
 
 
@@ -152,7 +165,6 @@ def controls(plan: Plan, root: str, label: Label, interpretable: set[str],
     cell in one family, every (cell, metric) gain in another. A cell that is not interpretable gets its note
     only."""
     values = values or Values(root)
-    users = {d.key: {i.instance_id: cluster_of(i) for i in _instances(root, d.key)} for d in plan.data}
     out: dict[str, Controls] = {}
     for cell in plan.cells:
         if cell.run.control is not None:
@@ -160,7 +172,7 @@ def controls(plan: Plan, root: str, label: Label, interpretable: set[str],
         if cell.key not in interpretable:
             out[cell.key] = Controls(note=NOT_INTERPRETABLE)
             continue
-        found = cell_controls(plan, cell, label, values, users[cell.run.data.key])
+        found = cell_controls(plan, cell, label, values)
         if found is not None:
             out[cell.key] = found
     gains = [g for c in out.values() for g in (c.personalization, c.history) if g is not None and g.p is not None]
@@ -177,7 +189,7 @@ def attributions(plan: Plan, root: str, values: Values, interpretable: set[str])
     context; the score split is withheld where the cell is not interpretable."""
     out = {}
     for cell in plan.cells:
-        evidence = _evidence(root, cell.run.data.key)
+        evidence = _evidence(root, cell.run.data.key) if StageStore(root, "data", cell.run.data.key).parts() else {}
         if not evidence:
             continue
         outputs = StageStore(root, "run", cell.run.key).read_records(AgentOutput)

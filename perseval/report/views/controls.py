@@ -44,26 +44,29 @@ def _has(controls: Optional[Controls], kind: str) -> bool:
     return controls is not None and getattr(controls, kind) is not None
 
 
-def _gain_groups(kind: str, short: str, reference: str, cells: Sequence[CellRecord]) -> list[Group]:
-    """A gain's two groups: the means it compares (with what they rest on), and the gain with its p."""
+def _gain_tables(bench: str, kind: str, short: str, reference: str, cells: Sequence[CellRecord],
+                 width: int) -> list[Table]:
+    """One gain's table: the means it compares with what they rest on, the gain with its p (two tables where
+    one does not fit)."""
     rows = [_gain_cells(c, getattr(c.controls, kind) if c.controls else None) for c in cells]
-    return [Group(f"own vs {reference} (users/n)", ["own", reference, "users/n"], [[r[0], r[1], r[4]] for r in rows]),
-            Group(f"{kind} gain = own - {reference} [CI], p", [f"{short} gain [CI]", "p"],
-                  [[r[2], r[3]] for r in rows])]
+    groups = [Group(f"own vs {reference} (users/n)", ["own", reference, "users/n"], [[r[0], r[1], r[4]] for r in rows]),
+              Group(f"{kind} gain [CI], p", [f"{short} gain [CI]", "p"], [[r[2], r[3]] for r in rows])]
+    return fitted(f"Controls, {bench}: {kind} gain = own - {reference}", "cell", [c.label for c in cells], groups,
+                  width, part_title=f"Controls, {bench}")
 
 
 def benchmark_controls(bench: str, cells: Sequence[CellRecord], width: int) -> list[Table]:
-    groups = []
+    """A benchmark's gains (one table each) and evidence attribution, every plain cell in each."""
+    tables = []
     if any(_has(c.controls, "personalization") for c in cells):
-        groups += _gain_groups("personalization", "pers.", "swapped", cells)
+        tables += _gain_tables(bench, "personalization", "pers.", "swapped", cells, width)
     if any(_has(c.controls, "history") for c in cells):
-        groups += _gain_groups("history", "hist.", "no hist.", cells)
+        tables += _gain_tables(bench, "history", "hist.", "no hist.", cells, width)
     if any(c.attribution is not None for c in cells):
-        groups.append(Group("evidence recall, score with evidence in / missed", ["evid. recall", "score in / missed"],
-                            [_evidence_cells(c) for c in cells]))
-    if not groups:
-        return []
-    return fitted(f"Controls, {bench}", "cell", [c.label for c in cells], groups, width)
+        tables += fitted(f"Controls, {bench}: evidence recall", "cell", [c.label for c in cells],
+                         [Group("evidence", ["evid. recall", "score in / missed"], [_evidence_cells(c) for c in cells])],
+                         width)
+    return tables
 
 
 def controls_ran(cells: Sequence[CellRecord]) -> bool:
