@@ -233,8 +233,7 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target
         failed_out = sum(c.status.failed_outputs for c in incomplete)
         failed_judg = sum(c.status.failed_judgments for c in incomplete)
         console.print(f"[red]incomplete:[/red] {len(incomplete)} cell(s) hold {failed_out} failed output(s) and "
-                      f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}",
-                      soft_wrap=True)
+                      f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}")
     _exit_without_score(record.cells, INCOMPLETE_EXIT if incomplete else None)
 
 
@@ -266,7 +265,7 @@ def _exit_without_score(cells: list[Any], code: Optional[int]) -> None:
     empty = without_score(cells)
     if empty:
         named = "; ".join(f"{entry} (cells {', '.join(statuses)})" for entry, statuses in empty.items())
-        console.print(f"[red]no score:[/red] {named}: no cell of it has a score", soft_wrap=True, highlight=False)
+        console.print(f"[red]no score:[/red] {named}: no cell of it has a score", highlight=False)
     if code is not None or empty:
         raise typer.Exit(code if code is not None else NO_SCORE_EXIT)
 

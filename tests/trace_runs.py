@@ -20,6 +20,7 @@ from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
 from perseval.pipeline.plan import Plan, make_plan, shards
+from perseval.pipeline.probes import probe, probe_units
 from perseval.report.sink.track import track
 from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score, score_summary
 from perseval.core.store import StageStore
@@ -100,6 +101,8 @@ def compute(exp: ResolvedExperiment, plan: Plan, root: str, url: str) -> Runtime
     for unit in plan.judgings():
         for s in shards(n[unit.run.data.key], rt.shard_size):
             judge(unit, s, rt)
+    for unit in probe_units(plan):  # judge_probes: each LLM judge on answers of known verdict
+        probe(unit, rt)
     for cell in plan.cells:
         score(cell, rt)
     return rt

@@ -16,7 +16,7 @@ on. Traces are written once per agent run (tag perseval.run_key):
 a later track finds them in the experiment and links them to its own child runs, so a re-run writes no
 trace again. A cell's traces are those tagged `perseval.score_key.<judge>` with its score key. Tags on
 every trace (perseval.benchmark, .agent, .backbone, .judge, .instance_id, .user_id, .score, .status, per
-judge .status.<judge> and .score.<judge>, ...) make "IBA-Agent instances that scored 0 on a dynamic
+judge .label.<judge> (the cell's name in every view), .status.<judge> and .score.<judge>, ...) make "IBA-Agent instances that scored 0 on a dynamic
 preference" a filter in the UI and in `mlflow.search_traces`.
 """
 from __future__ import annotations
@@ -296,7 +296,7 @@ def _repairs(trace: list[dict[str, Any]]) -> list[Any]:
 STATUS_ORDER = ("failed", "invalid", "judge_failed", "unscored", "scored", "not_judged")  # the trace's status
 
 
-def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
+def trace_tags(judged: list[tuple[Cell, Outcome]], labels: dict[str, str] | None = None) -> dict[str, str]:
     """What a trace is filtered by: the agent's cell, then per judge its score key, status and score
     (`perseval.status.<judge>`, `perseval.score.<judge>`); `perseval.judge`, `.status` and `.score` say what
     the judges that judged the instance found (an IBA instance has one: the rule on CallAPI, the LLM judge on
@@ -309,8 +309,9 @@ def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
             # the user the statistics cluster on (IBA: the persona), as `samples` and the record name it
             "instance_id": inst.instance_id, "user_id": outcome.cluster or cluster_of(inst), "group": inst.group,
             "repeat": str(outcome.output.repeat), "judges": ",".join(c.judge for c, _ in judged)}
-    for c, o in judged:
-        tags |= {f"score_key.{c.judge}": c.key, f"status.{c.judge}": o.status}
+    for c, o in judged:  # per judge: its cell (as the record names it), its status and score of the instance
+        tags |= {f"score_key.{c.judge}": c.key, f"status.{c.judge}": o.status,
+                 f"label.{c.judge}": (labels or {}).get(c.key, c.name)}
         if o.score is not None:
             tags[f"score.{c.judge}"] = f"{round(o.score, 1):g}"
     seen = [(c, o) for c, o in judged if o.status != "not_judged"] or judged[:1]
@@ -326,7 +327,8 @@ def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
     return {TAG + k: v for k, v in tags.items()}
 
 
-def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tuple[str, str], Any]) -> str:
+def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tuple[str, str], Any],
+                labels: dict[str, str] | None = None) -> str:
     """The trace of one agent output and every judge's verdicts on it, (cell, outcome) per judge of the same
     agent run (spans only; assessments follow once it is stored). Returns its id."""
     cell, outcome = judged[0]
@@ -336,7 +338,7 @@ def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tupl
         f"{cell.entry}/{cell.agent} {inst.instance_id}", SpanType.AGENT, start_time_ns=clock.now,
         inputs={"query": inst.query, "instance_id": inst.instance_id, "user_id": outcome.cluster or cluster_of(inst),
                 "history_of": inst.user_id, "group": inst.group},
-        tags=trace_tags(judged), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
+        tags=trace_tags(judged, labels), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
         attributes={"agent": cell.agent, "backbone": cell.backbone or "-", "repeat": out.repeat,
                     "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens})
     steps = [e for e in out.trace if isinstance(e, dict)]
@@ -435,7 +437,7 @@ def by_agent_run(cells: list[tuple[Cell, str, str]]) -> list[list[tuple[Cell, st
 
 
 def log_traces(root: str, cells: list[tuple[Cell, str, str]], found: dict[str, Outcomes], experiment_id: str,
-               selection: str | int) -> dict[str, dict[tuple[str, int], str]]:
+               selection: str | int, labels: dict[str, str] | None = None) -> dict[str, dict[tuple[str, int], str]]:
     """For each agent run of the (cell, child run id, headline metric) triples: write one trace per selected
     output that has none yet (`found`: each cell's outcomes, cell_outcomes), with every judge's spans and
     verdicts, and link each trace to the child run of every judge cell; tag each child run with the counts. The
@@ -444,7 +446,7 @@ def log_traces(root: str, cells: list[tuple[Cell, str, str]], found: dict[str, O
     client = MlflowClient()
     parts = []
     for group in by_agent_run(cells):
-        parts.append(_write_run(root, group, [found[c.key] for c, _, _ in group], experiment_id, selection))
+        parts.append(_write_run(root, group, [found[c.key] for c, _, _ in group], experiment_id, selection, labels))
         if parts[-1].new:  # assessments need the stored traces, and the export queue room for the next run's
             mlflow.flush_trace_async_logging(terminate=False)
     out = {}
@@ -466,7 +468,7 @@ def log_traces(root: str, cells: list[tuple[Cell, str, str]], found: dict[str, O
 
 
 def _write_run(root: str, group: list[tuple[Cell, str, str]], per_cell: list[Outcomes], experiment_id: str,
-               selection: str | int) -> RunTraces:
+               selection: str | int, labels: dict[str, str] | None) -> RunTraces:
     first = group[0][0]
     have = written_traces(experiment_id, first.run.key)
     # the selection by what went wrong under any judge: an output is kept when one of its outcomes is
@@ -480,7 +482,7 @@ def _write_run(root: str, group: list[tuple[Cell, str, str]], per_cell: list[Out
     new, ids = [], {k: have[k] for k in keys if k in have}
     for n, k in enumerate(todo, 1):
         judged = [(cell, d[k]) for (cell, _, _), d in zip(group, per_cell)]
-        ids[k] = write_trace(judged, run_id, gold)
+        ids[k] = write_trace(judged, run_id, gold, labels)
         new.append((ids[k], judged))
         if n % EXPORT_BATCH == 0:  # stored before the queue can fill: none is dropped
             mlflow.flush_trace_async_logging(terminate=False)

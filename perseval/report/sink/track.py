@@ -241,7 +241,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any
             traced = prior.traces
         else:
             written = log_traces(root, [(by_key[c.key], child[c.key], manifests[c.key].headline_metric) for c in cells],
-                                 found, experiment.experiment_id, selection)
+                                 found, experiment.experiment_id, selection, {c.key: c.label for c in cells})
             ids = {(k, *ik): tid for k, by in written.items() for ik, tid in by.items()}
             traced = _traced(cells, by_key, found, written, selection)
         instances = [i.model_copy(update={"trace_id": ids.get((i.cell, i.instance_id, i.repeat))}) for i in instances]

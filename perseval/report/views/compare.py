@@ -57,7 +57,9 @@ def compare_frame(records: Sequence[RunRecord], diffs: pd.DataFrame, cost: bool 
             d = _delta(diffs, later, r.run_id) if later is not None and first is not None else None
             row[f"Δ {r.run_id[:8]}"] = None if d is None or d["Δ"] != d["Δ"] else d["Δ"]
         rows.append(row)
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    counts = [c for c in frame.columns if c.split(" ")[0] in ("users", "n", "tokens_in", "tokens_out")]
+    return frame.astype({c: "Int64" for c in counts})  # whole numbers, blank where the run lacks the cell
 
 
 def _scored(c: Optional[CellRecord]) -> str:

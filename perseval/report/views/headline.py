@@ -1,7 +1,9 @@
 """The headline as a person reads it: one compact table per benchmark (cell, score [CI], users/n, Δ vs baseline
 [CI] and p, the judge's AUC where its answers of known verdict were judged, a short status word) that fits the
 terminal (perseval.report.views.fit: at narrower widths the same figures in two tables), the note that explains
-only what is shown, and `--wide`: every column in one table. Rendered from the run record's plain cells."""
+only what is shown, and `--wide`: every column in one table. Rendered from the run record's cells: a control
+cell (`lamp-rag [swapped-history]`) under its plain cell, with its own score; its gains are in the Controls
+tables."""
 from __future__ import annotations
 
 from typing import Sequence
@@ -46,11 +48,10 @@ def benchmark_tables(bench: str, cells: Sequence[CellRecord], width: int) -> lis
 
 
 def headline_tables(cells: Sequence[CellRecord], width: int) -> list[Table]:
-    """The compact headline: per benchmark, its plain cells."""
+    """The compact headline: per benchmark, its cells, each control cell under its plain cell."""
     benches: dict[str, list[CellRecord]] = {}
     for c in cells:
-        if c.control is None:
-            benches.setdefault(c.parts.benchmark, []).append(c)
+        benches.setdefault(c.parts.benchmark, []).append(c)
     return [t for bench, members in benches.items() for t in benchmark_tables(bench, members, width)]
 
 
@@ -64,8 +65,7 @@ def uneven_users(cell: CellRecord) -> bool:
 
 
 def wide_table(cells: Sequence[CellRecord]) -> Table:
-    """Every column of the headline (what `--wide` prints), one row per plain cell."""
-    cells = [c for c in cells if c.control is None]
+    """Every column of the headline (what `--wide` prints), one row per cell."""
     uneven, compared = any(uneven_users(c) for c in cells), any(c.baseline for c in cells)
     probed = any(judge_text(c) for c in cells)
     labels = ["benchmark", "agent", "backbone", "retriever", "judge", "metric", "score [CI]", "users",
@@ -80,7 +80,8 @@ def wide_table(cells: Sequence[CellRecord]) -> Table:
         s, e, d = c.status, c.estimate, c.difference
         unscored = f"{s.unscored_items}" + (f" ({s.unscored_item_share:.0f}%)" if s.unscored_item_share is not None
                                             else "")
-        row = [*c.parts.model_dump().values(), c.metric, score_text(c), "" if e.users is None else str(e.users),
+        agent = c.parts.agent + (f" [{c.control}]" if c.control else "")
+        row = [c.parts.benchmark, agent, c.parts.backbone, c.parts.retriever, c.parts.judge, c.metric, score_text(c), "" if e.users is None else str(e.users),
                *([f"{e.effective_users:.1f}" if e.effective_users is not None else ""] if uneven else []),
                str(s.scored), str(s.instances), unscored, str(s.invalid_outputs), str(s.failed_outputs),
                str(s.failed_judgments)]
