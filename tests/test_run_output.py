@@ -101,8 +101,8 @@ def test_the_run_output_fits_its_width_with_every_cell_named_and_no_word_split(r
     lines = text.splitlines()
     assert max(len(line.rstrip()) for line in lines) <= width, text
     assert "±" not in text and "…" not in text, text
-    for c in record.plain_cells():
-        rows = [ln for ln in lines if ln.startswith(f"{c.label} ")]
+    for c in record.cells:  # control cells too, under their plain cell
+        rows = [ln for ln in lines if ln.startswith(f"{c.label} ") and (c.control or not ln.startswith(f"{c.label} ["))]
         assert rows, (c.label, text)
         shown = score_text(c)
         assert shown in rows[0] and f"{users_text(c)}" in rows[0], (c.label, rows[0])
@@ -132,7 +132,7 @@ def test_at_120_columns_each_benchmark_is_one_table_and_the_controls_show_the_pa
     lines = text.splitlines()
     headline = lines[:next(k for k, ln in enumerate(lines) if ln.startswith("[CI]:"))]
     for c in record.plain_cells():  # the whole row on one line: score, users/n, Δ, p, AUC, status
-        (row,) = [ln for ln in headline if ln.startswith(f"{c.label} ")]
+        (row,) = [ln for ln in headline if ln.startswith(f"{c.label} ") and not ln.startswith(f"{c.label} [")]
         assert score_text(c) in row and row.rstrip().endswith(text_status(c)), row
     assert "Controls, lamp: personalization gain = own - swapped" in text
     rag = next(c for c in record.cells if c.parts.agent == "lamp-rag" and c.control is None)
@@ -154,7 +154,7 @@ def test_wide_prints_every_column_and_a_narrow_terminal_still_names_every_cell(r
     for label in ("backbone", "retriever", "failed judg", "MDE", "p (Holm)", "judged"):
         assert label in header, label
     narrow = _render(record, 80)
-    assert all(c.label in narrow for c in record.plain_cells())
+    assert all(c.label in narrow for c in record.cells)
     assert re.search(r"^iba: ", narrow, re.M) and "Δ vs baseline iba-no-history [CI], p" in narrow  # split at 80
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from perseval.report.record import CellRecord
 
@@ -23,7 +24,7 @@ def cost_table(cells: Sequence[CellRecord]) -> Table:
     for c in cells:
         k = c.cost
         money = [] if not priced else ["-" if k.cost_usd is None else f"{_usd(k.cost_usd)}; {_usd(k.new_cost_usd)}"]
-        table.add_row(f"{c.parts.benchmark}/{c.label}", f"{k.tokens_in}; {k.new_tokens_in}",
+        table.add_row(Text(f"{c.parts.benchmark}/{c.label}"), f"{k.tokens_in}; {k.new_tokens_in}",
                       f"{k.tokens_out}; {k.new_tokens_out}", f"{k.llm_seconds or 0.0:.1f}",
                       f"{k.wall_seconds or 0.0:.1f}", *money)
     return table

@@ -13,6 +13,7 @@ from typing import Sequence
 from rich import box
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 
 @dataclass
@@ -33,14 +34,15 @@ def width_of(table: Table) -> int:
 
 def _table(title: str, label: str, rows: Sequence[str], groups: Sequence[Group], ends: Sequence[bool],
            gap: int) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-                  padding=(0, 0, 0, gap))
-    table.add_column(label, no_wrap=True)
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                  padding=(0, 0, 0, gap))  # Text: a label such as "lamp-rag [swapped-history]" is not markup
+    table.add_column(Text(label), no_wrap=True)
     for g in groups:
         for name in g.labels:
-            table.add_column(name, justify="left" if g.left else "right", no_wrap=True)
+            table.add_column(Text(name), justify="left" if g.left else "right", no_wrap=True)
     for k, row in enumerate(rows):
-        table.add_row(row, *[text for g in groups for text in g.cells[k]], end_section=bool(ends and ends[k]))
+        table.add_row(Text(row), *[Text(text) for g in groups for text in g.cells[k]],
+                      end_section=bool(ends and ends[k]))
     return table
 
 

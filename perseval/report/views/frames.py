@@ -8,6 +8,7 @@ from typing import Any, Iterable
 import pandas as pd
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from perseval.report.views.text import value_text
 
@@ -30,7 +31,7 @@ def frame_table(frame: pd.DataFrame, title: str, whole: Iterable[str] = ()) -> T
         table.add_column(_label(col), justify="right" if _numeric(frame[col]) or col in whole else "left",
                          no_wrap=col in whole)
     for idx, row in frame.iterrows():
-        table.add_row(_label(idx), *[value_text(v) for v in row])
+        table.add_row(Text(_label(idx)), *[Text(value_text(v)) for v in row])
     return table
 
 

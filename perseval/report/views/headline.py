@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from rich.table import Table
+from rich.text import Text
 
 from perseval.report.record import CellRecord
 from perseval.report.views.fit import Group, fitted
@@ -89,7 +90,7 @@ def wide_table(cells: Sequence[CellRecord]) -> Table:
             row += [delta_text(c), p_text(d.p_holm if d else None),
                     f"{d.mde:.1f}" if d is not None and d.mde is not None else ""]
         row += [judge_text(c)] if probed else []
-        table.add_row(*row, status_text(c))
+        table.add_row(*map(Text, (*row, status_text(c))))
     return table
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Optional, Sequence
 
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from perseval.report.record import CellRecord, InstanceRecord, RunRecord, Verdict
 from perseval.report.views.text import score_text, status_short, users_text
@@ -157,7 +158,8 @@ def _score(i: InstanceRecord) -> str:
 def samples_table(title: str, samples: Sequence[Sample], brief: bool = False) -> Table:
     """One cell's instances: instance, user, score, status, and what happened (the prompt's first lines, the
     answer, each verdict with its reason; `brief`: verdict marks only)."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_lines=not brief)
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                  show_lines=not brief)
     table.add_column("instance", no_wrap=True)
     table.add_column("user", overflow="fold")
     table.add_column("score", justify="right", no_wrap=True)
@@ -167,7 +169,8 @@ def samples_table(title: str, samples: Sequence[Sample], brief: bool = False) ->
         i = s.instance
         what = _verdicts(s, brief) if brief else "\n".join(p for p in (
             f"prompt: {s.prompt}" if s.prompt else "", f"answer: {clip_text(s.answer)}", _verdicts(s, False)) if p)
-        table.add_row(i.instance_id + (f"#{i.repeat}" if i.repeat else ""), i.user, _score(i), i.status, what)
+        table.add_row(*map(Text, (i.instance_id + (f"#{i.repeat}" if i.repeat else ""), i.user, _score(i), i.status,
+                                  what)))
     return table
 
 
@@ -179,12 +182,12 @@ def trace_lines(samples: Sequence[Sample], ui: str, experiment_id: str) -> list[
 
 def cells_table(record: RunRecord, title: str) -> Table:
     """The run's cells (what `perseval samples RUN` lists), control cells under their plain cell."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for label, justify in (("cell", "left"), ("benchmark", "left"), ("score [CI]", "right"), ("users/n", "right"),
                            ("status", "left")):
         table.add_column(label, justify=justify, no_wrap=label != "status")  # type: ignore[arg-type]
     for c in record.cells:
-        table.add_row(c.label, c.parts.benchmark, score_text(c), users_text(c), status_short(c))
+        table.add_row(*map(Text, (c.label, c.parts.benchmark, score_text(c), users_text(c), status_short(c))))
     return table
 
 
@@ -251,13 +254,13 @@ def side_by_side(a: Sequence[InstanceRecord], b: Sequence[InstanceRecord]) -> li
 
 def pair_table(title: str, rows: Sequence[PairRow]) -> Table:
     """Two cells' instances side by side: both scores and both trace ids."""
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False)
     for label in ("instance", "user", "score A", "score B", "trace A", "trace B"):
         table.add_column(label, justify="right" if label.startswith("score") else "left",
                          no_wrap=label.startswith("trace") or label == "instance")
     for r in rows:
-        table.add_row(r.instance_id + (f"#{r.repeat}" if r.repeat else ""), r.user, _pair_score(r.a),
-                      _pair_score(r.b), r.a.trace_id or "-", r.b.trace_id or "-")
+        table.add_row(*map(Text, (r.instance_id + (f"#{r.repeat}" if r.repeat else ""), r.user, _pair_score(r.a),
+                                  _pair_score(r.b), r.a.trace_id or "-", r.b.trace_id or "-")))
     return table
 
 
