@@ -11,7 +11,7 @@ from rich.table import Table
 
 from perseval.report.record import CellRecord, RunRecord
 from perseval.report.views.fit import Group, fitted
-from perseval.report.views.text import MISSING, WITHHELD, interval_text, p_text, status_short
+from perseval.report.views.text import WITHHELD, interval_text, p_text, score_text, status_short
 
 
 def _rows(records: Sequence[RunRecord]) -> list[tuple[str, str, str, dict[str, CellRecord]]]:
@@ -63,15 +63,11 @@ def compare_frame(records: Sequence[RunRecord], diffs: pd.DataFrame, cost: bool 
 
 
 def _scored(c: Optional[CellRecord]) -> str:
+    """"27.8 [9.6, 58.1] (4)": the score, its interval and the users it rests on ("—" / "-" as score_text)."""
     if c is None:
         return ""
-    if not c.interpretable:
-        return WITHHELD
-    e = c.estimate
-    if e.point is None:
-        return MISSING
-    ci = interval_text(e.low, e.high)
-    return f"{e.point:.1f}" + (f" {ci}" if ci else "") + (f" ({e.users})" if e.users is not None else "")
+    shown = c.interpretable and c.estimate.point is not None and c.estimate.users is not None
+    return score_text(c) + (f" ({c.estimate.users})" if shown else "")
 
 
 def compare_tables(records: Sequence[RunRecord], frame: pd.DataFrame, width: int, cost: bool = False) -> list[Table]:

@@ -94,37 +94,34 @@ STATUS_LEGEND = {
     "unsc": "items a judge left unscored (unreadable verdict), and their share of the items"}
 
 
+def _left_out(cell: CellRecord, terse: bool) -> list[str]:
+    """What a cell's score leaves out: failed outputs and judgments, unscored items with their share."""
+    s = cell.status
+    out_word, judg_word, unsc_word, share_fmt = ("fail out", "fail judg", "unsc", " {:.0f}%") if terse else \
+        ("failed out", "failed judg", "unscored items", " ({:.0f}%)")
+    parts = [f"{s.failed_outputs} {out_word}"] if s.failed_outputs else []
+    parts += [f"{s.failed_judgments} {judg_word}"] if s.failed_judgments else []
+    if s.unscored_items:
+        share = s.unscored_item_share
+        parts.append(f"{s.unscored_items} {unsc_word}" + (share_fmt.format(share) if share is not None else ""))
+    return parts
+
+
 def status_short(cell: CellRecord) -> str:
     """"ok", "incompl 2 fail out", "partly 75% 1 unsc 5%": the status word and what was left out, tersely."""
     s = cell.status
-    parts = [STATUS_WORDS.get(s.word, s.word)]
+    word = STATUS_WORDS.get(s.word, s.word)
     if s.word == "partly scored" and s.scored_share is not None:
-        parts[0] += f" {s.scored_share:.0f}%"
-    if s.failed_outputs:
-        parts.append(f"{s.failed_outputs} fail out")
-    if s.failed_judgments:
-        parts.append(f"{s.failed_judgments} fail judg")
-    if s.unscored_items:
-        share = s.unscored_item_share
-        parts.append(f"{s.unscored_items} unsc" + (f" {share:.0f}%" if share is not None else ""))
-    return " ".join(parts)
+        word += f" {s.scored_share:.0f}%"
+    return " ".join([word, *_left_out(cell, terse=True)])
 
 
 def status_text(cell: CellRecord) -> str:
-    """The status with what was left out, in words (the wide table, the Markdown)."""
+    """The status with what was left out, in words (the wide table)."""
     s = cell.status
-    parts = [s.word + (f" ({s.scored_share:.0f}% of instances scored)" if s.word == "partly scored"
-                       and s.scored_share is not None else "")]
-    if s.failed_outputs:
-        parts.append(f"{s.failed_outputs} failed out")
-    if s.failed_judgments:
-        parts.append(f"{s.failed_judgments} failed judg")
-    if s.unscored_items:
-        share = s.unscored_item_share
-        parts.append(f"{s.unscored_items} unscored items" + (f" ({share:.0f}%)" if share is not None else ""))
-    if not cell.interpretable:
-        parts.append("judge flagged")
-    return ", ".join(parts)
+    word = s.word + (f" ({s.scored_share:.0f}% of instances scored)" if s.word == "partly scored"
+                     and s.scored_share is not None else "")
+    return ", ".join([word, *_left_out(cell, terse=False), *([] if cell.interpretable else ["judge flagged"])])
 
 
 def status_legend(cells: Iterable[CellRecord]) -> str:
