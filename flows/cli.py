@@ -130,23 +130,6 @@ def _print_run(record: Any, wide: bool = False) -> None:
         console.print(item, highlight=False)
 
 
-def _record_line(record: Any, folder: Path) -> None:
-    """Where the record is: on a line of its own where it does not fit beside its label (never split)."""
-    where = f"record: {folder / 'record.json'}"
-    console.print(where if len(where) <= console.width else where.replace(" ", "\n", 1), highlight=False,
-                  soft_wrap=True)
-    if record.computed_by != record.run_id:
-        console.print(f"results computed by run {record.computed_by[:8]}: this run reused its cached outputs",
-                      highlight=False)
-
-
-def stage_line(timings: dict[str, float]) -> str:
-    """"stage seconds: construct 1.2, index 0.4, ..., total 157.7": each stage's wall seconds, in order."""
-    parts = [f"{stage} {seconds:.1f}" for stage, seconds in timings.items() if isinstance(seconds, (int, float))]
-    total = sum(v for v in timings.values() if isinstance(v, (int, float)))
-    return "stage seconds: " + ", ".join(parts) + f" (sum {total:.1f})"
-
-
 def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[str]:
     """The Prefect API a flow command uses (a local server if none is configured), quiet logging."""
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
@@ -208,7 +191,10 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target
         console.print(f"[yellow]{line}[/yellow]", highlight=False)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
-    _record_line(record, folder)
+    from perseval.report.views.run import record_lines, stage_line
+
+    for line in record_lines(record, folder, console.width):  # a path is never split mid-word
+        console.print(line, highlight=False, soft_wrap=True)
     import psutil
 
     # the seconds outside the stages, named: `start` from the process's start (imports, loading the file, the

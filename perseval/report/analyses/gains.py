@@ -109,20 +109,21 @@ class Values:
         return self.of(cell).get(self.metrics[cell.key], {})
 
 
-def gain(a: dict[str, float], b: dict[str, float], users: dict[str, str], reference: Cell, label: str) -> Gain | None:
+def gain(a: dict[str, float], b: dict[str, float], users: dict[str, str], reference: Cell, label: str,
+         level: float = 0.95) -> Gain | None:
     """a - b over the instances both scored, so own - reference_score = point exactly: a user whose instances
     one cell lost drops out of all three, not only of the gain."""
     shared = _shared(a, b)
     if not shared:
         return None
-    d = paired_difference([a[i] for i in shared], [b[i] for i in shared], [users[i] for i in shared])
+    d = paired_difference([a[i] for i in shared], [b[i] for i in shared], [users[i] for i in shared], level=level)
     return Gain(reference=reference.key, reference_label=label, point=d.mean, low=d.ci_low, high=d.ci_high,
                 p=d.p_value, instances=d.n, users=d.n_users, own=_mean([a[i] for i in shared]),
                 reference_score=_mean([b[i] for i in shared]), small_n=d.small_n)
 
 
-def by_metric(own: dict[str, dict[str, float]], other: dict[str, dict[str, float]],
-              users: dict[str, str]) -> list[MetricGain]:
+def by_metric(own: dict[str, dict[str, float]], other: dict[str, dict[str, float]], users: dict[str, str],
+              level: float = 0.95) -> list[MetricGain]:
     """The personalization gain on every metric both cells scored."""
     out = []
     for metric in sorted(set(own) & set(other)):
@@ -130,7 +131,7 @@ def by_metric(own: dict[str, dict[str, float]], other: dict[str, dict[str, float
         if not shared:
             continue
         a, b = [own[metric][i] for i in shared], [other[metric][i] for i in shared]
-        d = paired_difference(a, b, [users[i] for i in shared])
+        d = paired_difference(a, b, [users[i] for i in shared], level=level)
         out.append(MetricGain(metric=metric, own=_mean(a), swapped=_mean(b), point=d.mean, low=d.ci_low,
                               high=d.ci_high, p=d.p_value, instances=d.n, users=d.n_users, small_n=d.small_n))
     return out
@@ -147,15 +148,16 @@ def cell_controls(plan: Plan, cell: Cell, label: Label, values: Values) -> Contr
     swapped = by_identity.get((_identity(cell), SWAPPED_HISTORY))
     if swapped is not None:
         out.personalization = gain(values.headline(cell), values.headline(swapped), values.users, swapped,
-                                   label(swapped))
-        out.by_metric = by_metric(values.of(cell), values.of(swapped), values.users)
+                                   label(swapped), cell.statistics.level)  # at the level the cell is run at
+        out.by_metric = by_metric(values.of(cell), values.of(swapped), values.users, cell.statistics.level)
     ref = no_history_agent(exp, cell.bench_index, cell.agent)
     # the reference on the same retriever when it searches a corpus with it (bespoke-no-context), else none
     base = next((by_identity[k] for r in (cell.retriever, "-")
                  if (k := ((cell.bench_index, ref, cell.backbone, r, cell.judge), None)) in by_identity), None) \
         if ref else None
     if base is not None:
-        out.history = gain(values.headline(cell), values.headline(base), values.users, base, label(base))
+        out.history = gain(values.headline(cell), values.headline(base), values.users, base, label(base),
+                           cell.statistics.level)
     return out if out.personalization or out.history else None
 
 

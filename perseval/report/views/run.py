@@ -4,6 +4,7 @@ the terminal's width; the parent MLflow run's description and `headline.md` are 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Sequence
 
 from rich.console import Console, RenderableType
@@ -50,6 +51,23 @@ def run_output(record: RunRecord, width: int, wide: bool = False) -> list[Render
     if (line := traces_line(record)) is not None:
         out.append(Text(line))
     return out
+
+
+def record_lines(record: RunRecord, folder: Path, width: int) -> list[str]:
+    """Where the record is (the path on a line of its own where it does not fit beside its label: a path is
+    never split), and which run computed its results when this one reused them."""
+    where = f"record: {folder / 'record.json'}"
+    lines = [where] if len(where) <= width else ["record:", str(folder / "record.json")]
+    if record.computed_by != record.run_id:
+        lines.append(f"results computed by run {record.computed_by[:8]}: this run reused its cached outputs")
+    return lines
+
+
+def stage_line(timings: dict[str, float]) -> str:
+    """"stage seconds: construct 1.2, index 0.4, ... (sum 157.7)": each stage's wall seconds, in order."""
+    parts = [f"{stage} {seconds:.1f}" for stage, seconds in timings.items() if isinstance(seconds, (int, float))]
+    total = sum(v for v in timings.values() if isinstance(v, (int, float)))
+    return "stage seconds: " + ", ".join(parts) + f" (sum {total:.1f})"
 
 
 def render_text(renderables: Sequence[RenderableType], width: int) -> str:
