@@ -12,8 +12,7 @@ from typing import Mapping, TypeVar
 
 import pandas as pd
 
-from perseval.metrics.settings import StatisticsSettings
-from perseval.metrics.differences import compare_values, instance_values  # noqa: F401  (re-exported)
+from perseval.metrics.differences import compare_values, instance_values
 from perseval.metrics.uncertainty import Difference, holm
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.instances import InstanceScore
