@@ -149,8 +149,9 @@ def build_cells(plan: Plan, root: str, scores: Mapping[str, Any], costs: PlanCos
     cells = {c.key: _cell(plan, c, manifests[c.key], checks.get((c.entry, c.judge)), named[c.key],
                           roles.get(c.agent, "history"), costs, plain.get(c.key)) for c in plan.cells}
     interpretable = {k for k, c in cells.items() if c.interpretable}
-    compared = baseline_comparisons(plan, root, {k: m.headline_metric for k, m in manifests.items()}, interpretable)
-    values = Values(root, {k: m.headline_metric for k, m in manifests.items()})
+    values = Values(root, {k: m.headline_metric for k, m in manifests.items()})  # each cell's scores, read once
+    compared = baseline_comparisons(plan, root, {k: m.headline_metric for k, m in manifests.items()}, interpretable,
+                                    values.frame)
     controlled = controls(plan, root, lambda c: named[c.key], interpretable, values)
     evidence = attributions(plan, root, values, interpretable)
     for key, cell in cells.items():

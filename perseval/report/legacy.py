@@ -19,8 +19,8 @@ def upgrade_v1(data: dict[str, Any]) -> dict[str, Any]:
     cells = data["cells"]
     labels = short_names([tuple(c["parts"][p] for p in ("benchmark", "agent", "backbone", "retriever", "judge"))
                           for c in cells])
-    return {**data, "schema_version": 2, "cells": [_cell(c, label) for c, label in zip(cells, labels)],
-            "instances": data.get("instances", [])}
+    return {**data, "schema_version": 2, "upgraded_from": 1,
+            "cells": [_cell(c, label) for c, label in zip(cells, labels)], "instances": data.get("instances", [])}
 
 
 def _role(agent: str) -> str:

@@ -269,6 +269,7 @@ class RunRecord(Model):
     llm_requests: Optional[int] = None
     results_digest: str  # of the cells and instances: equal digests, equal results
     computed_by: str  # this run, or the earlier run whose results (cached outputs) this one repeats
+    upgraded_from: Optional[int] = None  # the schema version it was written in, where it was read as this one
 
     def cell(self, key_or_name: str) -> CellRecord:
         for c in self.cells:

@@ -8,7 +8,7 @@ p-values of the comparisons one table shows are Holm-corrected together.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, TypeVar
+from typing import Callable, Mapping, TypeVar
 
 import pandas as pd
 
@@ -59,8 +59,8 @@ class Comparison:
     p_holm: float | None  # the difference's p-value, Holm-corrected across the table's comparisons
 
 
-def baseline_comparisons(plan: Plan, root: str, metrics: dict[str, str],
-                         interpretable: set[str] | None = None) -> dict[str, Comparison]:
+def baseline_comparisons(plan: Plan, root: str, metrics: dict[str, str], interpretable: set[str] | None = None,
+                         frame: Callable[[Cell], pd.DataFrame] | None = None) -> dict[str, Comparison]:
     """Cell key -> its comparison with its baseline cell, on the headline metric (`metrics`: cell key ->
     headline metric), for the plain cells whose score and baseline's score are both `interpretable` (default:
     all); the Holm family is those comparisons. Cells of one benchmark entry share their instances: always
@@ -68,9 +68,9 @@ def baseline_comparisons(plan: Plan, root: str, metrics: dict[str, str],
     statistics = plan.exp.experiment.statistics
     values: dict[str, pd.DataFrame] = {}
 
-    def of(c: Cell) -> pd.DataFrame:
+    def of(c: Cell) -> pd.DataFrame:  # `frame`: the caller's reader of a cell's values (read once per track)
         if c.key not in values:
-            values[c.key] = cell_values(root, c, metrics[c.key])
+            values[c.key] = frame(c) if frame is not None else cell_values(root, c, metrics[c.key])
         return values[c.key]
 
     found = {}

@@ -20,6 +20,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable
 
+import pandas as pd
+
 from perseval.core.instances import AgentOutput, Instance, InstanceScore
 from perseval.core.store import StageStore
 from perseval.experiment.config import ResolvedExperiment
@@ -102,6 +104,13 @@ class Values:
             self.users.update({str(i): str(u) if isinstance(u, str) and u else str(i)  # unknown: its own cluster
                                for i, u in zip(inst["instance_id"], inst["user_id"])})
         return self._by_cell[cell.key]
+
+    def frame(self, cell: Cell) -> Any:
+        """Index instance_id; columns user_id, value: the cell's headline metric per instance (what
+        perseval.metrics.differences.compare_values takes)."""
+        values = self.headline(cell)
+        return pd.DataFrame({"user_id": [self.users.get(i, i) for i in values], "value": list(values.values())},
+                            index=pd.Index(list(values), name="instance_id"))
 
     def headline(self, cell: Cell) -> dict[str, float]:
         if cell.key not in self.metrics:
@@ -191,7 +200,7 @@ def attributions(plan: Plan, root: str, values: Values, interpretable: set[str])
     context; the score split is withheld where the cell is not interpretable."""
     out = {}
     for cell in plan.cells:
-        evidence = _evidence(root, cell.run.data.key) if StageStore(root, "data", cell.run.data.key).parts() else {}
+        evidence = _evidence(root, cell.run.data.key)
         if not evidence:
             continue
         outputs = StageStore(root, "run", cell.run.key).read_records(AgentOutput)
@@ -209,5 +218,12 @@ def _instances(root: str, dkey: str) -> tuple[Instance, ...]:
 
 @lru_cache(maxsize=8)
 def _evidence(root: str, dkey: str) -> dict[str, set[str]]:
-    """Instance id -> its evidence doc ids (content-addressed data: safe to keep per process)."""
+    """Instance id -> its evidence doc ids (content-addressed data: safe to keep per process); the documents'
+    meta column alone is read first, so data without evidence tags (most) costs no decode of every document."""
+    store = StageStore(root, "documents", dkey)
+    if not store.parts():
+        return {}
+    meta = store.read().column("meta").to_pylist()
+    if not any(m and ('"supports"' in m or '"dimension"' in m) for m in meta):
+        return {}
     return evidence_turns(_instances(root, dkey), load_documents(root, dkey))

@@ -5,7 +5,9 @@
    verdicts per instance.
 2. Whether these results equal the previous record's of the same experiment (its results digest): a cached
    re-run computes nothing new, so it writes no trace, links none again, logs no Parquet outputs and no
-   per-sample log; its child runs and record name the run that computed the results (`computed_by`).
+   per-sample log; its child runs and record name the run that computed the results (`computed_by`). Where no
+   score or probe output was written since the previous record (unchanged_since), its cells and instances are
+   taken as they are instead of built again.
 3. The parent MLflow run (the headline as printed, its metrics, the cross-benchmark table, the controls, the
    judges' validity, the analyses) and one child run per cell, control cells too, each rendered from the
    record; the traces (sampled: perseval.report.sink.traces.resolve_selection) linked to them.
@@ -24,16 +26,17 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from perseval.core.owner import owner_tag
-from perseval.core.store import StageStore
+from perseval.core.store import MANIFEST, StageStore
 from perseval.experiment.config import ResolvedExperiment
 from perseval.metrics.ci_tables import cluster_of
 from perseval.pipeline.cost import PlanCost
 from perseval.pipeline.plan import Cell, Plan
+from perseval.pipeline.probes import probe_units
 from perseval.report.analyses.status import ScoreManifest
 from perseval.report.build import build_cells
-from perseval.report.record import (ARTIFACT_DIR, COMPUTED_BY_TAG, DIGEST_TAG, CellRecord, ExperimentRef,
-                                    SAMPLES, InstanceRecord, RunRecord, Traces, Verdict, latest_record, make_record,
-                                    record_dir, results_digest, write_record)
+from perseval.report.record import (ARTIFACT_DIR, COMPUTED_BY_TAG, DIGEST_TAG, RECORD, SAMPLES, CellRecord, Cost,
+                                    ExperimentRef, InstanceRecord, RunRecord, Traces, Verdict, latest_record,
+                                    make_record, record_dir, results_digest, write_record)
 from perseval.report.sink.samples_log import link_samples, write_samples
 from perseval.report.sink.traces import Outcomes, cell_outcomes, log_traces, n_outputs, resolve_selection
 from perseval.report.sink.tracking import (OWNER_KEY, cell_tags, describe_run, ensure_experiment, log_cell,
@@ -168,7 +171,8 @@ def _parent(exp: ResolvedExperiment, plan: Plan, root: str, record: RunRecord, a
     files["headline.csv"] = pd.DataFrame([summary_row(c) for c in record.cells]).to_csv(index=False)
     log_texts(files)
     _log_controls(record)
-    log_run_validity(plan, root)  # judge vs human labels where the data has them, and judges' reliability
+    if record.computed_by == record.run_id:  # else the run that computed the results logged them
+        log_run_validity(plan, root)  # judge vs human labels where the data has them, and judges' reliability
     for unit in plan.analyses:  # the paper's tables and figures, per benchmark
         if analyses[unit.key]["files"]:
             mlflow.log_artifacts(str(StageStore(root, "analysis", unit.key).dir), f"analysis/{unit.data.name}")
@@ -199,6 +203,19 @@ def _log_controls(record: RunRecord) -> None:
         log_table(pd.DataFrame(by_metric).set_index(["cell", "metric"]), "gains_by_metric", "controls")
 
 
+def unchanged_since(prior: RunRecord, plan: Plan, root: str) -> bool:
+    """Whether `prior` (the latest record of this experiment's settings, written by this version of its schema)
+    holds this plan's results: the same cells, and no score or probe output written since it was."""
+    written = record_dir(root, prior.run_id) / RECORD
+    if prior.upgraded_from is not None or not written.is_file() or \
+            {c.key for c in prior.cells} != {c.key for c in plan.cells}:
+        return False
+    since = written.stat().st_mtime
+    manifests = [StageStore(root, "score", c.key).dir / MANIFEST for c in plan.cells] + \
+        [StageStore(root, "probe", u.key).dir / MANIFEST for u in probe_units(plan)]
+    return all(m.is_file() and m.stat().st_mtime <= since for m in manifests)
+
+
 def _computed_by_from_tags(record: RunRecord, damaged: list[str]) -> RunRecord:
     """A record under the output root cannot be read, so the records cannot say whether an earlier run computed
     these results: the parent runs' tags can (each carries its results digest and the run that computed them).
@@ -219,12 +236,17 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any
     experiment = mlflow.set_experiment(exp.experiment.mlflow.experiment)
     mark_abandoned_runs(MlflowClient(), experiment.experiment_id)  # runs a killed perseval left RUNNING
     manifests = {k: ScoreManifest.of(v) for k, v in scores.items()}
-    cells = build_cells(plan, root, manifests, costs)
     by_key = {c.key: c for c in plan.cells}
-    found = cell_outcomes(root, [(by_key[c.key], manifests[c.key].headline_metric) for c in cells])
-    instances = [i for c in cells for i in instance_records(c, found.get(c.key, {}))]
     previous = latest_record(root, exp.key())
     prior = previous.record
+    found: dict[str, Outcomes] = {}
+    if prior is not None and unchanged_since(prior, plan, root):  # a cached re-run: the same results, not rebuilt
+        cells = [c.model_copy(update={"cost": Cost(**costs.cells[c.key]["cell"].row())}) for c in prior.cells]
+        instances = prior.instances
+    else:
+        cells = build_cells(plan, root, manifests, costs)
+        found = cell_outcomes(root, [(by_key[c.key], manifests[c.key].headline_metric) for c in cells])
+        instances = [i for c in cells for i in instance_records(c, found.get(c.key, {}))]
     repeat = prior is not None and prior.results_digest == results_digest(cells, instances)
     selection = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells))
     ref = ExperimentRef(name=exp.experiment.name, file=exp.path, settings_digest=exp.key(),
