@@ -127,7 +127,7 @@ def _child(exp: ResolvedExperiment, plan_cell: Cell, cell: CellRecord, s: ScoreM
     if not cell.interpretable:
         tags["perseval.uninterpretable"] = cell.estimate.uninterpretable_reason or ""
     spend = costs.cells[plan_cell.key]  # per stage: the tokens, seconds and dollars of its run and judge
-    metrics = spend["run"].metrics("run") | spend["judge"].metrics("judge") | {
+    metrics = spend["cell"].metrics() | spend["run"].metrics("run") | spend["judge"].metrics("judge") | {
         "score.wall_seconds": spend["score"].wall_seconds}
     table = cell_frame(s.table)
     if cell.interpretable and not table.empty:  # the means per group (the Overall ones are the record's)

@@ -145,15 +145,21 @@ def table_metrics(table: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
 
 # Columns that hold fractions or probabilities, not 0-100 scores: to 0.1 they would lose their meaning (a 0.95
 # level shown as 0.9, a p of 0.03 as 0.0); they keep three significant digits in a table's Markdown.
-FRACTION_COLUMNS = ("level", "delta_p", "p_value", "p_holm", "p (Holm)", "judge_auc", "auc", "kappa", "alpha")
+FRACTION_COLUMNS = ("level", "delta_p", "p", "p_value", "p_holm", "p (Holm)", "judge_auc", "auc", "kappa", "alpha")
+FRACTION_SUFFIXES = ("_p", "_p_holm")  # a gain's p (personalization_p_holm, ...)
+
+
+def _fraction(column: object) -> bool:
+    return str(column) in FRACTION_COLUMNS or str(column).endswith(FRACTION_SUFFIXES)
 
 
 def table_markdown(table: pd.DataFrame) -> str:
-    """A table as Markdown: scores to 0.1, the FRACTION_COLUMNS to three significant digits (as in its CSV)."""
+    """A table as Markdown: scores to 0.1, fractions and probabilities (FRACTION_COLUMNS, a gain's `*_p_holm`) to
+    three significant digits (as in its CSV)."""
     if table.empty:
         return "(empty)\n"
     index = [".1f"] * (table.index.nlevels)
-    return table.to_markdown(floatfmt=index + [".3g" if str(c) in FRACTION_COLUMNS else ".1f" for c in table.columns])
+    return table.to_markdown(floatfmt=index + [".3g" if _fraction(c) else ".1f" for c in table.columns])
 
 
 def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables") -> None:
