@@ -110,12 +110,6 @@ def sample_lines(client: MlflowClient, record: RunRecord) -> Iterator[dict[str, 
                 return
 
 
-def children(client: MlflowClient, parent: Any) -> list[Any]:
-    """The child runs (one per cell) of a parent run."""
-    return client.search_runs([parent.info.experiment_id], max_results=5000,
-                              filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
-
-
 def latest_parent(client: MlflowClient) -> str | None:
     """The id of the newest finished perseval parent run in the store (None when there is none)."""
     newest = []
