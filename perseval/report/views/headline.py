@@ -115,8 +115,8 @@ def headline_note(cells: Sequence[CellRecord], wide: bool = False) -> str:
         few = min((c.difference.users for c in cells if c.difference and c.difference.users is not None),
                   default=None)
         if few is not None and few < 6:
-            note += (f" With {few} users no sign-flip p can be below {2 / 2 ** few:.3g} (2 of the 2^{few} sign "
-                     "patterns are as extreme as any result): add users.")
+            note += (f" With {few} user{'s' if few != 1 else ''} no sign-flip p can be below {2 / 2 ** few:.3g} (2 "
+                     f"of the 2^{few} sign patterns are as extreme as any result): add users.")
     if any(judge_text(c) for c in cells):
         note += (" AUC: of the cell's judge, on answers of known verdict (judge_probes); ✓ it discriminates "
                  f"({discrimination_rule()}), ✗ it does not: that cell's score, Δ and p are not interpretable and "
