@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Optional
 
 from perseval.report.names import short_names
-from perseval.report.record import (NOT_INTERPRETABLE, CellRecord, Estimate, InstanceRecord, Parts, ProbeCheck,
-                                    Status, Verdict)
+from perseval.report.record import CellRecord, Estimate, InstanceRecord, Parts, ProbeCheck, Status, Verdict
+from perseval.report.words import NOT_INTERPRETABLE
 
 
 def many_instances(n: int) -> list[InstanceRecord]:

@@ -28,7 +28,7 @@ from perseval.pipeline.freshness import score_done
 from perseval.pipeline.stages import Runtime, as_scored, construct, judge, load_instances, run_shard, score
 from perseval.pipeline import probes
 from perseval.report.build import probe_check, probe_checks
-from perseval.report.record import NOT_INTERPRETABLE
+from perseval.report.words import NOT_INTERPRETABLE
 from perseval.report.views.probe_check import probe_lines
 from perseval.report.views.text import judge_text
 from perseval.experiment.components import make_judges

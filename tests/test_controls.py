@@ -152,7 +152,7 @@ def test_a_ranking_agent_that_ignores_the_history_gains_exactly_nothing_from_it(
 
 def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains_are_0_by_construction(tmp_path):
     from perseval.report.analyses.gains import controls
-    from perseval.report.record import NO_HISTORY_NOTE, NOT_INTERPRETABLE
+    from perseval.report.words import NO_HISTORY_NOTE, NOT_INTERPRETABLE
     from perseval.report.sink.track import cell_metrics
     from tests.record_helpers import cell as record_cell
 

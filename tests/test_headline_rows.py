@@ -12,7 +12,7 @@ from perseval.pipeline import probes
 from perseval.pipeline.plan import make_plan
 from perseval.report.analyses.status import ScoreManifest
 from perseval.report.build import probe_checks
-from perseval.report.record import NOT_INTERPRETABLE
+from perseval.report.words import NOT_INTERPRETABLE
 from perseval.report.views.probe_check import probe_lines
 from perseval.report.views.summary import summary_row
 

@@ -13,7 +13,7 @@ from perseval.benchmarks.iba.judges.checkpoint import CheckpointParams
 from perseval.llm.settings import ModelConfig, Sampling
 from perseval.experiment.specs import JudgeSpec
 from perseval.pipeline.probes import EMPTY, GOOD, WRONG, judge_probes, probe_answers, probe_report
-from perseval.report.record import NOT_INTERPRETABLE
+from perseval.report.words import NOT_INTERPRETABLE
 
 from .scripted import ScriptedChat
 from .conftest import build

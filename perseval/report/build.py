@@ -23,8 +23,8 @@ from perseval.report.analyses.comparisons import Comparison, baseline_comparison
 from perseval.report.analyses.gains import Values, attributions, controls
 from perseval.report.analyses.status import ScoreManifest, number, spread, text, whole
 from perseval.report.names import control_label, short_names
-from perseval.report.record import (NOT_INTERPRETABLE, CellRecord, Cost, Difference, Estimate, Parts, ProbeCheck,
-                                    Status)
+from perseval.report.record import CellRecord, Cost, Difference, Estimate, Parts, ProbeCheck, Status
+from perseval.report.words import NOT_INTERPRETABLE
 
 
 def agent_roles(exp: ResolvedExperiment) -> dict[str, str]:

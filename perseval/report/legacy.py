@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from perseval.report.names import short_names
+from perseval.report.words import NOT_INTERPRETABLE
 
 OLD_CONTROL = ("personalization_gain", "history_gain")
 
@@ -59,8 +60,6 @@ def _status(c: dict[str, Any], row: dict[str, Any]) -> dict[str, Any]:
 def _probe(check: dict[str, Any] | None, row: dict[str, Any]) -> dict[str, Any] | None:
     if check is None:
         return None
-    from perseval.report.record import NOT_INTERPRETABLE
-
     return {"auc": check["auc"], "auc_low": row.get("judge_auc_ci_low"), "auc_high": row.get("judge_auc_ci_high"),
             "auc_from": row.get("judge_auc_from"), "pass_rate_gold": check["pass_rate_gold"],
             "pass_rate_bad": check["pass_rate_bad"], "discriminates": check["discriminates"], "items": check["items"],

@@ -31,6 +31,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from perseval.report.legacy import upgrade_v1
+
 SCHEMA_VERSION = 2
 READS = (1, 2)  # the schema versions this perseval reads (1 is upgraded on reading)
 RECORD = "record.json"
@@ -40,8 +42,6 @@ ARTIFACT_DIR = "record"
 INLINE_INSTANCES = 2000  # more instances than this go to instances.parquet beside the record
 DIGEST_TAG = "perseval.record_digest"
 COMPUTED_BY_TAG = "perseval.computed_by"
-NOT_INTERPRETABLE = "judge does not discriminate: scores not interpretable"
-NO_HISTORY_NOTE = "uses no history: gains 0 by construction"
 STATUSES = ("complete", "partly scored", "unscored", "incomplete", "no items")
 
 

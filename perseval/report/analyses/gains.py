@@ -32,7 +32,8 @@ from perseval.pipeline.controls import SWAPPED_HISTORY, uses_history
 from perseval.pipeline.plan import Cell, Plan
 from perseval.pipeline.stages import load_documents, load_instances
 from perseval.report.analyses.attribution import attribution, evidence_recall, evidence_turns
-from perseval.report.record import NO_HISTORY_NOTE, NOT_INTERPRETABLE, Attribution, Controls, Gain, MetricGain
+from perseval.report.record import Attribution, Controls, Gain, MetricGain
+from perseval.report.words import NO_HISTORY_NOTE, NOT_INTERPRETABLE
 
 NO_HISTORY_NAMES = ("no-history", "no-context")
 Label = Callable[[Cell], str]

@@ -17,7 +17,8 @@ from perseval.metrics.differences import compare_values
 from perseval.metrics.settings import StatisticsSettings
 from perseval.metrics.uncertainty import Difference, holm, users_needed
 from perseval.report.analyses.comparisons import difference_mde, pick_baseline
-from perseval.report.record import NOT_INTERPRETABLE, CellRecord, RunRecord
+from perseval.report.record import CellRecord, RunRecord
+from perseval.report.words import NOT_INTERPRETABLE
 
 
 @dataclass(frozen=True)

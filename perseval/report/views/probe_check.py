@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from perseval.report.record import NOT_INTERPRETABLE, CellRecord
+from perseval.report.record import CellRecord
+from perseval.report.words import NOT_INTERPRETABLE
 from perseval.report.views.headline import discrimination_rule
 
 

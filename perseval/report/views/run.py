@@ -10,7 +10,8 @@ from typing import Sequence
 from rich.console import Console, RenderableType
 from rich.text import Text
 
-from perseval.report.record import NOT_INTERPRETABLE, RunRecord
+from perseval.report.record import RunRecord
+from perseval.report.words import NOT_INTERPRETABLE
 from perseval.report.views.controls import CONTROLS_NOTE, controls_tables
 from perseval.report.views.cost import cost_line, cost_table
 from perseval.report.views.headline import headline_note, headline_tables, wide_table
