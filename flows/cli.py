@@ -136,36 +136,12 @@ INCOMPLETE_EXIT = 3  # the run finished, but some outputs or judgments failed: t
 NO_SCORE_EXIT = 5  # the run finished, but some benchmark entry has no score in any cell
 
 
-def _print_headline(rows: list[Any], wide: bool = False) -> None:
-    """The headline as the terminal shows it: compact (fits 100 columns; perseval.report.tables) or, with
-    `wide`, every column and the cost per cell. The summary JSON and headline.md keep every field."""
-    from perseval.report.headline import headline_note
-    from perseval.report.probes import NOT_INTERPRETABLE, discrimination_lines
-    from perseval.report.tables import controls_table, cost_line, cost_table, headline_tables, wide_table
+def _print_run(record: Any, wide: bool = False) -> None:
+    """The run's output, rendered from its record (perseval.report.views.run) at the terminal's width."""
+    from perseval.report.views.run import run_output
 
-    for table in [wide_table(rows)] if wide else headline_tables(rows, console.width):
-        console.print(table)
-    console.print(headline_note(rows, wide), markup=False, highlight=False)
-    controls = controls_table(rows, wide)
-    if controls is not None:
-        console.print(controls)
-    lines = discrimination_lines(rows)
-    if lines:
-        console.print("Judge check on answers of known verdict (judge_probes):")
-    for line in lines:
-        colour = "red" if NOT_INTERPRETABLE in line else "green"
-        console.print(f"[{colour}]  {line}[/{colour}]", highlight=False)
-    if wide and rows and "tokens_in" in rows[0]:
-        console.print(cost_table(rows))
-    elif (line := cost_line(rows)) is not None:
-        console.print(line, highlight=False)
-
-
-def stage_line(timings: dict[str, float]) -> str:
-    """"stage seconds: construct 1.2, index 0.4, ..., total 157.7": each stage's wall seconds, in order."""
-    parts = [f"{stage} {seconds:.1f}" for stage, seconds in timings.items() if isinstance(seconds, (int, float))]
-    total = sum(v for v in timings.values() if isinstance(v, (int, float)))
-    return "stage seconds: " + ", ".join(parts) + f" (sum {total:.1f})"
+    for item in run_output(record, console.width, wide):
+        console.print(item, highlight=False)
 
 
 def _prefect_for(default_root: str, output_root: str | None) -> ContextManager[str]:
@@ -218,25 +194,21 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target
     summary = _run_flow(config, exp, output_root, dask_address=dask_address, show_progress=not quiet,
                         sample=sample)
     began, ended = summary.pop("window")
-    from perseval.report.headline import SMALL_MODEL_WARNING
-
+    from perseval.pipeline.probes import unprobed
     from perseval.report.record import read_record, record_dir
-    from perseval.report.rows import HeadlineRow
+    from perseval.report.views.run import SMALL_MODEL_WARNING
 
-    summary["headline"] = [HeadlineRow.of(r).as_dict() for r in summary["headline"]]  # the keys it always had
     folder = record_dir(Path(output_root or exp.experiment.output_root).resolve(), summary["mlflow_run_id"])
     record = read_record(folder)  # the run's record, written by its track stage: what every view prints
-    rows = record.headline_rows()
-    _print_headline(rows, wide)
-    from perseval.report.probes import unprobed
-
+    _print_run(record, wide)
     for line in unprobed(plan):  # judge_probes set, but nothing of this entry can be probed: said once
-        console.print(f"[yellow]{line}[/yellow]", soft_wrap=True, highlight=False)
+        console.print(f"[yellow]{line}[/yellow]", highlight=False)
     if any(d.kind == "embedded" for d in exp.deployments.values()):
         console.print(f"[yellow]{SMALL_MODEL_WARNING}[/yellow]")
-    console.print(f"record: {folder / 'record.json'}" + (f" (results computed by run {record.computed_by[:8]}; "
-                  "this run reused its cached outputs)" if record.computed_by != record.run_id else ""),
-                  highlight=False, soft_wrap=True)
+    from perseval.report.views.run import record_lines, stage_line
+
+    for line in record_lines(record, folder, console.width):  # a path is never split mid-word
+        console.print(line, highlight=False, soft_wrap=True)
     import psutil
 
     # the seconds outside the stages, named: `start` from the process's start (imports, loading the file, the
@@ -256,14 +228,13 @@ def run(config: str = typer.Argument(..., metavar="CONFIG", callback=_run_target
                           f"({IDLE_ENV}=0: stop it with the run)", highlight=False)
     if summary_json:
         summary_json.write_text(json.dumps(summary, indent=2, default=str))
-    incomplete = [r for r in rows if r.status == "incomplete"]
+    incomplete = [c for c in record.cells if c.status.word == "incomplete"]
     if incomplete:
-        failed_out = sum(r.failed_outputs for r in incomplete)
-        failed_judg = sum(r.failed_judgments for r in incomplete)
+        failed_out = sum(c.status.failed_outputs for c in incomplete)
+        failed_judg = sum(c.status.failed_judgments for c in incomplete)
         console.print(f"[red]incomplete:[/red] {len(incomplete)} cell(s) hold {failed_out} failed output(s) and "
-                      f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}",
-                      soft_wrap=True)
-    _exit_without_score(rows, INCOMPLETE_EXIT if incomplete else None)
+                      f"{failed_judg} failed judgment(s), left out of their scores; {_redo_hint(exp, summary)}")
+    _exit_without_score(record.cells, INCOMPLETE_EXIT if incomplete else None)
 
 
 def _from_command_line(names: str, print_config: bool, sample: Optional[int], output_root: Optional[str],
@@ -286,15 +257,15 @@ def _from_command_line(names: str, print_config: bool, sample: Optional[int], ou
     return path, None
 
 
-def _exit_without_score(rows: list[Any], code: Optional[int]) -> None:
+def _exit_without_score(cells: list[Any], code: Optional[int]) -> None:
     """The run's last line when some benchmark entry produced no score (exit 5, or `code` when a failure
     explains it: exit 3 redoes the failures); `code` alone otherwise."""
-    from perseval.report.rows import without_score
+    from perseval.report.record import without_score
 
-    empty = without_score(rows)
+    empty = without_score(cells)
     if empty:
         named = "; ".join(f"{entry} (cells {', '.join(statuses)})" for entry, statuses in empty.items())
-        console.print(f"[red]no score:[/red] {named}: no cell of it has a score", soft_wrap=True, highlight=False)
+        console.print(f"[red]no score:[/red] {named}: no cell of it has a score", highlight=False)
     if code is not None or empty:
         raise typer.Exit(code if code is not None else NO_SCORE_EXIT)
 
@@ -438,7 +409,7 @@ def stats(config: Path = CONFIG,
     _run_flow(config, exp, output_root, stop_after="construct", show_progress=False)
     from perseval.experiment.components import make_benchmark
     from perseval.pipeline.stages import load_documents, load_instances, write_artifact
-    from perseval.report.tables import frame_table
+    from perseval.report.views.frames import frame_table
 
     root = output_root or exp.experiment.output_root
     for unit in plan.data:
@@ -466,18 +437,20 @@ def judge_check(config: Path = typer.Argument(..., exists=True, dir_okay=False, 
     """A judge against human labels, per criterion: Pearson, Spearman, quadratic-weighted kappa and
     Krippendorff's alpha with user-resampled bootstrap intervals, and the confusion matrices."""
     from perseval.core.errors import PersevalError
-    from perseval.report.judge_check import format_table, judge_check as check, log_validity
+    from perseval.report.analyses.judge_agreement import judge_agreement
+    from perseval.report.sink.validity import log_validity
+    from perseval.report.views.frames import agreement_markdown
 
     apply_offline_env()
     exp, _ = _load_or_exit(config)
     if output_root:
         exp.experiment.output_root = output_root
     try:
-        table, matrices = check(exp, labels, judge_labels, seed=exp.experiment.seed)
+        table, matrices = judge_agreement(exp, labels, judge_labels, seed=exp.experiment.seed)
     except PersevalError as exc:
         _error(exc)
         raise typer.Exit(2)
-    console.print(format_table(table))
+    console.print(agreement_markdown(table))
     for key, matrix in matrices.items():
         console.print(f"\nconfusion {key} (rows: human, columns: judge)\n{matrix.to_markdown()}")
     if out:
@@ -507,104 +480,51 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
                 "run, those that differ most first, with both scores and trace ids"),
             instances: int = typer.Option(0, help="how many instances to list (default 10 with --between; "
                                                   "without it, N > 0 lists them per cell whose key changed)"),
+            ui_url: str = typer.Option("http://127.0.0.1:5000", help="the MLflow UI the trace links point at"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
     """Headline score [CI] of every cell, side by side for the runs named (oldest first; an experiment's re-run
-    that repeats the run before it is skipped), with the change from the first (and
-    with --cost what each cell cost in each run); then each difference with its user-clustered interval, a
-    Holm-corrected p and whether it is significant at the n it rests on (paired when the same instances);
-    with --between or --instances, the instances that differ most with both scores and trace ids, to open
-    side by side in `perseval ui`."""
-    from mlflow.tracking import MlflowClient
+    that repeats the run before it is skipped), with the change from the first (and with --cost what each cell
+    cost in each run); then each difference with its user-clustered interval, a Holm-corrected p and whether it
+    is significant at the n it rests on (paired when the same instances); with --between or --instances, the
+    instances that differ most with both scores and trace ids, to open side by side in `perseval ui`. Every
+    figure is read from the runs' records."""
+    from perseval.report import commands
 
-    from perseval.report.run_compare import scored_cells
-    from perseval.report.samples import quiet_artifacts
-    from perseval.report.tables import compare_tables
-    from perseval.report.tracking import compare_frame
-
-    quiet_artifacts()
-    client, parents = _parents_or_exit(runs or ["perseval-quickstart"], latest, tracking_uri)
-    parents = _readable_or_exit(client, parents)
-    pairs = _between_or_exit(client, parents, between) if between else None  # a bad name: before any output
-    console.print("runs (oldest first): " + "; ".join(f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents),
-                  highlight=False)
-    if pairs is not None:  # only the instances of the two cells, once per run
-        _print_pairs(client, pairs, instances or 10)
-        return
-    for table in compare_tables(scored_cells(client, parents, cost), parents, cost):
-        console.print(table)
-    if out:
-        frame = compare_frame(client, parents, cost)
-        # scores to 0.1, tokens whole, dollars to 0.0001 (a small cell costs cents)
-        formats = [".1f"] + [".4f" if c.startswith("cost_usd") else ".0f" if c.startswith("tokens") else ".1f"
-                             for c in frame.columns]
-        out.write_text(frame.to_csv() if out.suffix == ".csv" else frame.to_markdown(floatfmt=formats) + "\n")
-        console.print(f"written to {out}")
-    _print_differences(client, parents, baseline, level, out, detect)
-    if instances:
-        _print_instance_differences(client, parents, instances)
+    client = _store(tracking_uri)
+    _command(commands.compare, console, client, [_mlflow_experiment(s) for s in runs or ["perseval-quickstart"]],
+             latest=latest, out=out, cost=cost, baseline=baseline, level=level, detect=detect, between=between,
+             instances=instances, ui=ui_url)
 
 
-def _parents_or_exit(specs: list[str], latest: int, tracking_uri: str,
-                     announce: bool = True) -> tuple[Any, list[Any]]:
-    from mlflow.tracking import MlflowClient
-
-    from perseval.report.tracking import parent_runs
-
+def _store(tracking_uri: str) -> Any:
+    """A client of the MLflow store that compare and samples read (a relative sqlite path from here), creating
+    nothing: a database that is not there is one line and exit 2. mlflow's module functions read it too."""
     import mlflow
+    from mlflow.tracking import MlflowClient
 
-    experiments = [_mlflow_experiment(spec) for spec in specs]  # a file named that cannot be read: before the store
-    uri = _store_to_read(tracking_uri)
-    mlflow.set_tracking_uri(uri)  # what reads traces through mlflow's module functions reads this store too
-    client = MlflowClient(uri)
-    try:
-        found = parent_runs(client, experiments, latest)
-    except ValueError as exc:
-        _error(exc)
-        raise typer.Exit(2)
-    if not found.runs:
-        console.print(f"no finished runs for {specs}")
-        raise typer.Exit(1)
-    for r in found.skipped if announce else ():  # a cached re-run: the same results as the run before it
-        console.print(f"skipped {r.info.run_id[:8]} ({r.info.run_name}): the same results as the run before it, "
-                      f"computed by {r.data.tags.get('perseval.computed_by', '?')[:8]} (name it to include it)",
-                      highlight=False)
-    return client, found.runs
-
-
-def _store_to_read(tracking_uri: str) -> str:
-    """The tracking URI that compare and samples read (a relative SQLite file made absolute), creating nothing: a
-    database that is not there is one line and exit 2 (MLflow would make an empty one, and ./mlruns/artifacts
-    beside it, in whatever folder the command ran in)."""
     from perseval.report.store_paths import sqlite_path
 
+    uri = tracking_uri
     db = sqlite_path(tracking_uri)
-    if db is None:
-        return tracking_uri
-    if not db.is_file():
-        _error(f"--tracking-uri {tracking_uri}: no MLflow database at {db}; run this in the folder the runs were "
-               "made in, or give their database's path (sqlite:////<absolute path>)")
-        raise typer.Exit(2)
-    return f"sqlite:///{db}"
+    if db is not None:  # read, never created: MLflow would make an empty database (and ./mlruns/artifacts)
+        if not db.is_file():
+            _error(f"--tracking-uri {tracking_uri}: no MLflow database at {db}; run this in the folder the runs were "
+                   "made in, or give their database's path (sqlite:////<absolute path>)")
+            raise typer.Exit(2)
+        uri = f"sqlite:///{db}"
+    mlflow.set_tracking_uri(uri)
+    return MlflowClient(uri)
 
 
-def _readable_or_exit(client: Any, parents: list[Any]) -> list[Any]:
-    """The runs whose record can be read (or that were logged before records); each other one skipped with
-    one line saying what is wrong with its record; exit 2 when none is left."""
-    from perseval.report.record import RecordError, download_record
+def _command(fn: Any, *args: Any, **kwargs: Any) -> None:
+    """A report command (perseval.report.commands); its CommandError as one line and its exit code."""
+    from perseval.report.commands import CommandError
 
-    kept = []
-    for p in parents:
-        try:
-            download_record(client, p.info.run_id)
-        except RecordError as exc:
-            console.print(f"skipped {p.info.run_id[:8]} ({p.info.run_name}): {exc}", highlight=False,
-                          soft_wrap=True)
-            continue
-        kept.append(p)
-    if not kept:
-        _error("no run named has a record that can be read")
-        raise typer.Exit(2)
-    return kept
+    try:
+        fn(*args, **kwargs)
+    except CommandError as exc:
+        (_error if exc.code == 2 else console.print)(str(exc))
+        raise typer.Exit(exc.code)
 
 
 def _mlflow_experiment(spec: str) -> str:
@@ -627,141 +547,37 @@ def _mlflow_experiment(spec: str) -> str:
     return str((mlflow if isinstance(mlflow, dict) else {}).get("experiment") or "perseval")
 
 
-def _children(client: Any, parent: Any) -> list[Any]:
-    return client.search_runs([parent.info.experiment_id], max_results=5000,
-                              filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")
-
-
-def _between_or_exit(client: Any, parents: list[Any], between: tuple[str, str]) -> list[tuple[Any, Any]]:
-    """The cell pairs `--between` names in every run, or the reason it names none (exit 2, nothing printed)."""
-    from perseval.report.samples import resolve_pairs
-
-    try:
-        return [(p, *pair) for p in parents for pair in resolve_pairs(_children(client, p), *between)]
-    except ValueError as exc:
-        _error(exc)
-        raise typer.Exit(2)
-
-
-def _print_differences(client: Any, parents: list, baseline: Optional[str], level: float, out: Optional[Path],
-                       detect: Optional[float]) -> None:
-    """The differences between runs (and to `baseline` within each run) with their error bars."""
-    from perseval.metrics.settings import StatisticsSettings
-    from perseval.report.run_compare import differences, run_pairs, shown, within_pairs
-    from perseval.report.tables import frame_table
-
-    pairs = run_pairs(client, parents)
-    for parent in parents if baseline else []:
-        pairs += within_pairs(client, parent, baseline)
-    diffs = differences(pairs, StatisticsSettings(level=level), detect)
-    if diffs.empty:
-        return
-    console.print(frame_table(shown(diffs), f"Differences ({100 * level:g}% user-clustered intervals; p "
-                                            f"Holm-corrected across the {int(diffs['p (Holm)'].notna().sum())} "
-                                            "comparisons below)"))
-    if out:
-        path = out.with_name(f"{out.stem}_differences{out.suffix}")
-        path.write_text(diffs.to_csv(index=False) if out.suffix == ".csv" else shown(diffs).to_markdown() + "\n")
-        console.print(f"written to {path}")
-
-
-def _print_pairs(client: Any, pairs: list[tuple[Any, Any, Any]], n: int) -> None:
-    """Per (parent run, cell A, cell B): the two cells' instances side by side, those that differ most first,
-    with both trace ids, under the run's name."""
-    from perseval.report.samples import cell_name, read_samples, side_by_side, trace_url
-    from perseval.report.tables import pair_table
-
-    for parent, a, b in pairs:
-        rows = side_by_side(read_samples(client, a), read_samples(client, b))
-        differ = sum(r.gap > 0 for r in rows)
-        title = (f"run {parent.info.run_id[:8]} ({parent.info.run_name}): A = {cell_name(a)} vs B = {cell_name(b)}: "
-                 f"{differ} of {len(rows)} instance(s) differ; the first {min(n, len(rows))}")
-        console.print(pair_table(title, rows[:n]))
-    if pairs:
-        console.print("open a trace in `perseval ui`: " + trace_url("http://127.0.0.1:5000",
-                      pairs[0][1].info.experiment_id, "<trace id>"), soft_wrap=True)
-
-
-def _print_instance_differences(client: Any, parents: list[Any], n: int) -> None:
-    """Each cell whose score key changed between the first run and a later one: its instances side by side."""
-    from perseval.report.traces import cell_pairs
-
-    pairs = cell_pairs(client, parents, None)
-    if not pairs:
-        console.print("no cell changed between the runs: no instance to set side by side")
-    by_id = {p.info.run_id: p for p in parents}  # each pair under the later run it compares
-    _print_pairs(client, [(by_id[b.data.tags["mlflow.parentRunId"]], a, b) for a, b in pairs], n)
-
-
 @app.command()
-def samples(run: str = typer.Argument(..., metavar="RUN", help="a parent run id (8+ characters) or an experiment "
-                                                              "(its MLflow name, its file or the file's name:; "
-                                                              "its latest finished run)"),
-            cell: str = typer.Argument(..., metavar="CELL", help="a cell as the headline names it (iba-rag/iba.slots, "
-                                                                "apeb-direct) or in full"),
+def samples(run: Optional[str] = typer.Argument(None, metavar="[RUN]", help="a parent run id (8+ characters) or an "
+                                                "experiment (its MLflow name, its file or the file's name:; its latest "
+                                                "finished run); default: the latest run in the store"),
+            cell: Optional[str] = typer.Argument(None, metavar="[CELL]", help="a cell as the headline names it "
+                                                 "(iba-rag/iba.slots, apeb-direct) or in full; omitted: the run's cells"),
             sort: Optional[str] = typer.Option(None, help="order by a field, '-' first for descending (-score)"),
             where: Optional[list[str]] = typer.Option(None, help="keep instances where FIELD OP VALUE (score<50, "
                                                                 "status=unscored, user=u3, output~tofu); repeatable"),
             limit: Optional[int] = typer.Option(None, min=1, help="at most this many instances"),
-            brief: bool = typer.Option(False, "--brief", help="verdict marks only, no rationales"),
+            brief: bool = typer.Option(False, "--brief", help="verdict marks only, no prompt, answer or reasons"),
             html: Optional[Path] = typer.Option(None, help="also write the instances as a sortable HTML page here"),
             as_json: bool = typer.Option(False, "--json", help="print the cell as the run's record holds it (its "
-                                                              "estimate and the instances chosen) as JSON"),
+                                                              "estimate and the instances chosen, with their "
+                                                              "messages and answers) as JSON"),
             ui_url: str = typer.Option("http://127.0.0.1:5000", help="the MLflow UI the trace links point at"),
             tracking_uri: str = typer.Option("sqlite:///mlruns/mlflow.db")) -> None:
-    """Every instance of one cell of a run: its user, score, status, each judge verdict with its rationale, and
-    its trace id (open it in `perseval ui`). Fields for --sort and --where: instance, repeat, user, group,
-    score, status, verdicts, passed, unscored, trace, output."""
-    from perseval.report.samples import choose, read_samples, resolve_cell, samples_html, trace_url
-    from perseval.report.tables import samples_table
+    """Every instance of one cell of a run, from its record and per-sample log: its user, score, status, the
+    first lines of its prompt, its answer, each judge verdict with its reason, and a link that opens its trace
+    in `perseval ui`. With no CELL, the run's cells. Fields for --sort and --where: instance, repeat, user,
+    group, score, status, verdicts, passed, unscored, trace, output."""
+    from perseval.report import commands
+    from perseval.report.sink.runs import latest_parent
 
-    client, parents = _parents_or_exit([run], 1, tracking_uri, announce=False)  # its latest distinct results
-    try:
-        chosen = resolve_cell(_children(client, parents[0]), cell)
-        choose([], where or (), sort, limit)  # a bad --where or --sort: refused before anything is read
-    except ValueError as exc:
-        _error(exc)
+    client = _store(tracking_uri)
+    spec = _mlflow_experiment(run) if run else latest_parent(client)
+    if spec is None:
+        _error("no perseval run in the MLflow store: run `perseval run` first, or pass --tracking-uri")
         raise typer.Exit(2)
-    every = read_samples(client, chosen)
-    shown = choose(every, where or (), sort, limit)
-    name = chosen.data.tags.get("perseval.cell", chosen.info.run_name)
-    if as_json:
-        typer.echo(_record_json(client, parents[0], chosen, shown))
-        return
-    console.print(samples_table(f"{name} in {parents[0].info.run_name} ({parents[0].info.run_id[:8]}): "
-                                f"{len(shown)} of {len(every)} instance(s)", shown, brief))
-    experiment = chosen.info.experiment_id
-    console.print("open a trace: " + trace_url(ui_url, experiment, "<trace id>"), soft_wrap=True, highlight=False)
-    if html:
-        html.write_text(samples_html(name, shown, ui_url, experiment))
-        console.print(f"written to {html}")
-
-
-def _record_json(client: Any, parent: Any, chosen: Any, shown: list[Any]) -> str:
-    """The cell as the parent run's record holds it: its estimate, counts and the instances `shown` (in their
-    order), or exit 2 where the run has no record."""
-    from perseval.report.record import RecordError, download_record
-
-    run = parent.info.run_id[:8]
-    try:
-        record = download_record(client, parent.info.run_id)
-    except RecordError as exc:
-        _error(f"{exc}: `samples` without --json lists the cell's instances from its traces")
-        raise typer.Exit(2)
-    key = chosen.data.tags.get("perseval.score_key", "")
-    why = ("it was logged before perseval wrote run records" if record is None else
-           "a control cell's instances are in its MLflow run, not in the record" if
-           chosen.data.tags.get("perseval.control", "-") != "-" else
-           f"its record has no cell {key or '(the child run has no score key)'}: the record was edited, or the "
-           "child run was moved from another run")
-    if record is None or key not in {c.key for c in record.cells}:
-        _error(f"run {run} holds no record of this cell ({why}): `samples` without --json lists its instances")
-        raise typer.Exit(2)
-    cell = record.cell(key)
-    mine = {(i.instance_id, i.repeat): i for i in record.cell_instances(key)}
-    picked = [mine[(s.instance_id, s.repeat)].model_dump() for s in shown if (s.instance_id, s.repeat) in mine]
-    return json.dumps({"run_id": record.run_id, "computed_by": record.computed_by,
-                       **cell.model_dump(exclude={"row"}), "instances": picked}, indent=1)
+    _command(commands.samples, console, client, spec, cell, sort=sort, where=where or (), limit=limit, brief=brief,
+             html=html, as_json=as_json, ui=ui_url)
 
 
 @app.command("list")

@@ -20,8 +20,7 @@ from prefect.futures import PrefectFuture, as_completed
 from perseval.experiment.config import ResolvedExperiment
 from perseval.experiment.load import load_experiment
 from perseval.pipeline.cost import UnitRecords, plan_cost
-from perseval.report.gains import with_controls
-from perseval.report.probes import probe_done, probe_units, with_probe_flags
+from perseval.pipeline.probes import probe_done, probe_units
 from perseval.pipeline.freshness import data_done, index_done, pending, reshard
 from perseval.llm.cache import RequestCache
 from perseval.llm.deployments import ServerPool
@@ -30,7 +29,8 @@ from perseval.pipeline.plan import make_plan
 from perseval.pipeline.units import Plan
 from perseval.pipeline.units import MIN_SHARD, Sharding
 from perseval.core.progress import stage_bar
-from perseval.report.headline import headline_rows, track
+from perseval.report.sink.track import track
+from perseval.report.views.summary import summary_cells
 from perseval.pipeline.stages import Runtime, data_manifest, score_summary
 from perseval.core.store import StageStore
 from perseval_tasks.stages import (analyze_task, construct_task, index_task, judge_task, probe_task, run_shard_task,
@@ -145,11 +145,11 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
     costs = plan_cost(exp, plan, UnitRecords(root, shard_ids), rt.run_id)
-    rows = with_probe_flags(plan, root, with_controls(plan, root, headline_rows(plan, scores, costs, root)))
-    parent = track(exp, plan, root, scores, analyses, stats, costs, rows, Path(mlflow_base) if mlflow_base else None)
+    record = track(exp, plan, root, scores, analyses, stats, costs, Path(mlflow_base) if mlflow_base else None,
+                   cache)  # the run record, built once: every view renders it (perseval.report.record)
     timings["track"] = round(time.monotonic() - t0, 2)
-    return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
-            "llm_distinct_requests": distinct, "headline": rows, "timings": timings,
+    return {"mlflow_run_id": record.run_id, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
+            "llm_distinct_requests": distinct, **summary_cells(record), "timings": timings,
             "cost": costs.summary(plan),
             "analyses": {u.data.name: analyses[u.key]["files"] for u in plan.analyses},
             "run_outputs": {f"{k[0]}/{k[1]}": v for k, v in runs.items()},

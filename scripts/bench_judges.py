@@ -3,7 +3,7 @@ verdicts and from P(true), and seconds per judgment (issue 44; docs/guides/perfo
 
 Each candidate GGUF is served by the venv's llama-server (one slot, --threads cores) as the embedded
 deployment serves it (llama.cpp grammar, repeat penalty 1.1), and judges the answers of known verdict that
-`perseval run` probes (perseval.report.probes) for every LLM judge of configs/experiments/quickstart.yaml,
+`perseval run` probes (perseval.pipeline.probes) for every LLM judge of configs/experiments/quickstart.yaml,
 with the quickstart judge's sampling and prompts. One request per judged item gives both readings: the
 text verdict is the word the grammar let through, P(true) the verdict token's probabilities (the same
 greedy answer, so the two share their seconds). `--n` probe instances per benchmark (the quickstart's own
@@ -30,7 +30,7 @@ from perseval.llm.client import LLMClient
 from perseval.llm.embedded import REPEAT_PENALTY, llama_server_binary
 from perseval.llm.endpoint import Endpoint
 from perseval.metrics.auc import auc_interval
-from perseval.report.probes import judge_probes, probe_answers
+from perseval.pipeline.probes import judge_probes, probe_answers
 from perseval.experiment.components import make_judges
 from perseval.experiment.load import judge_specs, load_experiment
 from perseval.kernel.registry import benchmark_class

@@ -15,7 +15,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from perseval.pipeline import stages
-from perseval.report import probes
+from perseval.pipeline import probes
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, RunUnit
 from perseval.pipeline.stages import Runtime
 from perseval_tasks.own_warnings import show_if_asked

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from perseval.agents.rag import RagAgent
-from perseval.report.attribution import attribution_fields, context_doc_ids, evidence_recall, evidence_turns
+from perseval.report.analyses.attribution import attribution, context_doc_ids, evidence_recall, evidence_turns
 from perseval.core.instances import AgentOutput, Document, Instance
 
 from .scripted import ScriptedChat
@@ -45,11 +45,11 @@ def test_a_cell_reports_recall_and_its_score_split_by_whether_the_evidence_reach
             _out("i1", [{"step": "generate"}])]
     recall = evidence_recall(outs, evidence)
     assert recall == {"i1": 0.5, "i2": 0.0, "i3": 1.0}  # a failed output and a traceless repeat are left out
-    f = attribution_fields(recall, {"i1": 100.0, "i2": 0.0, "i3": 50.0})
-    assert f["evidence_recall"] == pytest.approx(50.0) and f["evidence_n"] == 3
-    assert (f["score_evidence_reached"], f["n_evidence_reached"]) == (75.0, 2)
-    assert (f["score_evidence_missed"], f["n_evidence_missed"]) == (0.0, 1)
-    assert attribution_fields({}, {}) == {}
+    f = attribution(recall, {"i1": 100.0, "i2": 0.0, "i3": 50.0})
+    assert f.evidence_recall == pytest.approx(50.0) and f.instances == 3
+    assert (f.score_reached, f.reached) == (75.0, 2)
+    assert (f.score_missed, f.missed) == (0.0, 1)
+    assert attribution({}, {}) is None
 
 
 def test_rag_records_the_passages_of_its_prompt_and_they_are_scored_against_the_real_evidence():

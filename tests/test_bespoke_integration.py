@@ -78,7 +78,7 @@ def test_every_setting_runs_and_is_scored(summary) -> None:
     cells = {(r["benchmark"], r["agent"]): r for r in s["headline"]}
     for agent in SETTINGS:
         row = cells["bespoke", agent]
-        assert row["metric"] == "avg" and row["n"] == 1 and row["failed_outputs"] == 0
+        assert row["metric"] == "avg" and row["instances"] == 1 and row["failed_outputs"] == 0  # judged (n: scored)
     assert cells["bespoke-meta", "bespoke-meta-feedback"]["metric"] in ("feedback_accuracy", "score_error")
     assert {k for k in s["analyses"]} == {"bespoke", "bespoke-meta"}
     assert {"table4.csv", "feedback_per_response.csv", "requests_per_setting.csv",

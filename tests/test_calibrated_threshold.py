@@ -27,12 +27,16 @@ from perseval.pipeline.units import shards
 from perseval.pipeline.runner import score_outputs
 from perseval.pipeline.freshness import score_done
 from perseval.pipeline.stages import Runtime, as_scored, construct, judge, load_instances, run_shard, score
-from perseval.report import probes
-from perseval.report.tables import judge_text
+from perseval.pipeline import probes
+from perseval.report.build import probe_check, probe_checks
+from perseval.report.words import NOT_INTERPRETABLE
+from perseval.report.views.probe_check import probe_lines
+from perseval.report.views.text import judge_text
 from perseval.experiment.components import make_judges
 from perseval.experiment.load import load_experiment
 from tests.http_stub import JsonHandler, completion, serve
 
+from .record_helpers import cell as record_cell
 from .conftest import CONFIGS, copy_configs
 
 
@@ -93,8 +97,8 @@ def test_pass_rates_at_a_calibrated_threshold_are_cross_fitted_by_probe_instance
                                                                       for iid in ps]
     no_p = probes.probe_report(text, labels, calibrated=True)
     assert no_p["threshold"] is None and no_p["discriminates"] is False  # no P(true): nothing to calibrate
-    assert probes._flag(no_p) == f"{probes.NOT_INTERPRETABLE} ({probes.UNCALIBRATED})"
-    assert probes._flag(plain) == probes.NOT_INTERPRETABLE  # at 0.5 it passes every bad item: the plain flag
+    assert probe_check(no_p).flag == f"{NOT_INTERPRETABLE} ({probes.UNCALIBRATED_NOTE})"
+    assert probe_check(plain).flag == NOT_INTERPRETABLE  # at 0.5 it passes every bad item: the plain flag
 
 
 def test_verdicts_given_by_rule_choose_no_threshold():
@@ -237,16 +241,8 @@ def test_a_calibrated_judges_cells_are_scored_at_the_threshold_its_probe_chose(t
     assert not score_done(root, c, ids)  # a redone probe rescores the cells it calibrates
     unprobed = as_scored(root, replace(c, probe="0" * 16), stored)  # no such probe: no threshold to read at
     assert {(j.status, j.score) for j in unprobed} == {("unscored", None)} and "not complete" in unprobed[0].feedback
-    row = probes.with_probe_flags(plan, root, [{**_row(c), "judge": "smollm2-judge"} for c in cells[:1]])[0]
-    assert row.judge_threshold == MET and judge_text(row) == "1.00 ✓ t=0.85"
-    assert "calibrated threshold t=0.85" in probes.discrimination_lines([row])[0]
-
-
-def _row(cell) -> dict[str, Any]:
-    return {"benchmark": cell.entry, "agent": cell.agent, "backbone": "-", "retriever": "-", "judge": cell.judge,
-            "metric": "m", "score": 50.0, "n": 4, "unscored_items": 0, "unscored_share": 0.0, "invalid_outputs": 0,
-            "failed_outputs": 0, "failed_judgments": 0, "status": "complete", "ci_low": None, "ci_high": None,
-            "se": None, "n_users": None, "level": 0.95, "baseline": None, "delta_vs_baseline": None,
-            "delta_ci_low": None, "delta_ci_high": None, "delta_p": None, "delta_paired": None,
-            "delta_n_users": None, "mde": None}
+    check = probe_checks(plan, root)[(c.entry, "smollm2-judge")]  # as the record holds it
+    row = record_cell(c.entry, c.agent, "smollm2-judge", 50.0).model_copy(update={"probe": check})
+    assert check.threshold == MET and judge_text(row) == "1.00 ✓ t=0.85"
+    assert "calibrated threshold t=0.85" in probe_lines([row])[0]
 

@@ -12,14 +12,16 @@ import yaml
 
 from perseval.core.errors import ConfigError
 from perseval.pipeline.plan import make_plan
-from perseval.report.probes import unprobed
-from perseval.report.rows import ScoreManifest, without_score
-from perseval.report.tracking import log_table
+from perseval.pipeline.probes import unprobed
+from perseval.report.analyses.status import ScoreManifest
+from perseval.report.record import Status, without_score
+from perseval.report.sink.tracking import log_table
 from perseval.experiment.config import BenchmarkEntry
 from perseval.experiment.entries import entry_ids
 from perseval.experiment.load import load_experiment
 
 from .conftest import REPO, shipped_configs
+from .record_helpers import cell
 
 PREF = {"name": "prefeval", "source": str(REPO / "tests" / "data" / "prefeval"), "sample": 1,
         "params": {"forms": ["explicit"], "tasks": ["generation"], "inter_turns": [1]},
@@ -87,9 +89,10 @@ def _manifest(n: int, unscored: int, failed: int = 0) -> ScoreManifest:
                              "judgments": {"scored": n, "unscored": unscored, "failed": failed}})
 
 
-@pytest.mark.parametrize("n, unscored, status", [(0, 27, "unscored"), (2, 25, "partly scored"), (5, 5, "complete"),
-                                                 (27, 0, "complete")])
+@pytest.mark.parametrize("n, unscored, status", [(0, 27, "unscored"), (2, 25, "partly scored"),
+                                                 (5, 5, "partly scored"), (26, 1, "partly scored"), (27, 0, "complete")])
 def test_a_cell_says_how_much_of_it_is_scored(n, unscored, status):
+    """Statuses count instances: one judged instance without a score, and the cell is not complete."""
     assert _manifest(n, unscored).status == status
     share = _manifest(n, unscored).scored_share
     assert share == pytest.approx(n / (n + unscored))
@@ -104,11 +107,14 @@ def test_failed_and_nothing_to_judge_keep_their_own_words():
 
 
 def test_the_entries_with_no_score_are_named():
-    rows = [{"benchmark": "prefeval:gen", "score": None, "status": "unscored"},
-            {"benchmark": "prefeval:gen", "score": None, "status": "no items"},
-            {"benchmark": "prefeval:cls", "score": 100.0, "status": "complete"},
-            {"benchmark": "prefeval:cls", "score": None, "status": "no items"}]
-    assert without_score(rows) == {"prefeval:gen": ["no items", "unscored"]}
+    def of(bench, score, word, flagged=False):
+        c = cell(bench, f"a-{word}", "j", score, flagged=flagged)
+        return c.model_copy(update={"status": Status(word=word, instances=3, scored=0, scored_share=0.0)})
+
+    cells = [of("prefeval:gen", None, "unscored"), of("prefeval:gen", None, "no items"),
+             of("prefeval:cls", 100.0, "complete"), of("prefeval:cls", None, "no items"),
+             of("iba", 40.0, "complete", flagged=True)]  # a mean, only not an interpretable one: not "no score"
+    assert without_score(cells) == {"prefeval:gen": ["no items", "unscored"]}
 
 
 # --- probes ------------------------------------------------------------------------------------------------------
@@ -145,8 +151,14 @@ def test_a_tables_markdown_keeps_the_level_and_p_its_csv_has(tmp_path):
 
 
 def test_the_headline_says_which_share_of_a_partly_scored_cell_is_scored():
-    from perseval.report.tables import status_text
+    from perseval.report.views.text import status_short, status_text
 
-    row = {"status": "partly scored", "scored_share": 10.0, "unscored_items": 27, "unscored_share": 90.0}
-    assert status_text(row).startswith("partly scored (10% scored), 27 unscored (90%)")
-    assert status_text({"status": "unscored", "unscored_items": 27, "unscored_share": 100.0}).startswith("unscored")
+    def of(word, share, unscored, item_share):
+        return cell("iba", "a", "j", 50.0).model_copy(update={"status": Status(
+            word=word, instances=10, scored=round(share / 10), scored_share=share, unscored_items=unscored,
+            unscored_item_share=item_share)})
+
+    partly = of("partly scored", 10.0, 27, 90.0)
+    assert status_text(partly).startswith("partly scored (10% of instances scored), 27 unscored items (90%)")
+    assert status_short(partly) == "partly 10% 27 unsc 90%"
+    assert status_text(of("unscored", 0.0, 27, 100.0)).startswith("unscored")

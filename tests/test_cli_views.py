@@ -7,8 +7,9 @@ import pandas as pd
 from rich.console import Console
 from typer.testing import CliRunner
 
-from perseval_flows.cli import _mlflow_experiment, app, stage_line
-from perseval.report.tables import frame_table
+from perseval.report.views.run import stage_line
+from perseval_flows.cli import _mlflow_experiment, app
+from perseval.report.views.frames import frame_table
 from perseval.kernel.registry import BENCHMARKS
 
 from .conftest import CONFIGS

@@ -13,7 +13,7 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.agents.random_ranker import APeBRandom
 from perseval.experiment.load import load_experiment
 from perseval.pipeline.controls import SWAPPED_HISTORY, derangement, history_owners, owner_swap, swapped_context, Control
-from perseval.report.gains import instance_values
+from perseval.report.analyses.gains import instance_values
 from perseval.pipeline.plan import make_plan
 from perseval.core.instances import AgentOutput, Document, Instance, Passage
 from perseval.kernel.registry import register_agent
@@ -151,7 +151,10 @@ def test_a_ranking_agent_that_ignores_the_history_gains_exactly_nothing_from_it(
 # --- the gains beside the headline ---------------------------------------------------------------------------------
 
 def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains_are_0_by_construction(tmp_path):
-    from perseval.report.gains import NO_HISTORY_NOTE, control_fields, control_metrics, gains_by_metric, with_controls
+    from perseval.report.analyses.gains import controls
+    from perseval.report.words import NO_HISTORY_NOTE, NOT_INTERPRETABLE
+    from perseval.report.sink.track import cell_metrics
+    from tests.record_helpers import cell as record_cell
 
     exp = {"name": "t", "seed": 5, "shard_size": 4, "backbones": ["smollm2-135m"], "retrievers": [],
            "judges": ["smollm2-judge"], "controls": [SWAPPED_HISTORY],
@@ -163,42 +166,43 @@ def test_gains_are_paired_over_users_and_an_agent_without_history_says_its_gains
     rt = Runtime(root, "r", str(tmp_path / "c.sqlite"), 4)
     _compute(plan, root, rt, [c for c in plan.cells if c.judge != "smollm2-judge"])
     plan.cells = [c for c in plan.cells if c.judge != "smollm2-judge"]  # the LLM-judged cells were not run
-    fields = control_fields(plan, root)
+    every = {c.key for c in plan.cells}
+    fields = controls(plan, root, lambda c: c.agent, every)
     by_name = {c.name: fields.get(c.key) for c in plan.cells if c.run.control is None}
-    oracle = by_name["iba/iba-oracle/-/-/iba.slots"]
+    oracle = by_name["iba/iba-oracle/-/-/iba.slots"].personalization
     swapped = [c for c in plan.cells if c.agent == "iba-oracle" and c.run.control][0]
     wrong = instance_values(root, swapped)
-    assert oracle["swapped_score"] == pytest.approx(sum(wrong.values()) / len(wrong))
-    assert oracle["personalization_gain"] == pytest.approx(100.0 - oracle["swapped_score"])
-    assert oracle["personalization_gain_ci_low"] > 0 and oracle["personalization_gain_users"] == 6
+    assert oracle.reference == swapped.key and oracle.reference_score == pytest.approx(sum(wrong.values()) / len(wrong))
+    assert oracle.point == pytest.approx(100.0 - oracle.reference_score)
+    assert oracle.low > 0 and oracle.users == 6
     # own and swapped on the same instances: their difference is the gain, users dropping out or not
-    assert oracle["personalization_gain_own"] - oracle["swapped_score"] == pytest.approx(oracle["personalization_gain"])
-    # every gain row's p, Holm-adjusted together
+    assert oracle.own - oracle.reference_score == pytest.approx(oracle.point)
+    # every gain's p, Holm-adjusted together
     from statsmodels.stats.multitest import multipletests
-    rows_p = [(f, g) for f in fields.values() for g in ("personalization_gain", "history_gain") if f.get(f"{g}_p") is not None]
-    assert [f[f"{g}_p_holm"] for f, g in rows_p] == \
-        pytest.approx(list(multipletests([f[f"{g}_p"] for f, g in rows_p], method="holm")[1]))
-    blind = by_name["apeb/apeb-blind/-/-/apeb.ranking"]
-    assert blind["personalization_gain"] == 0.0 and blind["personalization_gain_ci_low"] <= 0.0 \
-        <= blind["personalization_gain_ci_high"]
-    assert blind["personalization_gain_n"] == 16 and blind["personalization_gain_users"] == 4
-    assert by_name["apeb/apeb-random/-/-/apeb.ranking"] == {"controls_note": NO_HISTORY_NOTE,
-                                                            "personalization_gain": 0.0, "history_gain": 0.0}
-    rows = [{"benchmark": c.benchmark, "agent": c.agent, "backbone": c.backbone or "-", "retriever": c.retriever,
-             "judge": c.judge, "score": 1.0} for c in plan.cells if c.run.control is None]
-    shown = with_controls(plan, root, rows)
-    assert [r["score"] for r in shown] == [1.0] * len(rows)  # the score itself never moves
-    assert next(r for r in shown if r["agent"] == "iba-oracle")["swapped_score"] == oracle["swapped_score"]
-    metrics = control_metrics(next(c for c in plan.cells if c.agent == "iba-oracle" and not c.run.control), shown)
-    assert metrics["controls.personalization_gain"] == pytest.approx(oracle["personalization_gain"])
-    by_metric = gains_by_metric(plan, root).set_index(["cell", "metric"])
-    assert by_metric.loc[("iba/iba-oracle/-/-/iba.slots", "score"), "gain"] == \
-        pytest.approx(oracle["personalization_gain"])
-    assert (by_metric.loc["apeb/apeb-blind/-/-/apeb.ranking"]["gain"] == 0.0).all()  # hit@1, hit@5, mrr alike
+    gains = [g for f in fields.values() for g in (f.personalization, f.history) if g is not None and g.p is not None]
+    assert [g.p_holm for g in gains] == pytest.approx(list(multipletests([g.p for g in gains], method="holm")[1]))
+    blind = by_name["apeb/apeb-blind/-/-/apeb.ranking"].personalization
+    assert blind.point == 0.0 and blind.low <= 0.0 <= blind.high
+    assert blind.instances == 16 and blind.users == 4
+    random = by_name["apeb/apeb-random/-/-/apeb.ranking"]
+    assert random.note == NO_HISTORY_NOTE and random.zero_by_construction and random.personalization is None
+    shown = record_cell("iba", "iba-oracle", "iba.slots", 1.0).model_copy(
+        update={"controls": by_name["iba/iba-oracle/-/-/iba.slots"]})
+    assert shown.estimate.point == 1.0  # the score itself never moves
+    assert cell_metrics(shown)["controls.personalization_gain"] == pytest.approx(oracle.point)
+    by_metric = {m.metric: m for m in by_name["iba/iba-oracle/-/-/iba.slots"].by_metric}
+    assert by_metric["score"].point == pytest.approx(oracle.point)
+    assert all(m.point == 0.0 for m in by_name["apeb/apeb-blind/-/-/apeb.ranking"].by_metric)  # hit@1, hit@5, mrr
+    # a cell whose judge does not discriminate gets no gain at all, and leaves the Holm family
+    oracle_key = next(c.key for c in plan.cells if c.name == "iba/iba-oracle/-/-/iba.slots")
+    withheld = controls(plan, root, lambda c: c.agent, every - {oracle_key})
+    assert withheld[oracle_key].note == NOT_INTERPRETABLE and withheld[oracle_key].personalization is None
+    left = [g for f in withheld.values() for g in (f.personalization, f.history) if g is not None and g.p is not None]
+    assert len(left) == len(gains) - 1
 
 
 def test_the_no_history_reference_is_the_same_kind_without_history_else_the_named_one():
-    from perseval.report.gains import no_history_agent
+    from perseval.report.analyses.gains import no_history_agent
 
     exp = load_experiment(CONFIGS / "experiments" / "quickstart.yaml")
     assert no_history_agent(exp, 0, "iba-rag") == "iba-no-history"

@@ -185,28 +185,31 @@ def test_a_bad_price_is_refused_naming_the_file_and_key(tmp_path, price, message
     assert "stub-api.yaml" in str(err.value) and message in str(err.value)
 
 
-def _rendered(rows: list[dict]) -> str:
+def _rendered(cells: list) -> str:
     from rich.console import Console
 
-    from perseval.report.tables import cost_table
+    from perseval.report.views.cost import cost_table
 
     console = Console(record=True, width=200)
-    console.print(cost_table(rows))
+    console.print(cost_table(cells))
     return console.export_text()
 
 
 def test_the_cost_table_shows_total_and_this_run_and_dollars_only_when_priced():
-    cell = {"benchmark": "iba", "agent": "rag", "backbone": "m", "retriever": "minilm", "judge": "j",
-            "tokens_in": 1200, "tokens_out": 300, "llm_seconds": 12.34, "wall_seconds": 20.0, "cost_usd": None,
-            "new_tokens_in": 0, "new_tokens_out": 0, "new_cost_usd": None}
-    text = _rendered([cell])
-    assert "iba/rag/m/minilm/j" in text and "1200; 0" in text and "300; 0" in text and "12.3" in text
+    from perseval.report.record import Cost
+    from tests.record_helpers import cell as record_cell
+
+    def cell(agent: str, usd: float | None = None, new_usd: float | None = None):
+        return record_cell("iba", agent, "j", 50.0).model_copy(update={"cost": Cost(
+            tokens_in=1200, tokens_out=300, llm_seconds=12.34, wall_seconds=20.0, cost_usd=usd, new_tokens_in=0,
+            new_tokens_out=0, new_cost_usd=new_usd)})
+
+    text = _rendered([cell("rag")])
+    assert "iba/rag" in text and "1200; 0" in text and "300; 0" in text and "12.3" in text
     assert "USD" not in text
-    # as rows come out of a DataFrame: a missing price is NaN there
-    priced = _rendered([{**cell, "cost_usd": float("nan"), "new_cost_usd": float("nan")},
-                        {**cell, "agent": "b", "cost_usd": 0.0125, "new_cost_usd": 0.0}])
+    priced = _rendered([cell("rag"), cell("b", 0.0125, 0.0)])
     assert "USD" in priced and "0.0125; 0.0000" in priced
-    unpriced_line = next(line for line in priced.splitlines() if "iba/rag/" in line)
+    unpriced_line = next(line for line in priced.splitlines() if "iba/rag" in line)
     assert unpriced_line.rstrip().endswith("- │")  # a cell whose models have no price: no dollars, not 0
 
 

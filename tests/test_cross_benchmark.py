@@ -1,11 +1,14 @@
-"""The cross-benchmark summary (perseval.report.cross_benchmark): the roles read from the resolved agents of
-configs/experiments/personalization_cpu.yaml, and the table built from crafted headline rows."""
+"""The cross-benchmark summary (perseval.report.views.cross_benchmark): the roles read from the resolved agents
+of configs/experiments/personalization_cpu.yaml (perseval.report.build.agent_roles), and the table rendered from
+record cells: a cell's label and score [CI] (users), "—" where its judge does not discriminate."""
 from __future__ import annotations
 
-from perseval.report.cross_benchmark import agent_roles, cross_benchmark_table
 from perseval.experiment.load import load_experiment
+from perseval.report.build import agent_roles
+from perseval.report.views.cross_benchmark import cross_benchmark_markdown, cross_benchmark_table
 
 from .conftest import REPO
+from .record_helpers import cell, labelled
 
 
 def test_roles_come_from_what_each_agent_reads():
@@ -16,21 +19,19 @@ def test_roles_come_from_what_each_agent_reads():
     assert (roles["lamp-rag"], roles["lamp-no-profile"], roles["lamp-oracle"]) == ("history", "no history", "oracle")
 
 
-def _row(bench: str, agent: str, judge: str, score: float | None, low: float | None = None,
-         high: float | None = None, backbone: str = "m", users: int | None = None) -> dict:
-    return {"benchmark": bench, "agent": agent, "judge": judge, "score": score, "ci_low": low, "ci_high": high,
-            "backbone": backbone, "n_users": users}
-
-
 def test_one_row_per_role_one_column_per_benchmark_with_intervals():
-    rows = [_row("pm", "pm-long", "choice", 30.0, 10.0, 50.0, users=12), _row("pm", "pm-none", "choice", 20.0, 0.0, 45.5),
-            _row("pm", "pm-oracle", "choice", 100.0, 100.0, 100.0),
-            _row("pe", "pe-zs", "llm", None), _row("pe", "pe-zs", "rule", 50.0, 0.0, 100.0),
-            _row("pe", "pe-zs", "rule", 60.0, 20.0, 90.0, backbone="big")]
-    roles = {"pm-long": "history", "pm-none": "no history", "pm-oracle": "oracle", "pe-zs": "history"}
-    table = cross_benchmark_table(rows, roles)
+    cells = labelled([
+        cell("pm", "pm-long", "choice", 30.0, 10.0, 50.0, users=12), cell("pm", "pm-none", "choice", 20.0, 0.0, 45.5,
+                                                                          role="no history"),
+        cell("pm", "pm-oracle", "choice", 100.0, 100.0, 100.0, role="oracle"),
+        cell("pe", "pe-zs", "llm", None), cell("pe", "pe-zs", "rule", 50.0, 0.0, 100.0),
+        cell("pe", "pe-zs", "rule", 60.0, 20.0, 90.0, backbone="big"), cell("pe", "pe-judged", "llm", 70.0, 60.0, 80.0,
+                                                                            users=4, flagged=True)])
+    table = cross_benchmark_table(cells)
     assert list(table.index) == ["history", "no history", "oracle"] and list(table.columns) == ["pm", "pe"]
     assert table.loc["history", "pm"] == "pm-long: 30.0 [10.0, 50.0] (12 users)"
     assert table.loc["no history", "pe"] == "-" and table.loc["oracle", "pm"] == "pm-oracle: 100.0 [100.0, 100.0]"
-    assert table.loc["history", "pe"] == ("pe-zs/m/llm: -; pe-zs/m/rule: 50.0 [0.0, 100.0]; "
-                                          "pe-zs/big/rule: 60.0 [20.0, 90.0]")
+    assert table.loc["history", "pe"] == ("pe-zs/llm/m: -; pe-zs/rule/m: 50.0 [0.0, 100.0]; "
+                                          "pe-zs/rule/big: 60.0 [20.0, 90.0]; pe-judged/llm/m: —")  # no number, no users
+    assert "70.0" not in cross_benchmark_markdown(cells)
+    assert cross_benchmark_markdown([c for c in cells if c.parts.benchmark == "pm"]) is None  # one benchmark

@@ -1,23 +1,24 @@
-"""Error bars where a score is shown: the headline rows (interval, users, difference to the baseline with
-its paired interval, Holm-corrected p and detectable difference), the printed table, MLflow metrics, and
-failed judgments counted apart from unscored items."""
+"""Error bars where a score is shown: the record's cells (interval, users, difference to the baseline with its
+paired interval, Holm-corrected p and detectable difference), the printed table, MLflow metrics, and failed
+judgments counted apart from unscored items."""
 from __future__ import annotations
 
 
 import numpy as np
 import pytest
-from rich.console import Console
 from statsmodels.stats.multitest import multipletests
 
-import perseval_flows.cli as cli
 from perseval.benchmarks.iba.judges.checkpoint import IbaCheckpointJudge
 from perseval.experiment.load import load_experiment
 from perseval.metrics.aggregate import group_table
 from perseval.metrics.uncertainty import cluster_mean, paired_difference
 from perseval.pipeline.plan import make_plan
 from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
-from perseval.report.headline import headline_rows, uncertainty_metrics
-from perseval.report.tables import delta_text, score_text
+from perseval.report.build import build_cells
+from perseval.report.record import ExperimentRef, make_record
+from perseval.report.sink.track import cell_metrics
+from perseval.report.views.run import render_text, run_output
+from perseval.report.views.text import delta_text, score_text
 from perseval.pipeline.runner import score_outputs
 from perseval.core.store import StageStore
 
@@ -64,37 +65,38 @@ def test_headline_rows_carry_the_interval_and_the_paired_difference_to_the_basel
     plan, root = quickstart
     judge = "smollm2-judge"
     values = {f"iba/iba-rag/smollm2-135m/minilm/{judge}": RAG, f"iba/iba-no-history/smollm2-135m/-/{judge}": NO_HISTORY}
-    rows = headline_rows(plan, _store(plan, root, values), root=root)
-    by_name = {"/".join(r[k] for k in ("benchmark", "agent", "backbone", "retriever", "judge")): r for r in rows}
+    cells = build_cells(plan, root, _store(plan, root, values))
+    by_name = {c.name: c for c in cells}
     rag = by_name[f"iba/iba-rag/smollm2-135m/minilm/{judge}"]
     base = by_name[f"iba/iba-no-history/smollm2-135m/-/{judge}"]
     est = cluster_mean(RAG, USERS)
-    assert (rag["score"], rag["ci_low"], rag["ci_high"], rag["se"], rag["n_users"]) == \
-        (pytest.approx(est.mean), est.ci_low, est.ci_high, est.se, 4)
+    e = rag.estimate
+    assert (e.point, e.low, e.high, e.se, e.users) == (pytest.approx(est.mean), est.ci_low, est.ci_high, est.se, 4)
     # Kish's effective users of the scored instances (2, 2, 2, 1 per user: 49 / 13) and the estimand, named
-    assert rag["effective_users"] == pytest.approx(7 ** 2 / 13) == est.effective_users
-    assert rag["weighting"] == "instance" and rag["interval_note"] is None
+    assert e.effective_users == pytest.approx(7 ** 2 / 13) == est.effective_users
+    assert e.weighting == "instance" and e.note is None
     # differences (i7 unscored in iba-rag: not a pair): 50, 10, 40, 40, 0, 60, 20 -> mean 220 / 7
-    assert rag["delta_vs_baseline"] == pytest.approx(220 / 7) and rag["delta_paired"] is True
-    assert rag["baseline"] == "iba-no-history" and base["delta_vs_baseline"] is None
+    diff = rag.difference
+    assert diff.point == pytest.approx(220 / 7) and diff.paired is True
+    assert diff.baseline == "iba-no-history" and diff.baseline_cell == base.key and base.difference is None
     d = paired_difference(RAG, NO_HISTORY, USERS, resamples=400)
-    assert (rag["delta_ci_low"], rag["delta_ci_high"], rag["mde"]) == (d.ci_low, d.ci_high, d.mde)
+    assert (diff.low, diff.high, diff.mde) == (d.ci_low, d.ci_high, d.mde)
     # the two iba judges each compare iba-rag and the oracle with the baseline: four tests, Holm-corrected together
-    compared = [r for r in rows if r["delta_vs_baseline"] is not None]
-    assert len(compared) == 4 and all(r["benchmark"] == "iba" for r in compared)
+    compared = [c for c in cells if c.difference is not None]
+    assert len(compared) == 4 and all(c.parts.benchmark == "iba" for c in compared)
     raw = [paired_difference(*[[s.value for s in StageStore(root, "score", c.key).read_records(InstanceScore)]
                                for c in (cell, base_cell)], USERS, resamples=400).p_value
            for cell, base_cell in _pairs(plan)]
-    assert [r["delta_p"] for r in compared] == pytest.approx(list(multipletests(raw, method="holm")[1]))
-    assert rag["delta_p"] >= d.p_value  # 4 users: at best p = 2/16 before the correction
-    assert by_name["apeb/apeb-direct/smollm2-135m/-/apeb.ranking"]["baseline"] is None
+    assert [c.difference.p_holm for c in compared] == pytest.approx(list(multipletests(raw, method="holm")[1]))
+    assert diff.p_holm >= d.p_value  # 4 users: at best p = 2/16 before the correction
+    assert by_name["apeb/apeb-direct/smollm2-135m/-/apeb.ranking"].baseline is None
     assert delta_text(base) == "baseline" and delta_text(rag).startswith(f"+{220 / 7:.1f} [")
     assert score_text(rag) == f"{est.mean:.1f} [{est.ci_low:.1f}, {est.ci_high:.1f}]"
-    metrics = uncertainty_metrics(rag)
+    metrics = cell_metrics(rag)  # the child run's, from the record's cell
     assert metrics["n_users"] == 4.0 and metrics["delta_vs_baseline"] == pytest.approx(220 / 7)
-    assert metrics["effective_users"] == pytest.approx(49 / 13) and metrics["delta_effective_users"] == \
+    assert metrics["effective_users"] == pytest.approx(49 / 13) and diff.effective_users == \
         pytest.approx(d.effective_users) == pytest.approx(49 / 13)
-    assert "delta_p" not in uncertainty_metrics(base) and uncertainty_metrics(base)["ci_low"] == base["ci_low"]
+    assert "delta_p" not in cell_metrics(base) and cell_metrics(base)["ci_low"] == base.estimate.low
 
 
 def _pairs(plan):
@@ -104,17 +106,16 @@ def _pairs(plan):
             yield c, cells[f"iba/iba-no-history/smollm2-135m/-/{c.judge}"]
 
 
-def test_the_printed_headline_shows_error_bars_and_failed_judgments_apart(quickstart, monkeypatch):
+def test_the_printed_headline_shows_error_bars_and_failed_judgments_apart(quickstart):
     plan, root = quickstart
-    rows = headline_rows(plan, _store(plan, root, {}), root=root)
-    console = Console(width=400, record=True)
-    monkeypatch.setattr(cli, "console", console)
-    cli._print_headline(rows, wide=True)  # every column (the compact one: tests/test_headline_terminal.py)
-    text = console.export_text()
+    cells = build_cells(plan, root, _store(plan, root, {}))
+    record = make_record("r", ExperimentRef(name="q", file="q.yaml", settings_digest="d", mlflow_experiment="m"),
+                         cells, [], None)
+    text = render_text(run_output(record, 400, wide=True), 400)  # every column (compact: test_run_output.py)
     header = next(line for line in text.splitlines() if "score [CI]" in line)
     assert "Δ vs baseline [CI]" in header and "p (Holm)" in header and "failed judg" in header
     rag = next(line for line in text.splitlines() if "iba-rag" in line and "smollm2-judge" in line)
-    assert score_text(rows[0]) in rag and "incomplete" in rag
+    assert score_text(cells[0]) in rag and "incomplete" in rag
     assert "Holm-corrected across the 4 comparison(s)" in text and "80% power" in text
 
 

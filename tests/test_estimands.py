@@ -218,13 +218,12 @@ def test_infinite_and_string_scores_are_refused_naming_the_cell_and_instance(bad
 def test_the_wide_headline_shows_effective_users_only_where_they_differ_from_users_by_over_20_percent():
     from rich.console import Console
 
-    from perseval.report.tables import wide_table
+    from perseval.report.views.headline import wide_table
+    from tests.record_helpers import cell
 
     def render(effective):
-        row = {"benchmark": "b", "agent": "a", "backbone": "-", "retriever": "-", "judge": "j", "metric": "score",
-               "score": 50.0, "ci_low": 40.0, "ci_high": 60.0, "n_users": 50, "n": 545, "effective_users": effective,
-               "unscored_items": 0, "invalid_outputs": 0, "failed_outputs": 0, "failed_judgments": 0,
-               "status": "complete"}
+        row = cell("b", "a", "j", 50.0, 40.0, 60.0, users=50, scored=545)
+        row = row.model_copy(update={"estimate": row.estimate.model_copy(update={"effective_users": effective})})
         console = Console(width=250, record=True)
         console.print(wide_table([row]))
         return console.export_text()

@@ -36,7 +36,8 @@ from perseval.metrics.aggregate import OVERALL, group_table
 from perseval.pipeline.plan import make_plan
 from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.core.redact import MASK, redact, redact_records, register_secret
-from perseval.report.headline import headline, headline_rows
+from perseval.report.build import build_cells
+from perseval.report.views.summary import summary_row
 from perseval.retrieval.chunking import chunk_text
 from perseval.pipeline.runner import judge_shard, score_outputs
 from perseval.retrieval.search import SearchError, http_search
@@ -94,27 +95,26 @@ def test_group_table_counts_items_unscored_share_and_failures_by_hand():
     assert "score" not in only_failed.columns and only_failed.loc[OVERALL, "failed_outputs"] == 2
 
 
-def test_the_headline_marks_a_cell_with_failures_incomplete():
+def test_the_headline_marks_a_cell_with_failures_incomplete(tmp_path):
     plan = make_plan(load_experiment(CONFIGS / "experiments" / "quickstart.yaml"))
     table = group_table([InstanceScore("i1", "a", 0, "j", 0, "g", "score", 80.0, 1, 0)], ["score"], {"g": 1})
     scores = {c.key: {"table": table.reset_index().to_dict("records"), "headline_metric": "score", "metrics": ["score"],
                       "outputs": {"ok": 1, "failed": 1 if i == 0 else 0}, "judgments": {"scored": 1}}
               for i, c in enumerate(plan.cells)}
-    rows = headline(plan, scores)
-    plain = [c for c in plan.cells if c.run.control is None]  # a control's cell is a column of its cell's row
-    assert list(rows["status"]) == ["incomplete"] + ["complete"] * (len(plain) - 1)
-    assert rows.loc[0, "score"] == 80.0 and rows.loc[0, "failed_outputs"] == 1
+    cells = build_cells(plan, str(tmp_path), scores)
+    assert [c.status.word for c in cells] == ["incomplete"] + ["complete"] * (len(plan.cells) - 1)
+    assert cells[0].estimate.point == 80.0 and cells[0].status.failed_outputs == 1
 
 
-def test_a_cell_with_nothing_scored_reads_none_and_zero_not_nan():
+def test_a_cell_with_nothing_scored_reads_none_and_zero_not_nan(tmp_path):
     """A rubric judge bound to an agent that leaves no trajectory scores nothing: the summary says so plainly."""
     plan = make_plan(load_experiment(CONFIGS / "experiments" / "quickstart.yaml"))
     scored = group_table([InstanceScore("i1", "a", 0, "j", 0, "g", "score", 80.0, 1, 0)], ["score"], {"g": 1})
     scores = {c.key: {"table": (scored.reset_index().to_dict("records") if i else []), "headline_metric": "score",
                       "metrics": ["score"], "outputs": {"ok": 1}, "judgments": {}}
               for i, c in enumerate(plan.cells)}
-    rows = headline_rows(plan, scores)
-    assert (rows[0]["score"], rows[0]["n"], rows[0]["unscored_items"]) == (None, 0, 0)
+    rows = [summary_row(c) for c in build_cells(plan, str(tmp_path), scores)]  # the summary JSON's rows
+    assert (rows[0]["score"], rows[0]["n"], rows[0]["unscored_items"], rows[0]["status"]) == (None, 0, 0, "no items")
     assert rows[1]["n"] == 1 and isinstance(rows[1]["n"], int)
     assert "NaN" not in json.dumps(rows)
 
@@ -567,7 +567,7 @@ def test_mlflow_runs_a_killed_perseval_left_running_are_ended_as_killed(tmp_path
     from mlflow.tracking import MlflowClient
 
     from perseval.core.owner import owner_tag
-    from perseval.report.tracking import OWNER_KEY, mark_abandoned_runs
+    from perseval.report.sink.tracking import OWNER_KEY, mark_abandoned_runs
 
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     exp_id = client.create_experiment("abandoned", artifact_location=str(tmp_path / "art"))

@@ -117,7 +117,7 @@ def test_labels_join_the_judges_scores_and_an_ambiguous_label_must_name_its_agen
 def test_judge_check_reads_the_judgments_a_computed_run_stored(tmp_path):
     """The IBA oracle's slot judgments (a rule judge, so no model) against labels that agree on all but one."""
     from perseval.experiment.load import load_experiment
-    from perseval.report.judge_check import judge_check
+    from perseval.report.analyses.judge_agreement import judge_agreement as judge_check
     from perseval.pipeline.plan import make_plan
     from perseval.pipeline.stages import Runtime
     from perseval.core.store import StageStore
@@ -153,7 +153,7 @@ def test_the_bespoke_meta_test_human_scores_are_the_labels_of_each_evaluator(tmp
     """Real meta-test pairs of the bundled sample; an evaluator whose scores are the human's (x20) agrees
     perfectly, one off by one step on need alignment does not."""
     from perseval.experiment.load import load_experiment
-    from perseval.report.judge_check import data_label_pairs
+    from perseval.report.analyses.judge_agreement import data_label_pairs
     from perseval.pipeline.plan import make_plan
     from perseval.core.instances import InstanceScore
     from perseval.pipeline.stages import Runtime, construct, load_instances
@@ -188,7 +188,7 @@ def test_inter_judge_alpha_self_consistency_length_bias_and_self_preference():
     computes it, disagreement share, the length correlation and the model-family flag."""
     from collections import defaultdict
 
-    from perseval.report.reliability import _alpha, _length_bias, _self_consistency, model_family
+    from perseval.report.analyses.reliability import _alpha, _length_bias, _self_consistency, model_family
 
     a = [1.0, 0.0, 1.0, 1.0]
     b = [1.0, 1.0, 1.0, 0.0]

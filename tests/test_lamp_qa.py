@@ -318,7 +318,7 @@ def test_validate_accepts_the_cpu_config_and_names_a_bad_row(tmp_path, monkeypat
 
 
 def test_the_cross_benchmark_roles_of_the_lamp_qa_agents():
-    from perseval.report.cross_benchmark import agent_roles
+    from perseval.report.build import agent_roles
     from perseval.experiment.load import experiment_file, load_experiment
 
     roles = agent_roles(load_experiment(experiment_file("lamp_qa_cpu")))

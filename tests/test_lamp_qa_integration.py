@@ -80,10 +80,17 @@ def test_lamp_qa_runs_end_to_end_judged_per_aspect_with_the_swapped_history_cont
     head = {r["agent"]: r for r in result["headline"]}
     rag = head["lamp-qa-rag"]
     assert rag["n_users"] == 2 and rag["failed_outputs"] == 0 and rag["judge"] == "smollm2-judge"
-    assert rag["no_history_agent"] == "lamp-qa-no-profile"
-    if rag["score"] is not None and rag["swapped_score"] is not None:
-        assert rag["personalization_gain"] == pytest.approx(rag["score"] - rag["swapped_score"])
+    controls = rag["controls"]  # the record's section: gains, or why there is none (a judge that does not discriminate)
+    if rag["judge_discriminates"] is False:
+        assert rag["score"] is None and controls["personalization"] is None and controls["history"] is None
+    else:
+        assert controls["history"]["reference_label"] == "lamp-qa-no-profile"
+        gain = controls["personalization"]
+        if gain is not None and gain["point"] is not None:
+            assert gain["point"] == pytest.approx(gain["own"] - gain["reference_score"])
     assert rag["judge_probe_items"] and rag["judge_auc_from"] == "verdict"
+    (swapped,) = [r for r in result["controls"] if r["agent"] == "lamp-qa-rag"]  # the control cell's own row
+    assert swapped["name"] == "lamp-qa-rag [swapped-history]" and swapped["control"] == "swapped-history"
 
     # what the swapped runs really sent: each prompt's posts are another asker's of the same category
     outputs = _records(workdir, "run", {r["key"] for r in result["run_outputs"].values()}, AgentOutput)

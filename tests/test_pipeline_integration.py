@@ -103,7 +103,7 @@ def test_first_run_sends_requests_and_tracks_every_cell(workdir, first):
     assert "qa_score" in iba.data.metrics  # QA probes are scored apart from task execution
     # the run's record (issue 42): the headline the summary holds, and each child run, agree with it per cell
     record = json.loads((workdir / "runs" / "records" / parent.info.run_id / "record.json").read_text())
-    assert record["schema_version"] == 1 and record["computed_by"] == parent.info.run_id
+    assert record["schema_version"] == 2 and record["computed_by"] == parent.info.run_id
     assert record["experiment"]["name"] == "tiny" and record["llm_requests"] == first["llm_requests"]
     by_key = {c.data.tags["perseval.score_key"]: c.data.metrics for c in children}
     for cell, row in zip(record["cells"], first["headline"]):
@@ -157,7 +157,7 @@ def test_second_run_sends_no_request(workdir, prefect_api, first):
     both = subprocess.run([sys.executable, "-m", "perseval_flows.cli", "compare", first["mlflow_run_id"],
                            second["mlflow_run_id"]], cwd=workdir, capture_output=True, text=True, timeout=300)
     assert both.returncode == 0, both.stderr[-2000:]
-    assert "apeb/apeb-oracle/-/-/apeb.ranking" in both.stdout
+    assert any(ln.startswith("apeb-oracle ") for ln in both.stdout.splitlines())  # the headline's name
 
 
 def test_changing_only_the_judge_rejudges_without_rerunning_agents(workdir, prefect_api, first):

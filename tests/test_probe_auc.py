@@ -15,15 +15,16 @@ from perseval.benchmarks.prefeval.judges.generation import GenerationJudge
 from perseval.benchmarks.prefeval.probes import EMPTY, HONOURS, REFUSAL, VIOLATES, WRONG_PREF
 from perseval.core.instances import Judgment
 from perseval.metrics.auc import auc_interval
-from perseval.report.probes import judge_probes, probe_answers, probe_report
-from perseval.report.rows import HeadlineRow
-from perseval.report.tables import judge_text, score_text
+from perseval.pipeline.probes import judge_probes, probe_answers, probe_report
+from perseval.report.record import ProbeCheck
+from perseval.report.views.text import judge_text, score_text
 from perseval.llm.settings import ModelConfig, Sampling
 from perseval.experiment.specs import JudgeSpec
 from perseval.benchmarks.base import build_all
 from perseval.benchmarks.prefeval.benchmark import PrefEval
 from tests.conftest import REPO
 from tests.scripted import ScriptedChat
+from tests.record_helpers import cell
 
 
 def load(**params):
@@ -109,11 +110,11 @@ def test_prefeval_generation_probes_are_built_from_the_release_and_judged():
 
 
 def test_a_non_discriminating_judges_cell_shows_a_dash_with_its_auc():
-    row = {"benchmark": "iba", "agent": "a", "backbone": "b", "retriever": "-", "judge": "j", "metric": "m",
-           "score": 100.0, "ci_low": 29.2, "ci_high": 100.0}
+    row = cell("iba", "a", "j", 100.0, 29.2, 100.0)
     assert score_text(row) == "100.0 [29.2, 100.0]"
-    flagged = {**row, "judge_discriminates": False, "judge_auc": 0.5}
+    flagged = cell("iba", "a", "j", 100.0, 29.2, 100.0, flagged=True)
     assert score_text(flagged) == "—" and judge_text(flagged) == "0.50 ✗"  # the AUC in the column beside it
-    assert flagged["score"] == 100.0  # the number stays in the row (the summary JSON)
-    good = {**row, "judge_discriminates": True, "judge_auc": 0.9}
+    assert flagged.estimate.point is None and flagged.estimate.uninterpretable_mean == 100.0  # kept, named
+    good = row.model_copy(update={"probe": ProbeCheck(auc=0.9, pass_rate_gold=100.0, pass_rate_bad=10.0,
+                                                      discriminates=True, items=12)})
     assert score_text(good) == "100.0 [29.2, 100.0]" and judge_text(good) == "0.90 ✓"

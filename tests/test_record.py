@@ -12,16 +12,16 @@ import re
 import mlflow
 import pytest
 from mlflow.tracking import MlflowClient
-from rich.console import Console
 from typer.testing import CliRunner
 
-import perseval_flows.cli as cli
 from perseval_flows.cli import app
 from perseval.core.instances import InstanceScore
 from perseval.core.store import StageStore
 from perseval.metrics.ci_tables import cluster_of
-from perseval.report.record import (RECORD, SCHEMA_VERSION, download_record, read_record, record_dir)
-from perseval.report.tables import score_text, short_names
+from perseval.report.record import RECORD, SCHEMA_VERSION, read_record, record_dir
+from perseval.report.sink.runs import download_record
+from perseval.report.views.run import render_text, run_output
+from perseval.report.views.text import score_text
 from tests.trace_runs import EXPERIMENT, make_run, track_run
 
 EXP_NAME = EXPERIMENT["mlflow"]["experiment"]
@@ -63,8 +63,9 @@ def test_the_record_holds_every_field_of_the_run(three):
         assert e.level == exp.experiment.statistics.level and e.users and e.low <= e.point <= e.high
         assert e.se is not None or e.se_reason  # an SE, or why there is none; never 0 beside a width
         assert not (e.se == 0 and e.high > e.low) and not (e.mde == 0 and e.high > e.low)
-        assert c.mlflow_run_id == children[cell.key].info.run_id
+        assert c.mlflow_run_id == children[cell.key].info.run_id and c.data_key == cell.run.data.key
         assert c.cost.tokens_in is not None and c.cost.wall_seconds is not None
+        assert c.status.scored <= c.status.instances and c.label == children[cell.key].data.tags["perseval.label"]
         if cell.agent != "iba-no-history":
             assert c.difference is not None and c.difference.baseline == "iba-no-history"
         # per instance ONE user: the one the statistics cluster on (the score stage's user), a score, verdicts
@@ -77,6 +78,7 @@ def test_the_record_holds_every_field_of_the_run(three):
         scored = [i.score for i in mine if i.score is not None]
         assert sum(scored) / len(scored) == pytest.approx(e.point)
     assert record.timings == {} and record.llm_requests is None  # track_run passes no stage stats
+    assert "row" not in raw["cells"][0] and set(raw["cells"][0]) >= {"status", "estimate", "probe", "controls"}
 
 
 def _instances(root, cell):
@@ -97,26 +99,22 @@ def test_a_cached_rerun_is_recorded_as_computed_by_the_run_it_repeats(three):
     assert client.get_run(parents[1]).data.tags["perseval.computed_by"] == parents[0]
 
 
-def test_headline_compare_samples_and_child_runs_agree_on_every_cell(three, monkeypatch):
+def test_headline_compare_samples_and_child_runs_agree_on_every_cell(three):
     exp, plan, root, parents, uri, _ = three
     record = read_record(record_dir(root, parents[0]))
-    rows = record.headline_rows()
-    console = Console(width=120, record=True)
-    monkeypatch.setattr(cli, "console", console)
-    cli._print_headline(rows)
-    headline = console.export_text()
+    headline = render_text(run_output(record, 120), 120)
     client = MlflowClient(uri)
     children = {r.data.tags["perseval.score_key"]: r.data.metrics for r in client.search_runs(
         [mlflow.get_experiment_by_name(EXP_NAME).experiment_id],
         filter_string=f"tags.mlflow.parentRunId = '{parents[0]}'")}
     compared = CliRunner().invoke(app, ["compare", parents[0], "--tracking-uri", uri], terminal_width=200)
     assert compared.exit_code == 0, compared.output
-    names = short_names([tuple(c.parts.model_dump().values()) for c in record.cells])
-    for c, name in zip(record.cells, names):
-        e = c.estimate
+    for c in record.cells:
+        e, name = c.estimate, c.label
         text = f"{e.point:.1f} [{e.low:.1f}, {e.high:.1f}]"
-        assert text == score_text(c.row)
-        assert any(ln.startswith(f"{name} ") and text in ln and f"{e.users}/{c.n}" in ln for ln in headline.splitlines())
+        assert text == score_text(c)
+        assert any(ln.startswith(f"{name} ") and text in ln and f"{e.users}/{c.status.scored}" in ln
+                   for ln in headline.splitlines())
         assert any(ln.split()[:1] == [name] and f"{text} ({e.users})" in ln for ln in compared.output.splitlines()), \
             (name, compared.output)
         m = children[c.key]
@@ -157,11 +155,15 @@ def test_between_prints_only_the_instance_tables_once_per_run_naming_it(three):
 def test_a_missing_interval_note_read_back_as_nan_is_no_note():
     """A score table read back with pandas has NaN where a cell has no interval note: the record says None
     (a NaN note stopped a real quickstart's track stage)."""
-    from perseval.report.record import estimate_of
+    from perseval.report.analyses.status import ScoreManifest
+    from perseval.report.build import estimate_of
 
-    e = estimate_of({"score": 50.0, "ci_low": 10.0, "ci_high": 90.0, "level": 0.95, "n_users": 4, "se": 10.0},
-                    {"effective_users": 3.2, "interval_note": float("nan")})
-    assert e.note is None and e.effective_users == 3.2
-    withheld = estimate_of({"score": 50.0, "ci_low": None, "ci_high": None, "level": 0.95, "n_users": 2},
-                           {"effective_users": 1.1, "interval_note": "interval withheld: 1.1 effective users"})
+    def of(**overall):
+        return ScoreManifest.of({"table": [{"group": "Overall", "score": 50.0, **overall}], "headline_metric": "score"})
+
+    e = estimate_of(of(ci_low=10.0, ci_high=90.0, n_users=4, se=10.0, effective_users=3.2,
+                       interval_note=float("nan")), 0.95, "instance", None)
+    assert e.note is None and e.effective_users == 3.2 and (e.point, e.users, e.level) == (50.0, 4, 0.95)
+    withheld = estimate_of(of(ci_low=None, ci_high=None, n_users=2, effective_users=1.1,
+                              interval_note="interval withheld: 1.1 effective users"), 0.95, "instance", None)
     assert withheld.note == "interval withheld: 1.1 effective users"

@@ -63,7 +63,7 @@ def test_samples_json_of_a_truncated_record_is_one_line_exit_2(damaged):
 
 
 @pytest.mark.parametrize("damage, says", [
-    (lambda d: json.dumps(d | {"schema_version": 99}), "schema_version 99; this perseval reads 1"),
+    (lambda d: json.dumps(d | {"schema_version": 99}), "schema_version 99; this perseval reads 1 and 2"),
     (lambda d: json.dumps({k: v for k, v in d.items() if k != "cells"}), "cells: Field required"),
     (lambda d: json.dumps(d | {"cells": [{"key": "x"}]}), "cells.0."),
     (lambda d: "[]", "a record is a JSON object, this is list"),

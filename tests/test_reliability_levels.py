@@ -6,7 +6,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from perseval.report.reliability import _alpha, level
+from perseval.report.analyses.reliability import _alpha, level
 
 
 def test_graded_ratings_are_interval_ranks_ordinal_and_pass_fail_nominal():

@@ -9,9 +9,16 @@ import pandas as pd
 from rich.console import Console
 
 from perseval.pipeline.cost import plan_cost
-from perseval.report.headline import cell_status
-from perseval.report.tables import cost_table
+from perseval.report.analyses.status import ScoreManifest
+from perseval.report.record import Cost
+from perseval.report.views.cost import cost_table
 from perseval.pipeline.stages import write_artifact
+
+from .record_helpers import cell
+
+
+def cell_status(summary):
+    return ScoreManifest.of(summary).status
 
 
 def test_a_cell_whose_judge_had_no_items_is_not_complete():
@@ -47,9 +54,8 @@ def test_a_run_shared_by_two_cells_is_counted_once():
 
 
 def test_the_cost_table_labels_seconds_as_summed_shard_time():
-    row = {"benchmark": "iba", "agent": "a", "backbone": "m", "retriever": "r", "judge": "j", "tokens_in": 1,
-           "new_tokens_in": 1, "tokens_out": 1, "new_tokens_out": 1, "llm_seconds": 1.0, "wall_seconds": 3500.0,
-           "cost_usd": None, "new_cost_usd": None}
+    row = cell("iba", "a", "j", 50.0).model_copy(update={"cost": Cost(
+        tokens_in=1, new_tokens_in=1, tokens_out=1, new_tokens_out=1, llm_seconds=1.0, wall_seconds=3500.0)})
     console = Console(width=200, record=True)
     console.print(cost_table([row]))
     text = console.export_text()

@@ -28,7 +28,7 @@ from perseval.pipeline.plan import make_plan
 from perseval.core.instances import AgentOutput, Document, Instance, InstanceScore, Judgment
 from perseval.core.store import StageStore
 from perseval.metrics.ci_tables import cluster_of
-from perseval.report.traces import AUTO_LIMIT, AUTO_PER_CELL, Outcome, resolve_selection, select, write_trace
+from perseval.report.sink.traces import AUTO_LIMIT, AUTO_PER_CELL, Outcome, resolve_selection, select, write_trace
 from tests.trace_runs import EXPERIMENT, UNREADABLE, make_run, track_run, write_configs
 
 EXP_NAME = EXPERIMENT["mlflow"]["experiment"]
@@ -196,7 +196,11 @@ def test_assessments_are_the_judges_verdicts_with_rationale_and_unscored_raw_tex
     assert sum(a.rationale is not None and a.error is None for a in got.values()) > 0
 
 
-def test_a_second_track_writes_no_trace_and_links_the_first_ones(tracked):
+def test_a_second_track_of_the_same_results_writes_and_links_no_trace(tracked):
+    """A cached re-run repeats the results of the run before it: it writes no trace and links none again (the
+    first run's child runs hold them); its record names that run and keeps its trace ids."""
+    from perseval.report.record import read_record, record_dir
+
     exp, plan, root, _, parents, _, seconds = tracked
     all_traces = _traces("", include_spans=False)
     runs = {c.run.key for c in plan.cells}
@@ -204,12 +208,13 @@ def test_a_second_track_writes_no_trace_and_links_the_first_ones(tracked):
     assert len(all_traces) == n_outputs  # one per output of each agent run: not one per judge, nor per track
     first, second = _children(parents[0]), _children(parents[1])
     for key, run in second.items():
-        counts = json.loads(run.data.tags["perseval.traces"])
-        assert counts["written"] == 0 and counts["linked"] == json.loads(first[key].data.tags["perseval.traces"])[
-            "written"] > 0
-        linked = mlflow.search_traces(locations=[_experiment_id()], run_id=run.info.run_id, return_type="list",
-                                      include_spans=False)
-        assert len(linked) == counts["linked"]
+        assert json.loads(first[key].data.tags["perseval.traces"])["written"] > 0
+        assert "perseval.traces" not in run.data.tags and run.data.tags["perseval.computed_by"] == parents[0]
+        assert not mlflow.search_traces(locations=[_experiment_id()], run_id=run.info.run_id, return_type="list",
+                                        include_spans=False)
+    records = [read_record(record_dir(root, p)) for p in parents]
+    assert records[1].computed_by == parents[0] and \
+        [i.trace_id for i in records[1].instances] == [i.trace_id for i in records[0].instances]
     print(f"track seconds: first {seconds[0]:.1f}, second {seconds[1]:.1f} ({n_outputs} traces)")
     assert seconds[1] < seconds[0]
 
@@ -240,8 +245,9 @@ def test_parent_runs_have_distinct_names_real_start_and_each_cells_headline(trac
     name = "headline/" + rag.name
     assert runs[0].data.metrics[f"{name}/ci_low"] == child.data.metrics["ci_low"] <= runs[0].data.metrics[name] \
         <= runs[0].data.metrics[f"{name}/ci_high"] == child.data.metrics["ci_high"]
-    note = runs[0].data.tags["mlflow.note.content"]
-    assert "| iba-rag/stub-judge |" in note and "| iba-no-history/iba.slots |" in note and "±" not in note
+    note = runs[0].data.tags["mlflow.note.content"]  # the headline as the terminal prints it
+    assert any(ln.startswith("iba-rag/stub-judge ") for ln in note.splitlines()) and "±" not in note
+    assert any(ln.startswith("iba-no-history/iba.slots ") for ln in note.splitlines())
     assert f"[{child.data.metrics['ci_low']:.1f}, {child.data.metrics['ci_high']:.1f}]" in note
     assert client.get_experiment(runs[0].info.experiment_id).tags["mlflow.experimentKind"] == "custom_model_development"
 
@@ -263,7 +269,7 @@ def test_compare_between_two_cells_prints_the_instances_that_differ_most_with_tr
            _traces(f"tags.`perseval.instance_id` = '{top}'", include_spans=False)}
     assert ids["iba-rag"] in result.output and ids["iba-oracle"] in result.output
     bad = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba/nope", oracle.name, "--tracking-uri", uri])
-    assert bad.exit_code == 2 and "names 0 cells" in bad.output
+    assert bad.exit_code == 2 and "names no cell" in bad.output
 
 
 def _outcome(iid: str, score: float | None, status: str = "ok") -> Outcome:
@@ -329,8 +335,9 @@ def test_samples_lists_every_instance_with_user_score_verdicts_rationales_and_tr
     lines = result.output.splitlines()
     for iid, s in scores.items():
         line = next(ln for ln in lines if ln.split()[:1] == [iid])
-        assert s.user_id in line and ids[iid] in line, line
-        assert (f"{s.value:.1f}" if s.value is not None else "-") in line, line
+        assert s.user_id in line and (f"{s.value:.1f}" if s.value is not None else "-") in line, line
+        link = f"http://127.0.0.1:5000/#/experiments/{_experiment_id()}/traces?selectedEvaluationId={ids[iid]}"
+        assert f"{iid}: {link}" in result.output  # where `perseval ui` opens its trace
     judgments = StageStore(root, "judge", cell.judged.key).read_records(Judgment)
     reasons = {j.feedback for j in judgments if j.status == "scored"}
     words = set(result.output.split())
@@ -350,7 +357,7 @@ def test_each_cell_run_carries_its_samples_page_with_every_instance_score_and_tr
     exp, plan, root, _, parents, uri, _ = tracked
     mlflow.set_tracking_uri(uri)
     cell = _cell(plan, "iba-rag", "stub-judge")
-    run = _children(parents[1])[cell.key]
+    run = _children(parents[0])[cell.key]
     page = Path(MlflowClient().download_artifacts(run.info.run_id, "samples.html", str(tmp_path))).read_text()
     ids = _trace_ids(cell)
     scores = [s for s in StageStore(root, "score", cell.key).read_records(InstanceScore) if s.metric == "score"]
@@ -359,9 +366,12 @@ def test_each_cell_run_carries_its_samples_page_with_every_instance_score_and_tr
         row = page[page.index(f"<tr><td>{s.instance_id}</td>"):].split("</tr>")[0]
         assert ("" if s.value is None else f"<td>{s.value:.1f}</td>") in row
         assert f'href="/#/experiments/{run.info.experiment_id}/traces?selectedEvaluationId={ids[s.instance_id]}"' in row
-    # built at track time from the records it holds, the page is what `perseval samples` reads back from MLflow
-    from perseval.report.samples import cell_name, read_samples, samples_html
-    assert page == samples_html(cell_name(run), read_samples(MlflowClient(), run), "", run.info.experiment_id)
+    # built at track time from the record, the page is what `perseval samples --html` renders from its artifacts
+    again = tmp_path / "again.html"
+    got = CliRunner().invoke(app, ["samples", parents[0], "iba-rag/stub-judge", "--html", str(again), "--ui-url", "",
+                                   "--tracking-uri", uri])
+    assert got.exit_code == 0, got.output
+    assert page == again.read_text()
 
 
 def test_samples_refuses_an_ambiguous_cell_or_a_bad_filter_before_any_output(tracked):
@@ -385,7 +395,8 @@ def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scor
     differing = 0
     for judge in ("stub-judge", "iba.slots"):
         a, b = _cell(plan, "iba-rag", judge), _cell(plan, "iba-no-history", judge)
-        assert f"A = {a.name}" in result.output and f"B = {b.name}" in result.output
+        assert f"A = {a.name.split('/')[1]}/{judge}" in result.output  # the labels every view gives the cells
+        assert f"B = {b.name.split('/')[1]}/{judge}" in result.output
         va, vb = ({s.instance_id: s.value for s in StageStore(root, "score", c.key).read_records(InstanceScore)
                    if s.metric == "score"} for c in (a, b))
         ta, tb = _trace_ids(a), _trace_ids(b)
@@ -404,7 +415,8 @@ def test_compare_between_short_names_pairs_the_agents_under_each_judge_with_scor
     rag = next(ln for ln in scores.output.splitlines() if ln.split()[:1] == ["iba-rag/stub-judge"])
     assert "±" not in rag and re.search(r"\[\d+\.\d, \d+\.\d\]", rag), rag
     bad = CliRunner().invoke(app, ["compare", parents[1], "--between", "iba-rag", "iba-nope", "--tracking-uri", uri])
-    assert bad.exit_code == 2 and bad.output.startswith("error:") and "'iba-nope' names 0 cells" in bad.output
+    assert bad.exit_code == 2 and bad.output.startswith("error:") and "'iba-nope' names no cell" in bad.output
+    assert "did you mean" in bad.output and "iba-no-history" in bad.output
 
 
 def test_a_long_prompt_is_kept_as_its_first_and_last_messages_each_clipped():

@@ -99,7 +99,10 @@ def test_every_view_names_the_two_entries_cells_apart(ran, workdir, monkeypatch)
     # the controls: each plain cell's swapped score on its own row, under its own name
     zs = {n: r for n, r in zip(names, result["headline"]) if "/prefeval-zero-shot/" in n}
     assert {n.split("/")[0] for n in zs} == {"prefeval:gen", "prefeval:cls"}
-    assert zs[CLS].get("swapped_score") is not None or zs[CLS].get("controls_note"), zs[CLS]
+    controls = zs[CLS]["controls"]  # the record's section: the gain against its swapped-history cell, or why none
+    assert controls and (controls["personalization"] or controls["note"]), zs[CLS]
+    assert any(r["name"] == "prefeval-zero-shot [swapped-history]" and r["benchmark"] == "prefeval:cls"
+               for r in result["controls"])  # the control cell's own row
 
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/mlruns/mlflow.db")
     children = client.search_runs([client.get_experiment_by_name("two-prefeval").experiment_id],

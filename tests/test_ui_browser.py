@@ -23,7 +23,7 @@ import yaml
 from mlflow.tracking import MlflowClient
 
 from perseval.llm.deployments import free_port
-from perseval.report.samples import trace_url
+from perseval.report.views.samples import trace_url
 
 from .conftest import CONFIGS, cpu_overrides, copy_configs
 from .trace_runs import make_run, track_run

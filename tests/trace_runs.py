@@ -20,8 +20,9 @@ from perseval.pipeline.cost import UnitRecords, plan_cost
 from perseval.llm.endpoint import Endpoint
 from perseval.llm.identity import identity_label
 from perseval.pipeline.plan import make_plan
+from perseval.pipeline.probes import probe, probe_units
 from perseval.pipeline.units import Plan, shards
-from perseval.report.headline import headline_rows, track
+from perseval.report.sink.track import track
 from perseval.pipeline.stages import Runtime, construct, index, judge, run_shard, score, score_summary
 from perseval.core.store import StageStore
 from tests.http_stub import JsonHandler, completion, serve
@@ -101,19 +102,21 @@ def compute(exp: ResolvedExperiment, plan: Plan, root: str, url: str) -> Runtime
     for unit in plan.judgings():
         for s in shards(n[unit.run.data.key], rt.shard_size):
             judge(unit, s, rt)
+    for unit in probe_units(plan):  # judge_probes: each LLM judge on answers of known verdict
+        probe(unit, rt)
     for cell in plan.cells:
         score(cell, rt)
     return rt
 
 
 def track_run(exp: ResolvedExperiment, plan: Plan, root: str, base: Path) -> str:
-    """`report.track` as the evaluate flow calls it (no analysis files); returns the parent run id."""
+    """The track stage as the evaluate flow calls it (no analysis files); returns the parent run id."""
     n = {u.key: StageStore(root, "data", u.key).manifest()["n_instances"] for u in plan.data}
     scores = {c.key: score_summary(root, c) for c in plan.cells}
     costs = plan_cost(exp, plan, UnitRecords(root, {k: shards(v, exp.experiment.shard_size) for k, v in n.items()}),
                       "trace-test")
-    rows = headline_rows(plan, scores, costs)
-    return track(exp, plan, root, scores, {u.key: {"files": []} for u in plan.analyses}, {}, costs, rows, base)
+    return track(exp, plan, root, scores, {u.key: {"files": []} for u in plan.analyses}, {}, costs, base,
+                 str(Path(root) / "cache.sqlite")).run_id
 
 
 def make_run(workdir: Path, experiment: dict[str, Any] | None = None) -> tuple[ResolvedExperiment, Plan, str]:

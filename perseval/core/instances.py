@@ -91,6 +91,7 @@ class AgentOutput:
     trace: list[dict[str, Any]] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    requests: list[str] = field(default_factory=list)  # its LLM requests' cache keys, in order (their messages)
 
 
 JudgmentStatus = Literal["scored", "unscored", "failed"]

@@ -29,6 +29,7 @@ OUTPUTS = pa.schema([
     ("instance_id", pa.string()), ("agent", pa.string()), ("repeat", pa.int32()),
     ("text", pa.string()), ("parsed", pa.string()), ("status", pa.string()), ("error", pa.string()),
     ("trace", pa.string()), ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+    ("requests", pa.string()),
 ])
 JUDGMENTS = pa.schema([
     ("instance_id", pa.string()), ("agent", pa.string()), ("repeat", pa.int32()),
@@ -47,7 +48,7 @@ SCORES = pa.schema([
 SCHEMAS: dict[type, pa.Schema] = {
     Instance: INSTANCES, Document: DOCUMENTS, AgentOutput: OUTPUTS, Judgment: JUDGMENTS, InstanceScore: SCORES,
 }
-JSON_FIELDS = {"payload", "gold", "meta", "parsed", "trace", "prompt"}
+JSON_FIELDS = {"payload", "gold", "meta", "parsed", "trace", "prompt", "requests"}
 
 R = TypeVar("R")
 

@@ -43,7 +43,7 @@ class JudgeConfig(Strict):
     repeats: int = Field(1, ge=1)
     params: dict[str, Any] = {}
     # a binary verdict read as a probability passes at P(true) >= threshold (perseval.judges.binary); `calibrated`:
-    # the threshold is chosen on the probe set, per benchmark entry (perseval.report.probes)
+    # the threshold is chosen on the probe set, per benchmark entry (perseval.pipeline.probes)
     threshold: Threshold = 0.5
     # false: a binary verdict is asked without its one-sentence reason (the verdict alone, a few tokens instead of
     # ~25: the CPU protocol's budget). The prompt is the same, so the verdict and P(true) are too; the tables lose
@@ -90,7 +90,7 @@ class DaskSettings(Strict):
     in_process: bool = False
 
 
-# Which instances become MLflow traces (perseval.report.traces): all, those that went wrong, or the first N of each
+# Which instances become MLflow traces (perseval.report.sink.traces): all, those that went wrong, or the first N of each
 # cell; None: all when the run holds fewer than 1000 agent outputs, else the first 100 of each cell.
 TraceSelection = Literal["all", "failed"] | Annotated[int, Field(ge=0)] | None
 
@@ -122,7 +122,7 @@ class ExperimentConfig(Strict):
     overrides: Overrides = Overrides()  # this experiment's agent / judge / model settings (perseval.experiment.overrides)
     # extra runs that say what a score means (perseval.pipeline.controls): swapped-history = another user's history
     controls: list[Literal["swapped-history"]] = []
-    # answers of known verdict each LLM judge also judges, for this many instances per benchmark (perseval.report.probes)
+    # answers of known verdict each LLM judge also judges, for this many instances per benchmark (perseval.pipeline.probes)
     judge_probes: int = Field(0, ge=0)
     dask: DaskSettings = DaskSettings()
     mlflow: MLflowSettings = MLflowSettings()

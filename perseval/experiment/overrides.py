@@ -46,7 +46,7 @@ def _threshold(value: Any) -> Any:
     raise ValueError(f"{value!r} is not allowed: {THRESHOLDS}")
 
 
-# P(true) at which a binary verdict read as a probability passes, or `calibrated` (perseval.report.probes)
+# P(true) at which a binary verdict read as a probability passes, or `calibrated` (perseval.pipeline.probes)
 Threshold = Annotated[float | Literal["calibrated"], BeforeValidator(_threshold)]
 
 

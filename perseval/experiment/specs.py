@@ -42,7 +42,7 @@ class JudgeSpec:
     threshold: float = 0.5  # P(true) at which a binary verdict read from probabilities passes
     reasons: bool = True  # a binary verdict comes with its one-sentence reason (judge YAML `reasons`)
     # `threshold: calibrated`: the cells are scored at the threshold the probe stage chose on the probe set
-    # (perseval.report.probes); the judge stage reads its verdicts at `threshold` (0.5) meanwhile, and every
+    # (perseval.pipeline.probes); the judge stage reads its verdicts at `threshold` (0.5) meanwhile, and every
     # judgment keeps its P(true) for the score stage to read again
     calibrated: bool = False
 

@@ -367,6 +367,18 @@ class RequestCache:
             out.setdefault(role, {})[status] = n
         return out
 
+    def sent_messages(self, keys: list[str]) -> dict[str, list[dict[str, Any]] | None]:
+        """Key -> the messages sent for it, as stored beside its answer (None: an answer stored before messages
+        were kept); a key with no answer is absent."""
+        out: dict[str, list[dict[str, Any]] | None] = {}
+        with self._conn() as con:
+            for i in range(0, len(keys), 500):
+                part = keys[i:i + 500]
+                rows = con.execute(f"SELECT key, response FROM responses WHERE key IN ({','.join('?' * len(part))})",
+                                   part).fetchall()
+                out |= {k: json.loads(r).get("messages") for k, r in rows}
+        return out
+
     def __len__(self) -> int:
         with self._conn() as con:
             return con.execute("SELECT COUNT(*) FROM responses").fetchone()[0]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import dataclasses
 import functools
 import importlib.util
@@ -43,6 +44,9 @@ from perseval.llm.endpoint import Endpoint, server_exit
 from perseval.llm.prefix import PrefixGate
 from perseval.core.redact import redact, redact_value, secret_from_env
 
+# The request keys of one agent call, in the order it asked them (perseval.pipeline.runner sets a list per
+# instance): the run record's per-sample log reads the messages of each from the request cache
+SENT: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("perseval_sent", default=None)
 CAPTURE_ENV = "PERSEVAL_CAPTURE_REQUESTS"  # a .jsonl path: every request sent is appended there (opt-in)
 # the body fields a captured line keeps (with the served model, enough to send the same request again)
 CAPTURED_BODY = ("messages", "temperature", "top_p", "max_tokens", "seed", "response_format", "grammar", "tools",
@@ -185,6 +189,8 @@ class LLMClient:
         key = request_key(self.endpoint.identity, messages, sampling, req["seed"], repeat,
                           {"response_format": key_format(self.endpoint.kind, json_schema), "tools": tools,
                            **logprob_fields(logprobs)})
+        if (sent := SENT.get()) is not None:
+            sent.append(key)
         result = self._cached(key)
         flight = (str(self.cache.path.resolve()), key)
         while result is None:
@@ -209,6 +215,7 @@ class LLMClient:
         hit = self.cache.get(key)
         if hit is None:
             return None
+        hit.pop("messages", None)  # what was sent, kept beside the answer for the per-sample log
         result = ChatResult(**hit, cached=True)
         self.usage.record(result)
         return result
@@ -276,7 +283,7 @@ class LLMClient:
         result = _to_result(resp)
         result.latency_s = time.monotonic() - start
         self.usage.record(result)
-        self.cache.settle(key, self.endpoint.identity, _cacheable(result),
+        self.cache.settle(key, self.endpoint.identity, _cacheable(result) | {"messages": req["messages"]},
                           (self.run_id, self.role, "ok", result.prompt_tokens, result.completion_tokens,
                            result.latency_s))
         self._capture(req, key, result, schema)

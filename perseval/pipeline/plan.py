@@ -100,7 +100,7 @@ def score_key(jkey: str, statistics: StatisticsSettings | None = None, probe: st
 
 
 def probe_key(data: DataUnit, spec: JudgeSpec, n: int, seed: int) -> str:
-    """The key of one judge's probe of one benchmark entry (perseval.report.probes): the data, the judge binding
+    """The key of one judge's probe of one benchmark entry (perseval.pipeline.probes): the data, the judge binding
     (kinds, params, repeats, model identity and sampling, how verdicts are read), N and the seed; a calibrated
     judge's probe also chooses its threshold, so that enters too (only then: other probe keys stay)."""
     assert spec.model is not None and spec.sampling is not None  # probed judges ask a model

@@ -15,6 +15,7 @@ from perseval.agents.base import Agent, AgentContext
 from perseval.judges.base import Judge, JudgeBinding
 from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.core.redact import redact
+from perseval.llm.client import SENT
 
 T = TypeVar("T")
 
@@ -31,10 +32,14 @@ async def run_agent_shard(agent: Agent, agent_name: str, instances: Sequence[Ins
                           repeats: int) -> list[AgentOutput]:
     async def one(inst: Instance, rep: int) -> AgentOutput:
         visible = inst if agent.reads_gold else inst.public()
+        sent: list[str] = []
+        SENT.set(sent)  # this task's own context: the client notes each request key the agent makes here
         try:
-            return await agent.act(visible, ctx, rep, agent_name)
+            out = await agent.act(visible, ctx, rep, agent_name)
         except Exception as exc:  # an agent bug on one instance is data, not a lost shard
-            return AgentOutput(inst.instance_id, agent_name, rep, "", status="failed", error=_error(exc))
+            out = AgentOutput(inst.instance_id, agent_name, rep, "", status="failed", error=_error(exc))
+        out.requests = sent
+        return out
 
     return await _gather([one(i, r) for i in instances for r in range(repeats)])
 

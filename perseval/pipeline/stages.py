@@ -397,7 +397,7 @@ def as_scored(root: str, cell: Cell, judgments: list[Judgment]) -> list[Judgment
 
 
 def calibrated_threshold(root: str, probe_key: str) -> tuple[float | None, str]:
-    """The threshold a complete probe chose (perseval.report.probes), or None and why not."""
+    """The threshold a complete probe chose (perseval.pipeline.probes), or None and why not."""
     store = StageStore(root, "probe", probe_key)
     if not store.is_complete():
         return None, f"threshold: calibrated, but probe {probe_key} is not complete (a probe judgment failed or it " \
@@ -412,7 +412,7 @@ def score_summary(root: str, cell: Cell) -> dict[str, Any]:
     return {"key": cell.key, **StageStore(root, "score", cell.key).manifest()}
 
 
-# ---- probe (perseval.report.probes: the work; its key is made here, beside the others) --------------------
+# ---- probe (perseval.pipeline.probes: the work; its key is made here, beside the others) --------------------
 
 PROBE = Stage("probe", 2)  # 2: verdicts read from token probabilities, AUC of P(true), PrefEval's checks probed
 

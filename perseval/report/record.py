@@ -1,34 +1,48 @@
-"""One typed, versioned record per `perseval run` (issue 42): what the run measured, read the same way by every
-view. The track stage makes it once (`make_record`), writes it into the run's output folder
-(`<output_root>/records/<parent run id>/record.json`, the instances beside it as `instances.parquet` when there
-are many) and logs both to the parent MLflow run (`record/`); the headline the terminal prints, `compare`,
-`samples --json` and the cells' MLflow child runs read their scores, intervals and users from it.
+"""One typed, versioned record per `perseval run`: what the run measured, and the only thing a view reads.
+
+The track stage builds it once from the stage outputs (perseval.report.build), writes it into the run's output
+folder (`<output_root>/records/<parent run id>/record.json`, the instances beside it as `instances.parquet` when
+there are many, and the per-sample log `samples.jsonl`) and logs the folder to the parent MLflow run (`record/`).
+Every view renders it and nothing else: the headline and the Controls table `perseval run` prints, `compare`,
+`samples`, the cross-benchmark table, the MLflow child and parent runs and the summary JSON
+(perseval.report.views); none recomputes a statistic.
+
+Each cell (a control cell too) has typed sections: its status (statuses count instances: a cell where an
+instance is unscored is never complete), its estimate, its difference to the baseline, the probe check of its
+judge, its controls (personalization and history gains with intervals), evidence attribution and cost. A cell
+whose judge does not discriminate (its probe check) is not interpretable: its estimate has no point or interval
+(the raw mean is kept as `uninterpretable_mean`, with the reason), it has no difference and no gain, and it is
+left out of every Holm family.
 
 `computed_by` names the run whose outputs the record holds: this run, or, when the record's results equal
 those of the latest earlier record of the same experiment (a re-run that took everything from the cache),
 that record's `computed_by`. `compare` skips a run whose results equal the previous run's.
+
+Version 1 records (an untyped headline `row` per cell) are read too: `upgrade_v1` makes them version 2.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Optional, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from perseval.metrics.uncertainty import mde
-from perseval.report.rows import HeadlineRow, spread
+from perseval.report.legacy import upgrade_v1
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READS = (1, 2)  # the schema versions this perseval reads (1 is upgraded on reading)
 RECORD = "record.json"
 INSTANCES = "instances.parquet"
+SAMPLES = "samples.jsonl"  # the per-sample log beside the record (perseval.report.sink.samples_log)
 ARTIFACT_DIR = "record"
 INLINE_INSTANCES = 2000  # more instances than this go to instances.parquet beside the record
 DIGEST_TAG = "perseval.record_digest"
 COMPUTED_BY_TAG = "perseval.computed_by"
+STATUSES = ("complete", "partly scored", "unscored", "incomplete", "no items")
 
 
 class Model(BaseModel):
@@ -42,10 +56,35 @@ class ExperimentRef(Model):
     mlflow_experiment: str
 
 
-class Estimate(Model):
-    """A cell's headline score with its user-clustered interval: every field the metrics' estimate has."""
+class Parts(Model):
+    """What a cell is: its benchmark entry, agent, backbone ("-": none), retriever ("-": none) and judge."""
 
-    point: Optional[float]  # None: nothing scored (never 0)
+    benchmark: str
+    agent: str
+    backbone: str
+    retriever: str
+    judge: str
+
+
+class Status(Model):
+    """What a cell's score rests on and what was left out, counted in instances (a judge's items apart)."""
+
+    word: str  # one of STATUSES
+    instances: int  # instances the judge judged (an output it had items of)
+    scored: int  # of them, those with a score: what the estimate rests on
+    scored_share: Optional[float]  # percent of `instances` scored; None when nothing was judged
+    items: int = 0  # the judge's items over those instances
+    unscored_items: int = 0  # items a judge left unscored (its verdict could not be read)
+    unscored_item_share: Optional[float] = None  # percent of `items`
+    invalid_outputs: int = 0
+    failed_outputs: int = 0
+    failed_judgments: int = 0
+
+
+class Estimate(Model):
+    """A cell's headline score with its user-clustered interval."""
+
+    point: Optional[float]  # None: nothing scored (never 0), or not interpretable (uninterpretable_mean)
     low: Optional[float]
     high: Optional[float]
     level: float
@@ -56,31 +95,96 @@ class Estimate(Model):
     mde: Optional[float]  # the smallest difference to a fixed value detectable at 80% power with these users
     mde_reason: Optional[str] = None
     note: Optional[str] = None  # the estimate's own note (why an interval is withheld)
+    weighting: str = "instance"  # the estimand: mean over instances, or ("user") the mean of users' means
+    uninterpretable_mean: Optional[float] = None  # the raw mean of a cell whose judge does not discriminate
+    uninterpretable_reason: Optional[str] = None  # why its point, interval and differences are withheld
 
 
 class Difference(Model):
     """The cell minus its benchmark's baseline cell (paired when scored on the same instances)."""
 
-    baseline: str
+    baseline: str  # the baseline agent
+    baseline_cell: str  # the baseline cell's key
     point: Optional[float]
     low: Optional[float]
     high: Optional[float]
-    p_holm: Optional[float]
+    p_holm: Optional[float]  # Holm-corrected across the run's interpretable baseline comparisons
     paired: Optional[bool]
     users: Optional[int]
+    effective_users: Optional[float] = None
     mde: Optional[float]
     mde_reason: Optional[str] = None
 
 
-class JudgeCheck(Model):
-    """The judge's figures on answers of known verdict (judge_probes)."""
+class ProbeCheck(Model):
+    """The judge's figures on answers of known verdict (judge_probes): does it discriminate?"""
 
     auc: Optional[float]
+    auc_low: Optional[float] = None  # DeLong's 95% interval, probe items as the unit
+    auc_high: Optional[float] = None
+    auc_from: Optional[str] = None  # p_true: AUC of the verdict probabilities; verdict: of the 0/1 verdicts
     pass_rate_gold: Optional[float]
     pass_rate_bad: Optional[float]
     discriminates: Optional[bool]
     items: Optional[int]
+    gold_items: Optional[int] = None
+    bad_items: Optional[int] = None
     threshold: Optional[float] = None  # `threshold: calibrated`: the P(true) cut the probe chose
+    flag: Optional[str] = None  # why it does not discriminate
+
+
+class Gain(Model):
+    """Own minus a reference cell over the instances both scored, paired over users, in score points."""
+
+    reference: str  # the reference cell's key (the swapped-history control, or the no-history agent's cell)
+    reference_label: str  # as the views name it
+    point: Optional[float]
+    low: Optional[float]
+    high: Optional[float]
+    p: Optional[float]
+    p_holm: Optional[float] = None  # across every gain of the run (both kinds, interpretable cells)
+    instances: int
+    users: int
+    own: Optional[float]  # own mean over the shared instances (own - reference_score = point)
+    reference_score: Optional[float]  # the reference's mean over the same instances
+    small_n: bool = False
+
+
+class MetricGain(Model):
+    """The personalization gain on one metric (Bespoke: recall should barely move under the swap, E_p should)."""
+
+    metric: str
+    own: Optional[float]
+    swapped: Optional[float]
+    point: Optional[float]
+    low: Optional[float]
+    high: Optional[float]
+    p: Optional[float]
+    p_holm: Optional[float] = None  # across every (cell, metric) gain of the run
+    instances: int
+    users: int
+    small_n: bool = False
+
+
+class Controls(Model):
+    """What a plain cell's score means: is it this user's history that helps, does history help at all."""
+
+    note: Optional[str] = None  # NO_HISTORY_NOTE, or why the gains are withheld
+    zero_by_construction: bool = False  # an agent that uses no history: both gains are 0, no control is run
+    personalization: Optional[Gain] = None  # own - swapped history
+    history: Optional[Gain] = None  # own - no history
+    by_metric: list[MetricGain] = Field(default_factory=list)
+
+
+class Attribution(Model):
+    """Did the gold evidence reach the agent's context (perseval.report.analyses.attribution)?"""
+
+    evidence_recall: float  # percent, mean over instances with evidence and a context
+    instances: int
+    score_reached: Optional[float]  # the score of instances where some evidence reached the context
+    reached: int
+    score_missed: Optional[float]
+    missed: int
 
 
 class Cost(Model):
@@ -94,6 +198,32 @@ class Cost(Model):
     new_cost_usd: Optional[float] = None
 
 
+class CellRecord(Model):
+    key: str
+    name: str  # benchmark/agent/backbone/retriever/judge (a control's: then " [control]")
+    label: str  # the name every view shows: the fewest parts that tell it apart in its benchmark
+    parts: Parts
+    role: str = "history"  # the agent's role across benchmarks: history, no history, oracle
+    metric: str  # the headline metric, as its benchmark names it (hit@1)
+    control: Optional[str] = None  # a control cell: which (swapped-history)
+    plain: Optional[str] = None  # a control cell: its plain cell's key
+    baseline: Optional[str] = None  # the entry's baseline agent, where it names one
+    data_key: Optional[str] = None  # the benchmark build it was scored on: cells of one build compare paired
+    status: Status
+    estimate: Estimate
+    difference: Optional[Difference] = None
+    probe: Optional[ProbeCheck] = None
+    controls: Optional[Controls] = None
+    attribution: Optional[Attribution] = None
+    cost: Cost = Field(default_factory=Cost)
+    mlflow_run_id: Optional[str] = None
+
+    @property
+    def interpretable(self) -> bool:
+        """False when the cell's judge was probed and does not discriminate: no number of it means anything."""
+        return self.probe is None or self.probe.discriminates is not False
+
+
 class Verdict(Model):
     kind: str
     item_id: str
@@ -101,6 +231,7 @@ class Verdict(Model):
     score: Optional[float]
     status: str
     rationale: str
+    p_true: Optional[float] = None
 
 
 class InstanceRecord(Model):
@@ -117,45 +248,28 @@ class InstanceRecord(Model):
     trace_id: Optional[str] = None
 
 
-class Parts(Model):
-    """What a cell is: its benchmark, agent, backbone ("-": none), retriever ("-": none) and judge."""
+class Traces(Model):
+    """Which instances have an MLflow trace: `selection` as the experiment's `mlflow.traces` resolved (all,
+    failed, or the first N instances of each cell); the record and samples.jsonl hold every instance."""
 
-    benchmark: str
-    agent: str
-    backbone: str
-    retriever: str
-    judge: str
-
-
-class CellRecord(Model):
-    key: str
-    name: str  # benchmark/agent/backbone/retriever/judge
-    parts: Parts
-    metric: str
-    status: str  # as the score stage reports it
-    n: int  # instances scored
-    unscored_items: int
-    failed_outputs: int
-    failed_judgments: int
-    estimate: Estimate
-    difference: Optional[Difference] = None
-    judge_check: Optional[JudgeCheck] = None
-    cost: Cost = Field(default_factory=Cost)
-    mlflow_run_id: Optional[str] = None
-    row: dict[str, Any]  # the headline row as the summary JSON has it (every field; the views print from it)
+    selection: str  # "all", "failed" or a number
+    traced: int  # (instance, repeat) outputs with a trace
+    outputs: int  # of all
 
 
 class RunRecord(Model):
     schema_version: int = SCHEMA_VERSION
     run_id: str  # the parent MLflow run
     experiment: ExperimentRef
-    cells: list[CellRecord]
+    cells: list[CellRecord]  # the plain cells in the headline's order, each control cell after its plain cell
     instances: list[InstanceRecord] = Field(default_factory=list)
     instances_file: Optional[str] = None  # instances.parquet beside the record when there are many
+    traces: Optional[Traces] = None
     timings: dict[str, float] = Field(default_factory=dict)
     llm_requests: Optional[int] = None
     results_digest: str  # of the cells and instances: equal digests, equal results
     computed_by: str  # this run, or the earlier run whose results (cached outputs) this one repeats
+    upgraded_from: Optional[int] = None  # the schema version it was written in, where it was read as this one
 
     def cell(self, key_or_name: str) -> CellRecord:
         for c in self.cells:
@@ -163,106 +277,51 @@ class RunRecord(Model):
                 return c
         raise KeyError(f"no cell {key_or_name!r} in the record of run {self.run_id}")
 
-    def headline_rows(self) -> list[HeadlineRow]:
-        """The headline rows, in the headline's order, from the record."""
-        return [HeadlineRow.of(c.row) for c in self.cells]
+    def plain_cells(self) -> list[CellRecord]:
+        return [c for c in self.cells if c.control is None]
+
+    def control_cells(self) -> list[CellRecord]:
+        return [c for c in self.cells if c.control is not None]
 
     def cell_instances(self, key: str) -> list[InstanceRecord]:
         return [i for i in self.instances if i.cell == key]
 
 
-# ---- making one ---------------------------------------------------------------------------------------------
+# ---- what a record measured -----------------------------------------------------------------------------
 
-def estimate_of(row: Mapping[str, Any], overall: Mapping[str, Any]) -> Estimate:
-    """A headline row's score as an Estimate (`overall`: the cell's Overall row of its score table, for the
-    fields the row does not carry)."""
-    se, reason = spread(_num(row.get("se")), row.get("ci_low"), row.get("ci_high"))
-    reason = reason or row.get("se_reason")
-    users = row.get("n_users")
-    return Estimate(point=row.get("score"), low=row.get("ci_low"), high=row.get("ci_high"), level=float(row["level"]),
-                    users=users, effective_users=_num(overall.get("effective_users")), se=se, se_reason=reason,
-                    mde=mde(se, users) if se is not None and users else None,
-                    mde_reason=reason if se is None and reason else None,
-                    note=_text(overall.get("interval_note")))
-
-
-def _num(value: Any) -> float | None:
-    return None if value is None or value != value else float(value)
-
-
-def _text(value: Any) -> str | None:
-    """A table's text cell: None where it is empty (pandas reads a missing one as NaN)."""
-    return value if isinstance(value, str) and value else None
-
-
-def cell_record(cell: Any, row: Mapping[str, Any], overall: Mapping[str, Any], run_id: str | None) -> CellRecord:
-    diff = None
-    if row.get("baseline") and row.get("agent") != row.get("baseline"):
-        diff = Difference(baseline=row["baseline"], point=row.get("delta_vs_baseline"), low=row.get("delta_ci_low"),
-                          high=row.get("delta_ci_high"), p_holm=row.get("delta_p"), paired=row.get("delta_paired"),
-                          users=row.get("delta_n_users"), mde=row.get("mde"), mde_reason=row.get("mde_reason"))
-    check = None
-    if row.get("judge_discriminates") is not None:
-        check = JudgeCheck(auc=row.get("judge_auc"), pass_rate_gold=row.get("judge_pass_rate_gold"),
-                           pass_rate_bad=row.get("judge_pass_rate_bad"), discriminates=row.get("judge_discriminates"),
-                           items=row.get("judge_probe_items"), threshold=row.get("judge_threshold"))
-    return CellRecord(key=cell.key, name=cell.name, parts=Parts(**{k: row[k] for k in Parts.model_fields}),
-                      metric=row["metric"], status=row["status"], n=row["n"], unscored_items=row["unscored_items"],
-                      failed_outputs=row["failed_outputs"], failed_judgments=row["failed_judgments"],
-                      estimate=estimate_of(row, overall), difference=diff, judge_check=check,
-                      cost=Cost(**{k: row.get(k) for k in Cost.model_fields}), mlflow_run_id=run_id,
-                      row=json.loads(json.dumps(dict(row), default=_plain)))
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if hasattr(value, "item") else str(value)
-
-
-def instance_records(cell_key: str, samples: Iterable[Any]) -> list[InstanceRecord]:
-    """A cell's samples (perseval.report.samples.Sample) as records."""
-    return [InstanceRecord(cell=cell_key, instance_id=s.instance_id, repeat=s.repeat, user=s.user, group=s.group,
-                           score=s.score, status=s.status, trace_id=s.trace_id,
-                           verdicts=[Verdict(kind=v.kind, item_id=v.item_id, judge_repeat=v.judge_repeat,
-                                             score=v.score, status=v.status, rationale=v.rationale or "")
-                                     for v in s.verdicts]) for s in samples]
+# the sections of a cell that are results (not run ids, costs spent this run or timings, which differ on a
+# cached re-run)
+RESULT_FIELDS = {"key", "metric", "status", "estimate", "difference", "probe", "controls", "attribution"}
 
 
 def results_digest(cells: Sequence[CellRecord], instances: Sequence[InstanceRecord]) -> str:
-    """What the run measured, hashed: the cells' scores, intervals and counts and every instance's user,
-    score and verdicts (not the run ids, costs spent this run or timings, which differ on a cached re-run)."""
-    body = {"cells": [c.model_dump(include={"key", "metric", "status", "n", "unscored_items", "failed_outputs",
-                                            "failed_judgments", "estimate", "difference", "judge_check"},
-                                   exclude=_uncalibrated(c)) for c in cells],
+    """What the run measured, hashed: the cells' scores, intervals, counts, gains and probe checks, and every
+    instance's user, score and verdicts (never its trace id)."""
+    body = {"cells": [c.model_dump(include=RESULT_FIELDS) for c in cells],
             "instances": [i.model_dump(exclude={"trace_id"}) for i in instances]}
     return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _uncalibrated(cell: CellRecord) -> dict[str, Any] | None:
-    """A judge check's threshold enters the digest only when the judge was calibrated: records made before the
-    field existed keep their digests."""
-    check = cell.judge_check
-    return {"judge_check": {"threshold"}} if check is not None and check.threshold is None else None
-
-
 def make_record(run_id: str, experiment: ExperimentRef, cells: list[CellRecord], instances: list[InstanceRecord],
-                previous: RunRecord | None, timings: Mapping[str, float] | None = None,
-                llm_requests: int | None = None) -> RunRecord:
+                previous: RunRecord | None, timings: dict[str, float] | None = None,
+                llm_requests: int | None = None, traces: Traces | None = None) -> RunRecord:
     digest = results_digest(cells, instances)
     same = previous is not None and previous.results_digest == digest
-    return RunRecord(run_id=run_id, experiment=experiment, cells=cells, instances=instances,
+    return RunRecord(run_id=run_id, experiment=experiment, cells=cells, instances=instances, traces=traces,
                      timings=dict(timings or {}), llm_requests=llm_requests, results_digest=digest,
                      computed_by=previous.computed_by if same and previous else run_id)
 
 
-def record_metrics(cell: CellRecord) -> dict[str, float]:
-    """A cell's MLflow child-run metrics of its interval (and its difference to the baseline), from its record:
-    the names MLflow has always had (ci_low, ci_high, se, n_users, delta_*, mde); an absent value not logged."""
-    e, d = cell.estimate, cell.difference
-    values = {"ci_low": e.low, "ci_high": e.high, "se": e.se, "n_users": e.users, "effective_users": e.effective_users}
-    if d is not None:
-        values |= {"delta_vs_baseline": d.point, "delta_ci_low": d.low, "delta_ci_high": d.high, "delta_p": d.p_holm,
-                   "mde": d.mde}
-    return {k: float(v) for k, v in values.items() if v is not None}
+def without_score(cells: Iterable[CellRecord]) -> dict[str, list[str]]:
+    """Benchmark entry -> the statuses of its plain cells, for each entry none of whose cells has a score (a
+    benchmark that produced no number: every verdict unreadable, nothing to judge, all failed). A cell whose
+    judge does not discriminate has a mean, only not an interpretable one: it counts as scored here."""
+    by_entry: dict[str, list[CellRecord]] = {}
+    for c in cells:
+        if c.control is None:
+            by_entry.setdefault(c.parts.benchmark, []).append(c)
+    return {entry: sorted({c.status.word for c in members}) for entry, members in by_entry.items()
+            if all(c.estimate.point is None and c.estimate.uninterpretable_mean is None for c in members)}
 
 
 # ---- where it lives ---------------------------------------------------------------------------------------
@@ -296,12 +355,8 @@ class RecordError(ValueError):
     run whose artifact it is) and what is wrong, in one line."""
 
 
-def read_record(path: str | Path, shown: str | None = None) -> RunRecord:
-    """A record.json (or the folder holding it), its instances read back from instances.parquet if there.
-    RecordError, naming `shown` (default: the file), for a record that cannot be read."""
-    path = Path(path)
-    folder, file = (path, path / RECORD) if path.is_dir() else (path.parent, path)
-    where = shown or str(file)
+def _load(file: Path, where: str) -> dict[str, Any]:
+    """The record's JSON, of a version this perseval reads (RecordError otherwise)."""
     try:
         data = json.loads(file.read_text())
     except OSError as exc:
@@ -310,11 +365,21 @@ def read_record(path: str | Path, shown: str | None = None) -> RunRecord:
         raise RecordError(f"{where}: not valid JSON ({exc}); the file is truncated or damaged") from None
     if not isinstance(data, dict):
         raise RecordError(f"{where}: a record is a JSON object, this is {type(data).__name__}")
-    if data.get("schema_version") != SCHEMA_VERSION:
+    if data.get("schema_version") not in READS:
         raise RecordError(f"{where}: schema_version {data.get('schema_version')!r}; this perseval reads "
-                          f"{SCHEMA_VERSION} (a record of another perseval version, or edited)")
+                          f"{' and '.join(map(str, READS))} (a record of another perseval version, or edited)")
+    return data
+
+
+def read_record(path: str | Path, shown: str | None = None) -> RunRecord:
+    """A record.json (or the folder holding it), its instances read back from instances.parquet if there; a
+    version 1 record upgraded. RecordError, naming `shown` (default: the file), for one that cannot be read."""
+    path = Path(path)
+    folder, file = (path, path / RECORD) if path.is_dir() else (path.parent, path)
+    where = shown or str(file)
+    data = _load(file, where)
     try:
-        record = RunRecord.model_validate(data)
+        record = RunRecord.model_validate(upgrade_v1(data) if data["schema_version"] == 1 else data)
         if record.instances_file:
             rows = pq.read_table(folder / record.instances_file).to_pylist()
             record = record.model_copy(update={"instances": [InstanceRecord.model_validate(
@@ -324,6 +389,8 @@ def read_record(path: str | Path, shown: str | None = None) -> RunRecord:
         at = ".".join(str(p) for p in first["loc"])
         raise RecordError(f"{where}: {at}: {first['msg']} ({exc.error_count()} problem(s); the record was "
                           "edited or damaged)") from None
+    except (KeyError, TypeError) as exc:  # a version 1 record edited past what its upgrade can read
+        raise RecordError(f"{where}: version 1 record lacks {exc} (the record was edited or damaged)") from None
     except (OSError, ValueError, pa.ArrowException) as exc:  # instances.parquet missing, truncated
         raise RecordError(f"{where}: its instances file {record.instances_file} cannot be read "
                           f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from None
@@ -346,13 +413,11 @@ def latest_record(root: str | Path, settings_digest: str, before: str | None = N
         if file.parent.name == before:
             continue
         try:
-            data = json.loads(file.read_text())
-            if data.get("schema_version") != SCHEMA_VERSION:
-                raise RecordError(f"{file}: schema_version {data.get('schema_version')!r}")
-        except (OSError, ValueError, AttributeError) as exc:
-            damaged.append(str(exc) if isinstance(exc, RecordError) else f"{file}: cannot be read")
+            data = _load(file, str(file))
+        except RecordError as exc:
+            damaged.append(str(exc))
             continue
-        if data.get("experiment", {}).get("settings_digest") == settings_digest:
+        if (data.get("experiment") or {}).get("settings_digest") == settings_digest:
             found.append((file.stat().st_mtime, file))
     if not found:
         return Previous(damaged=damaged)
@@ -360,14 +425,3 @@ def latest_record(root: str | Path, settings_digest: str, before: str | None = N
         return Previous(record=read_record(max(found)[1]), damaged=damaged)
     except RecordError as exc:
         return Previous(damaged=[*damaged, str(exc)])
-
-
-def download_record(client: Any, run_id: str) -> RunRecord | None:
-    """The record logged to a parent run (None: a run logged before records existed)."""
-    import tempfile
-
-    if not [f for f in client.list_artifacts(run_id, ARTIFACT_DIR) if f.path.endswith(RECORD)]:
-        return None
-    with tempfile.TemporaryDirectory() as tmp:  # named as the run's artifact, not as the download's path
-        return read_record(Path(client.download_artifacts(run_id, ARTIFACT_DIR, tmp)),
-                           shown=f"the record of run {run_id[:8]} (MLflow artifact {ARTIFACT_DIR}/{RECORD})")

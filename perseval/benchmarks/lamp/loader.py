@@ -26,10 +26,6 @@ def _ident(value: Any) -> str | None:
     return str(value).strip() if isinstance(value, (str, int)) and str(value).strip() else None
 
 
-def _fail(path: Path, row: int, field: str, message: str) -> InputError:
-    return InputError(path, message, row=row, field=field)
-
-
 def _item(path: Path, row: int, k: int, raw: Any, task: TaskSpec) -> dict[str, Any]:
     where = f"profile[{k}]"
     if not isinstance(raw, dict):

@@ -18,7 +18,8 @@ the judge's P(true) (its 0/1 verdicts where the server gave no probabilities) fo
 verdict is true (1) against false (0), with DeLong's 95% interval, probe items as the unit
 (perseval.metrics.auc). A judge is flagged "judge does not discriminate: scores not interpretable" when
 its AUC is undefined or below DISCRIMINATION_AUC, when the interval reaches down to CHANCE_AUC, or when
-it passes at least PASSES_EVERYTHING of the known-bad items; its cells then show `—` with the AUC.
+it passes at least PASSES_EVERYTHING of the known-bad items; its cells are then not interpretable: the run
+record (perseval.report.build) withholds their numbers and every view shows `—` with the AUC.
 
 A judge with `threshold: calibrated` has its threshold chosen here: the P(true) cut that maximizes Youden's J
 on all probe items whose verdict was read from P(true) (ties to the higher cut; rule verdicts, such as an empty
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from perseval.experiment.components import make_judges
 from perseval.llm.settings import ModelConfig
@@ -43,7 +44,6 @@ from perseval.pipeline.stages import PROBE
 from perseval.core.instances import AgentOutput, Instance, Judgment
 from perseval.experiment.specs import JudgeSpec
 from perseval.core.store import StageStore, unit_lock
-from perseval.report.rows import HeadlineRow
 from perseval.benchmarks.probes import EMPTY, GOOD, WRONG, Labels
 from perseval.kernel.registry import benchmark_class
 from perseval.judges.base import at_threshold
@@ -53,7 +53,6 @@ PROBE_VERSION = PROBE.version
 DISCRIMINATION_AUC = 0.7
 CHANCE_AUC = 0.5  # the AUC interval must lie above it too: a high AUC on a handful of items is no evidence
 PASSES_EVERYTHING = 0.9
-NOT_INTERPRETABLE = "judge does not discriminate: scores not interpretable"
 
 
 @dataclass
@@ -253,72 +252,5 @@ def probe_reports(plan: Plan, root: str) -> dict[tuple[str, str], dict[str, Any]
     return out
 
 
-def with_probe_flags(plan: Plan, root: str, rows: list[Mapping[str, Any]]) -> list[HeadlineRow]:
-    """The headline rows (of the controls pass, which returns plain mappings) as typed rows, those of a probed
-    judge filled with its AUC, pass rates and item counts, and the flag when the judge does not separate
-    known-good from known-bad answers."""
-    reports = probe_reports(plan, root)
-    out = []
-    for r in map(HeadlineRow.of, rows):
-        rep = reports.get((r.benchmark, r.judge))
-        if rep is not None and rep["discriminates"] is not None:
-            ci = rep.get("auc_ci") or [None, None]
-            r = r.filled(judge_auc=rep["auc"], judge_auc_ci_low=ci[0], judge_auc_ci_high=ci[1],
-                         judge_auc_from=rep.get("auc_from"),
-                         judge_pass_rate_gold=rep.get("pass_rate.good", rep.get(f"pass_rate.{GOOD}")),
-                         judge_pass_rate_bad=rep["pass_rate.bad"], judge_discriminates=rep["discriminates"],
-                         judge_probe_items=rep["n_items"], judge_probe_gold=rep.get("n.good", rep.get(f"n.{GOOD}")),
-                         judge_probe_bad=rep.get("n.bad", (rep.get(f"n.{EMPTY}") or 0) + (rep.get(f"n.{WRONG}") or 0)),
-                         judge_flag=_flag(rep),
-                         judge_threshold=rep.get("threshold") if rep.get("calibrated") else None)
-        out.append(r)
-    return out
-
-
-def _flag(report: Mapping[str, Any]) -> str | None:
-    """The flag of a probe report that does not discriminate, saying so when a calibrated judge got no threshold."""
-    if report["discriminates"] is not False:
-        return None
-    if report.get("calibrated") and report.get("threshold") is None:
-        return f"{NOT_INTERPRETABLE} ({UNCALIBRATED})"
-    return NOT_INTERPRETABLE
-
-
-UNCALIBRATED = "threshold: calibrated, but no threshold could be chosen: no known-good and known-bad items judged " \
-    "from P(true), so its P(true) verdicts are unscored"
-
-
-def discrimination_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """One line per probed judge: its AUC on answers of known verdict, its pass rates with their counts, and
-    what that means for the scores it gave (what `perseval run` prints under the headline)."""
-    seen: dict[str, str] = {}
-    for r in rows:
-        judge = f"{r['benchmark']}/{r['judge']}"
-        if r.get("judge_discriminates") is None or judge in seen:
-            continue
-        auc = "undefined" if r.get("judge_auc") is None else f"{r['judge_auc']:.2f}"
-        if r.get("judge_auc_ci_low") is not None:
-            auc += f" [{r['judge_auc_ci_low']:.2f}, {r['judge_auc_ci_high']:.2f}] from {r.get('judge_auc_from')}"
-        verdict = "discriminates" if r["judge_discriminates"] else r.get("judge_flag") or NOT_INTERPRETABLE
-        calibrated = f"calibrated threshold t={r['judge_threshold']:.2f}, pass rates cross-fitted by probe " \
-            "instance; " if r.get("judge_threshold") is not None else ""
-        seen[judge] = (f"{judge}: AUC {auc} on {r.get('judge_probe_items', '?')} probe items of known verdict; "
-                       f"{calibrated}passes {_pct(r.get('judge_pass_rate_gold'))} of {r.get('judge_probe_gold', '?')} gold and "
-                       f"{_pct(r.get('judge_pass_rate_bad'))} of {r.get('judge_probe_bad', '?')} known-bad items: "
-                       f"{verdict} (AUC >= {DISCRIMINATION_AUC}, its interval above {CHANCE_AUC} and < "
-                       f"{100 * PASSES_EVERYTHING:.0f}% of bad passed needed)")
-    return list(seen.values())
-
-
-def _pct(value: Any) -> str:
-    return "-" if value is None else f"{value:.0f}%"
-
-
-def flagged_judges(rows: list[dict[str, Any]]) -> list[str]:
-    return sorted({f"{r['benchmark']}/{r['judge']}" for r in rows if r.get("judge_flag")})
-
-
-def flag_tags(rows: list[dict[str, Any]]) -> dict[str, str]:
-    """The MLflow tags of a run whose judges were probed: the flag, naming the judges, when one fails."""
-    flagged = flagged_judges(rows)
-    return {"perseval.judge_flag": f"{NOT_INTERPRETABLE} ({', '.join(flagged)})"} if flagged else {}
+UNCALIBRATED_NOTE = "threshold: calibrated, but no threshold could be chosen: no known-good and known-bad items " \
+    "judged from P(true), so its P(true) verdicts are unscored"

@@ -10,17 +10,18 @@ assessments on the trace: one per checkpoint / criterion / slot / claim, with it
 judge; an unscored or failed verdict carries its raw text as the assessment's error.
 
 Everything is read from the Parquet records the run, judge and score stages wrote (AgentOutput.trace,
-Judgment, InstanceScore), in the track stage. Traces are written once per agent run (tag perseval.run_key):
+Judgment, InstanceScore), in the track stage, which builds the run record's instances from the same outcomes
+(cell_outcomes): a trace, the record and `samples` name one user per instance, the one the statistics cluster
+on. Traces are written once per agent run (tag perseval.run_key):
 a later track finds them in the experiment and links them to its own child runs, so a re-run writes no
 trace again. A cell's traces are those tagged `perseval.score_key.<judge>` with its score key. Tags on
 every trace (perseval.benchmark, .agent, .backbone, .judge, .instance_id, .user_id, .score, .status, per
-judge .status.<judge> and .score.<judge>, ...) make "IBA-Agent instances that scored 0 on a dynamic
+judge .label.<judge> (the cell's name in every view), .status.<judge> and .score.<judge>, ...) make "IBA-Agent instances that scored 0 on a dynamic
 preference" a filter in the UI and in `mlflow.search_traces`.
 """
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -295,7 +296,7 @@ def _repairs(trace: list[dict[str, Any]]) -> list[Any]:
 STATUS_ORDER = ("failed", "invalid", "judge_failed", "unscored", "scored", "not_judged")  # the trace's status
 
 
-def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
+def trace_tags(judged: list[tuple[Cell, Outcome]], labels: dict[str, str] | None = None) -> dict[str, str]:
     """What a trace is filtered by: the agent's cell, then per judge its score key, status and score
     (`perseval.status.<judge>`, `perseval.score.<judge>`); `perseval.judge`, `.status` and `.score` say what
     the judges that judged the instance found (an IBA instance has one: the rule on CallAPI, the LLM judge on
@@ -308,8 +309,9 @@ def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
             # the user the statistics cluster on (IBA: the persona), as `samples` and the record name it
             "instance_id": inst.instance_id, "user_id": outcome.cluster or cluster_of(inst), "group": inst.group,
             "repeat": str(outcome.output.repeat), "judges": ",".join(c.judge for c, _ in judged)}
-    for c, o in judged:
-        tags |= {f"score_key.{c.judge}": c.key, f"status.{c.judge}": o.status}
+    for c, o in judged:  # per judge: its cell (as the record names it), its status and score of the instance
+        tags |= {f"score_key.{c.judge}": c.key, f"status.{c.judge}": o.status,
+                 f"label.{c.judge}": (labels or {}).get(c.key, c.name)}
         if o.score is not None:
             tags[f"score.{c.judge}"] = f"{round(o.score, 1):g}"
     seen = [(c, o) for c, o in judged if o.status != "not_judged"] or judged[:1]
@@ -325,7 +327,8 @@ def trace_tags(judged: list[tuple[Cell, Outcome]]) -> dict[str, str]:
     return {TAG + k: v for k, v in tags.items()}
 
 
-def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tuple[str, str], Any]) -> str:
+def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tuple[str, str], Any],
+                labels: dict[str, str] | None = None) -> str:
     """The trace of one agent output and every judge's verdicts on it, (cell, outcome) per judge of the same
     agent run (spans only; assessments follow once it is stored). Returns its id."""
     cell, outcome = judged[0]
@@ -333,8 +336,9 @@ def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tupl
     clock = Clock(time.time_ns())
     root = mlflow.start_span_no_context(
         f"{cell.entry}/{cell.agent} {inst.instance_id}", SpanType.AGENT, start_time_ns=clock.now,
-        inputs={"query": inst.query, "instance_id": inst.instance_id, "user_id": inst.user_id, "group": inst.group},
-        tags=trace_tags(judged), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
+        inputs={"query": inst.query, "instance_id": inst.instance_id, "user_id": outcome.cluster or cluster_of(inst),
+                "history_of": inst.user_id, "group": inst.group},
+        tags=trace_tags(judged, labels), metadata={TraceMetadataKey.SOURCE_RUN: run_id},
         attributes={"agent": cell.agent, "backbone": cell.backbone or "-", "repeat": out.repeat,
                     "prompt_tokens": out.prompt_tokens, "completion_tokens": out.completion_tokens})
     steps = [e for e in out.trace if isinstance(e, dict)]
@@ -348,7 +352,10 @@ def write_trace(judged: list[tuple[Cell, Outcome]], run_id: str, gold: dict[tupl
                         "repairs": _repairs(out.trace)}, end_time_ns=end)
     for c, o in judged:
         _judge_spans(root, c, o, clock)
-    scores = {c.judge: o.score for c, o in judged} if len(judged) > 1 else outcome.score
+    # each judge's score of the instance, or why it has none (this judge judged none of it, its verdicts were
+    # unreadable): never a bare null beside a scored judge
+    scores = {c.judge: o.score if o.score is not None else o.status for c, o in judged} if len(judged) > 1 \
+        else outcome.score
     root.end(outputs=_clip({"text": out.text, "parsed": out.parsed, "status": out.status, "error": out.error,
                             "score": scores}),
              status="ERROR" if out.status == "failed" else "OK", end_time_ns=clock.now)
@@ -393,15 +400,31 @@ def written_traces(experiment_id: str, run_key: str) -> dict[tuple[str, int], st
             for t in found}
 
 
+Outcomes = dict[tuple[str, int], Outcome]  # (instance_id, repeat) -> what happened
+
+
+def cell_outcomes(root: str, cells: list[tuple[Cell, str]]) -> dict[str, Outcomes]:
+    """Cell key -> every output of the cell (its (cell, headline metric) pair) with its instance, judgments and
+    score; each agent run's records read once for all the cells that judge it."""
+    groups: dict[str, list[tuple[Cell, str]]] = {}
+    for pair in cells:
+        groups.setdefault(pair[0].run.key, []).append(pair)
+    out: dict[str, Outcomes] = {}
+    for group in groups.values():
+        shared = run_records(root, group[0][0])  # read once: every judge cell of the run answers the same outputs
+        for cell, metric in group:
+            out[cell.key] = {(o.instance.instance_id, o.output.repeat): o for o in outcomes(root, cell, metric, shared)}
+    return out
+
+
 @dataclass
 class RunTraces:
     """The cells that judge one agent run (its child runs and headline metrics), and the traces of its outputs:
-    written now, with each judge's outcome, or written by an earlier track; `outcomes`: every output of each
-    cell (selected for a trace or not), `ids`: (instance_id, repeat) -> trace id of every selected output."""
+    written now, with each judge's outcome, or written by an earlier track; `ids`: (instance_id, repeat) -> trace
+    id of every selected output."""
 
     cells: list[tuple[Cell, str, str]]
     new: list[tuple[str, list[tuple[Cell, Outcome]]]] = field(default_factory=list)
-    outcomes: list[dict[tuple[str, int], Outcome]] = field(default_factory=list)
     ids: dict[tuple[str, int], str] = field(default_factory=dict)
 
 
@@ -413,20 +436,20 @@ def by_agent_run(cells: list[tuple[Cell, str, str]]) -> list[list[tuple[Cell, st
     return list(groups.values())
 
 
-def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str,
-               selection: str | int) -> list[RunTraces]:
+def log_traces(root: str, cells: list[tuple[Cell, str, str]], found: dict[str, Outcomes], experiment_id: str,
+               selection: str | int, labels: dict[str, str] | None = None) -> dict[str, dict[tuple[str, int], str]]:
     """For each agent run of the (cell, child run id, headline metric) triples: write one trace per selected
-    output that has none yet, with every judge's spans and verdicts, and link each trace to the child run of
-    every judge cell; tag each child run with the counts. The spans of all cells are stored before the first
-    assessment (MLflow's asynchronous trace export flushed after each agent run and every EXPORT_BATCH traces).
-    Returns each agent run's traces and outcomes (what the cells' samples pages show)."""
+    output that has none yet (`found`: each cell's outcomes, cell_outcomes), with every judge's spans and
+    verdicts, and link each trace to the child run of every judge cell; tag each child run with the counts. The
+    spans of all cells are stored before the first assessment (MLflow's asynchronous trace export flushed after
+    each agent run and every EXPORT_BATCH traces). Returns cell key -> (instance_id, repeat) -> trace id."""
     client = MlflowClient()
     parts = []
     for group in by_agent_run(cells):
-        parts.append(_write_run(root, group, experiment_id, selection))
+        parts.append(_write_run(root, group, [found[c.key] for c, _, _ in group], experiment_id, selection, labels))
         if parts[-1].new:  # assessments need the stored traces, and the export queue room for the next run's
             mlflow.flush_trace_async_logging(terminate=False)
-    counts = {}
+    out = {}
     for p in parts:
         n_assessments = {c.key: 0 for c, _, _ in p.cells}
         for tid, judged in p.new:
@@ -438,17 +461,16 @@ def log_traces(root: str, cells: list[tuple[Cell, str, str]], experiment_id: str
         for cell, run_id, _ in p.cells:
             for i in range(0, len(ids), LINK_BATCH):
                 client.link_traces_to_run(ids[i:i + LINK_BATCH], run_id)
-            counts[cell.key] = {"written": len(p.new), "linked": len(ids) - len(p.new), "assessments": n_assessments[cell.key]}
-            client.set_tag(run_id, TAG + "traces", json.dumps({**counts[cell.key], "selection": selection}))
-    return parts
+            counts = {"written": len(p.new), "linked": len(ids) - len(p.new), "assessments": n_assessments[cell.key]}
+            client.set_tag(run_id, TAG + "traces", json.dumps({**counts, "selection": selection}))
+            out[cell.key] = p.ids
+    return out
 
 
-def _write_run(root: str, group: list[tuple[Cell, str, str]], experiment_id: str, selection: str | int) -> RunTraces:
+def _write_run(root: str, group: list[tuple[Cell, str, str]], per_cell: list[Outcomes], experiment_id: str,
+               selection: str | int, labels: dict[str, str] | None) -> RunTraces:
     first = group[0][0]
     have = written_traces(experiment_id, first.run.key)
-    shared = run_records(root, first)  # read once: every judge cell of the run answers the same outputs
-    per_cell = [{(o.instance.instance_id, o.output.repeat): o for o in outcomes(root, cell, metric, shared)}
-                for cell, _, metric in group]
     # the selection by what went wrong under any judge: an output is kept when one of its outcomes is
     keys = sorted(per_cell[0])
     chosen = {(o.instance.instance_id, o.output.repeat) for d in per_cell for o in select(
@@ -460,81 +482,8 @@ def _write_run(root: str, group: list[tuple[Cell, str, str]], experiment_id: str
     new, ids = [], {k: have[k] for k in keys if k in have}
     for n, k in enumerate(todo, 1):
         judged = [(cell, d[k]) for (cell, _, _), d in zip(group, per_cell)]
-        ids[k] = write_trace(judged, run_id, gold)
+        ids[k] = write_trace(judged, run_id, gold, labels)
         new.append((ids[k], judged))
         if n % EXPORT_BATCH == 0:  # stored before the queue can fill: none is dropped
             mlflow.flush_trace_async_logging(terminate=False)
-    return RunTraces(group, new, per_cell, ids)
-
-
-# ---- two cells side by side ------------------------------------------------------------------------------------
-
-@dataclass
-class Side:
-    score: float | None
-    trace_id: str
-    status: str
-
-
-def cell_filter(judge: str, score_key: str) -> str:
-    """The traces of one cell: its agent run's outputs, judged by its judge under its score key."""
-    return f"tags.`{TAG}score_key.{judge}` = '{score_key}'"
-
-
-def cell_outcomes(experiment_ids: list[str], judge: str, score_key: str) -> dict[tuple[str, int], Side]:
-    """(instance_id, repeat) -> score, trace id and status of a cell's traces (read back from MLflow)."""
-    found = mlflow.search_traces(locations=experiment_ids, filter_string=cell_filter(judge, score_key),
-                                 include_spans=False, return_type="list")
-    out = {}
-    for t in found:
-        tags = t.info.tags
-        score = tags.get(f"{TAG}score.{judge}")
-        out[(tags[TAG + "instance_id"], int(tags.get(TAG + "repeat", 0)))] = Side(
-            float(score) if score is not None else None, t.info.trace_id, tags.get(f"{TAG}status.{judge}", ""))
-    return out
-
-
-def most_different(a: dict[tuple[str, int], Side], b: dict[tuple[str, int], Side], n: int) -> list[dict[str, Any]]:
-    """The `n` shared instances whose scores differ most between two cells (an instance scored in one cell and
-    not in the other counts as the largest difference), each with both trace ids."""
-    rows = []
-    for key in sorted(set(a) & set(b)):
-        sa, sb = a[key], b[key]
-        gap = math.inf if (sa.score is None) != (sb.score is None) else abs((sa.score or 0) - (sb.score or 0))
-        rows.append({"instance_id": key[0], "repeat": key[1], "score_a": sa.score, "score_b": sb.score,
-                     "gap": gap, "status_a": sa.status, "status_b": sb.status, "trace_a": sa.trace_id,
-                     "trace_b": sb.trace_id})
-    rows.sort(key=lambda r: (-r["gap"], r["instance_id"], r["repeat"]))
-    return [r for r in rows if r["gap"] > 0][:n]
-
-
-def cell_pairs(client: MlflowClient, parents: list[Any], between: tuple[str, str] | None) -> list[tuple[Any, Any]]:
-    """The pairs of child runs (cells) whose instances to set side by side: with `between` (two cell names or
-    prefixes, e.g. iba/iba-rag and iba/iba-agent), those two cells within each parent run; without, each cell
-    of the first parent run against the same cell of every later one, where its score key changed."""
-    children = {p.info.run_id: client.search_runs([p.info.experiment_id], max_results=5000,
-                                                  filter_string=f"tags.mlflow.parentRunId = '{p.info.run_id}'")
-                for p in parents}
-
-    def named(runs: list[Any], prefix: str) -> Any:
-        found = [r for r in runs if r.data.tags.get(TAG + "cell", "") == prefix] or \
-            [r for r in runs if r.data.tags.get(TAG + "cell", "").startswith(prefix)]
-        if len(found) != 1:
-            cells = sorted(r.data.tags.get(TAG + "cell", "") for r in runs)
-            raise ValueError(f"{prefix!r} names {len(found)} cells of the run, not one; its cells: {cells}")
-        return found[0]
-
-    if between:
-        return [(named(runs, between[0]), named(runs, between[1])) for runs in children.values()]
-    first, *rest = [children[p.info.run_id] for p in parents]
-    by_cell = {r.data.tags.get(TAG + "cell"): r for r in first}
-    return [(by_cell[r.data.tags.get(TAG + "cell")], r) for runs in rest for r in runs
-            if r.data.tags.get(TAG + "cell") in by_cell
-            and by_cell[r.data.tags.get(TAG + "cell")].data.tags.get(TAG + "score_key") != r.data.tags.get(TAG + "score_key")]
-
-
-def pair_differences(a: Any, b: Any, n: int) -> list[dict[str, Any]]:
-    """The `n` instances that differ most between the cells of child runs `a` and `b`, with their trace ids."""
-    sides = [cell_outcomes([r.info.experiment_id], r.data.tags.get(TAG + "judge", ""),
-                           r.data.tags.get(TAG + "score_key", "")) for r in (a, b)]
-    return most_different(sides[0], sides[1], n)
+    return RunTraces(group, new, ids)

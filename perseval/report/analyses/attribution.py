@@ -19,6 +19,7 @@ from typing import Any, Iterable, Mapping
 
 from perseval.core.instances import AgentOutput, Document, Instance
 from perseval.benchmarks.views import ScenarioPayload
+from perseval.report.record import Attribution
 
 CONTEXT_STEP = "context"
 
@@ -71,15 +72,16 @@ def evidence_recall(outputs: Iterable[AgentOutput], evidence: Mapping[str, set[s
     return {iid: sum(v) / len(v) for iid, v in values.items()}
 
 
-def attribution_fields(recall: Mapping[str, float], scores: Mapping[str, float]) -> dict[str, Any]:
-    """A cell's evidence recall and its score split by whether any evidence reached the context."""
+def attribution(recall: Mapping[str, float], scores: Mapping[str, float]) -> Attribution | None:
+    """A cell's evidence recall and its score split by whether any evidence reached the context (None: no
+    instance has evidence and a measured context)."""
     if not recall:
-        return {}
+        return None
     reached = [scores[i] for i, r in recall.items() if r > 0 and _scored(scores.get(i))]
     missed = [scores[i] for i, r in recall.items() if r == 0 and _scored(scores.get(i))]
-    return {"evidence_recall": 100.0 * sum(recall.values()) / len(recall), "evidence_n": len(recall),
-            "score_evidence_reached": _mean(reached), "n_evidence_reached": len(reached),
-            "score_evidence_missed": _mean(missed), "n_evidence_missed": len(missed)}
+    return Attribution(evidence_recall=100.0 * sum(recall.values()) / len(recall), instances=len(recall),
+                       score_reached=_mean(reached), reached=len(reached), score_missed=_mean(missed),
+                       missed=len(missed))
 
 
 def _scored(v: float | None) -> bool:

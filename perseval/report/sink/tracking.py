@@ -1,8 +1,9 @@
-"""MLflow on SQLite: one parent run per experiment run, one child run per cell.
+"""MLflow on SQLite, the store the record is logged to: one parent run per experiment run, one child run per
+cell (perseval.report.sink.track writes them from the record).
 
-Params hold the full resolved configuration of every model, retriever and
-judge of a cell; metrics hold overall and per-group scores; artifacts hold the
-score tables (CSV, Markdown) and the cell's Parquet outputs.
+Params hold the full resolved configuration of every model, retriever and judge of a cell; metrics hold its
+record's figures and its score table's per-group means; artifacts hold the score table (CSV, Markdown) and the
+cell's Parquet outputs.
 """
 from __future__ import annotations
 
@@ -11,14 +12,12 @@ import sqlite3
 import tempfile
 import time
 from contextlib import closing, nullcontext
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ContextManager
 
 import mlflow
 import pandas as pd
 import psutil
-import yaml
 from filelock import FileLock
 from mlflow.tracking import MlflowClient
 
@@ -26,7 +25,6 @@ from perseval.experiment.config import MLflowSettings, ResolvedExperiment
 from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_gone
 from perseval.pipeline.plan import Cell
-from perseval.report.record import DIGEST_TAG
 from perseval.report.store_paths import resolve_tracking, sqlite_path
 
 MAX_PARAM = 6000
@@ -126,15 +124,21 @@ def table_metrics(table: pd.DataFrame, metrics: list[str]) -> dict[str, float]:
 
 # Columns that hold fractions or probabilities, not 0-100 scores: to 0.1 they would lose their meaning (a 0.95
 # level shown as 0.9, a p of 0.03 as 0.0); they keep three significant digits in a table's Markdown.
-FRACTION_COLUMNS = ("level", "delta_p", "p_value", "p_holm", "p (Holm)", "judge_auc", "auc", "kappa", "alpha")
+FRACTION_COLUMNS = ("level", "delta_p", "p", "p_value", "p_holm", "p (Holm)", "judge_auc", "auc", "kappa", "alpha")
+FRACTION_SUFFIXES = ("_p", "_p_holm")  # a gain's p (personalization_p_holm, ...)
+
+
+def _fraction(column: object) -> bool:
+    return str(column) in FRACTION_COLUMNS or str(column).endswith(FRACTION_SUFFIXES)
 
 
 def table_markdown(table: pd.DataFrame) -> str:
-    """A table as Markdown: scores to 0.1, the FRACTION_COLUMNS to three significant digits (as in its CSV)."""
+    """A table as Markdown: scores to 0.1, fractions and probabilities (FRACTION_COLUMNS, a gain's `*_p_holm`) to
+    three significant digits (as in its CSV)."""
     if table.empty:
         return "(empty)\n"
     index = [".1f"] * (table.index.nlevels)
-    return table.to_markdown(floatfmt=index + [".3g" if str(c) in FRACTION_COLUMNS else ".1f" for c in table.columns])
+    return table.to_markdown(floatfmt=index + [".3g" if _fraction(c) else ".1f" for c in table.columns])
 
 
 def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables") -> None:
@@ -144,31 +148,30 @@ def log_table(table: pd.DataFrame, name: str, artifact_dir: str | None = "tables
         mlflow.log_artifacts(tmp, artifact_dir)
 
 
-def cell_tags(exp: ResolvedExperiment, cell: Cell, metrics: list[str]) -> dict[str, str]:
-    """The same tags on every benchmark's cells: what the cell is, and the keys that locate its outputs."""
-    return {"perseval.cell": cell.name, "perseval.benchmark": cell.entry, "perseval.agent": cell.agent,
+def cell_tags(cell: Cell, label: str, metric: str, status: str) -> dict[str, str]:
+    """The same tags on every benchmark's cells: what the cell is (its label as every view names it, its
+    headline metric as its benchmark names it), its status, and the keys that locate its outputs."""
+    return {"perseval.cell": cell.name, "perseval.label": label, "perseval.status": status,
+            "perseval.benchmark": cell.entry, "perseval.agent": cell.agent,
             "perseval.agent_kind": cell.run.agent.kind, "perseval.backbone": cell.backbone or "-",
             "perseval.retriever": cell.retriever, "perseval.judge": cell.judge,
             "perseval.judge_model": cell.judge_model or "-", "perseval.repeats": str(cell.run.repeats),
             "perseval.judge_repeats": str(cell.judged.judge.repeats if cell.judged.judge.uses_llm else 1),
             "perseval.data_key": cell.run.data.key, "perseval.score_key": cell.key,
             "perseval.control": cell.run.control.name if cell.run.control else "-",
-            "perseval.headline_metric": mlflow_key(metrics[0]) if metrics else ""}
+            "perseval.headline_metric": mlflow_key(metric), "perseval.metric": metric}
 
 
-def log_cell(exp: ResolvedExperiment, cell: Cell, table: pd.DataFrame, metrics: list[str],
-             extra_metrics: dict[str, float], parquet_dirs: dict[str, Path], status: str = "complete") -> str:
-    """`status`: the cell's (perseval.report.rows.ScoreManifest.status), tag perseval.status: "incomplete" when
-    some output or judgment failed (a re-run redoes those), "unscored" when nothing got a score."""
+def log_cell(exp: ResolvedExperiment, cell: Cell, tags: dict[str, str], metrics: dict[str, float],
+             table: pd.DataFrame | None, parquet_dirs: dict[str, Path]) -> str:
+    """A cell's child run (of the active parent run): its tags and configuration, `metrics`, and, when given,
+    its score table and the Parquet outputs of its stages. Returns its id."""
     with mlflow.start_run(run_name=cell.name, nested=True) as run:
-        mlflow.set_tags({**cell_tags(exp, cell, metrics), "perseval.status": status})
+        mlflow.set_tags(tags)
         mlflow.log_params(cell_params(exp, cell))
-        values = table_metrics(table, metrics)
-        # every benchmark's headline also under one name, so runs of different benchmarks sort and chart together
-        headline = {"headline": values[metric_name(metrics[0], OVERALL)]} if metrics and \
-            metric_name(metrics[0], OVERALL) in values else {}
-        mlflow.log_metrics({**values, **headline, **extra_metrics})
-        log_table(table, "scores")
+        mlflow.log_metrics(metrics)
+        if table is not None:
+            log_table(table, "scores")
         for label, folder in parquet_dirs.items():
             for part in sorted(Path(folder).glob("part-*.parquet")):
                 mlflow.log_artifact(str(part), f"parquet/{label}")
@@ -187,19 +190,6 @@ def mark_abandoned_runs(client: MlflowClient, experiment_id: str) -> list[str]:
     for run_id in ended:
         client.set_terminated(run_id, status="KILLED")
     return ended
-
-
-def log_parent_summary(exp: ResolvedExperiment, headline: pd.DataFrame, stats: dict[str, float]) -> None:
-    mlflow.log_params({"experiment.name": exp.experiment.name, "experiment.file": exp.path,
-                       "experiment.seed": str(exp.experiment.seed), "experiment.key": exp.key()})
-    incomplete = int((headline["status"] == "incomplete").sum()) if "status" in headline else 0
-    mlflow.set_tags({"perseval.status": "incomplete" if incomplete else "complete",
-                     "perseval.incomplete_cells": str(incomplete)})
-    mlflow.log_metrics(stats)
-    log_table(headline, "headline", None)
-    with tempfile.TemporaryDirectory() as tmp:
-        (Path(tmp) / "resolved_experiment.yaml").write_text(yaml.safe_dump(exp.model_dump(), sort_keys=False))
-        mlflow.log_artifacts(tmp)
 
 
 def parent_run_name(exp: ResolvedExperiment, started: float) -> str:
@@ -222,21 +212,6 @@ def start_parent_run(exp: ResolvedExperiment, experiment_id: str, tags: dict[str
     return mlflow.start_run(run_id=run.info.run_id)
 
 
-def headline_metrics(cells: list[Cell], rows: list[Any]) -> dict[str, float]:
-    """Each cell's headline score on the parent run, named after the cell (`headline/<cell>`), so the same cell
-    in two runs has the same metric and MLflow's compare view lines them up; beside it the bounds of its
-    interval (`headline/<cell>/ci_low`, `/ci_high`)."""
-    out = {}
-    for c, r in zip(cells, rows):
-        name = "headline/" + "/".join(mlflow_key(part) for part in c.name.split("/"))
-        if r["score"] is not None:
-            out[name] = float(r["score"])
-        for bound in ("ci_low", "ci_high"):
-            if r.get(bound) is not None:
-                out[f"{name}/{bound}"] = float(r[bound])
-    return out
-
-
 EXPERIMENT_KIND = "mlflow.experimentKind"  # MLflow 3's UI opens a GenAI experiment on its usage page, others on runs
 NOTE = "mlflow.note.content"  # a run's description in the UI
 
@@ -246,85 +221,9 @@ def describe_run(text: str) -> None:
     mlflow.set_tag(NOTE, text)
 
 
-@dataclass
-class Parents:
-    """The parent runs a view compares, oldest first, and those it left out (a re-run whose results equal the
-    run before it: the same record digest)."""
-
-    runs: list[Any]
-    skipped: list[Any]
-
-
-def parent_runs(client: MlflowClient, specs: list[str], n_latest: int = 2) -> Parents:
-    """The parent runs that `specs` name, oldest first: a run id (or its first 8+ characters) names that run;
-    an experiment name names its latest `n_latest` finished parent runs whose results differ from the run
-    before them (a cached re-run repeats them: skipped, and listed as such). A run named by id is never
-    skipped."""
-    out: list[Any] = []
-    skipped: list[Any] = []
-    for spec in specs:
-        exp = client.get_experiment_by_name(spec)
-        if exp is not None:
-            runs = client.search_runs([exp.experiment_id], filter_string="attributes.status = 'FINISHED'",
-                                      max_results=5000)
-            kept, repeats = _distinct_results(sorted((r for r in runs if "mlflow.parentRunId" not in r.data.tags),
-                                                     key=_age))
-            shown = kept[-n_latest:]
-            out += shown
-            skipped += [r for r in repeats if shown and _age(r) > _age(shown[0])]
-            continue
-        matches = [r for e in client.search_experiments() for r in
-                   client.search_runs([e.experiment_id], max_results=5000) if r.info.run_id.startswith(spec)]
-        if len(matches) != 1 or "mlflow.parentRunId" in matches[0].data.tags:
-            raise ValueError(f"{spec!r} is neither an MLflow experiment nor the id of one perseval parent run")
-        out.append(matches[0])
-    unique = list({r.info.run_id: r for r in out}.values())
-    return Parents(sorted(unique, key=_age), skipped)
-
-
-def _age(run: Any) -> tuple[int, int]:
-    """Oldest first: by start, then by end (runs of one process share the process's start time)."""
-    return run.info.start_time or 0, run.info.end_time or 0
-
-
-def _distinct_results(runs: list[Any]) -> tuple[list[Any], list[Any]]:
-    """(runs kept, runs skipped) of `runs` (oldest first): a run whose record digest equals the last kept
-    run's repeats its results (a cached re-run) and is skipped; a run logged before records is kept."""
-    kept: list[Any] = []
-    repeats: list[Any] = []
-    for r in runs:
-        digest = r.data.tags.get(DIGEST_TAG)
-        (repeats if kept and digest and kept[-1].data.tags.get(DIGEST_TAG) == digest else kept).append(r)
-    return kept, repeats
-
-
-COST_METRICS = ("tokens_in", "tokens_out", "cost_usd")  # what `perseval compare --cost` shows (totals: perseval.pipeline.cost)
-
-
-def compare_frame(client: MlflowClient, parents: list[Any], cost: bool = False) -> pd.DataFrame:
-    """Rows: cells; columns: each parent run's headline score of that cell, then its delta to the first run;
-    with `cost`, then each run's total tokens in and out and dollars (when priced) of that cell."""
-    columns = {p.info.run_id: f"{p.info.run_name} {p.info.run_id[:8]}" for p in parents}
-    rows: dict[str, dict[str, float]] = {}
-    for p in parents:
-        for r in client.search_runs([p.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{p.info.run_id}'",
-                                    max_results=5000):
-            metric = r.data.tags.get("perseval.headline_metric", "")
-            cell = f"{r.data.tags.get('perseval.cell', r.info.run_name)} ({metric})"
-            row = rows.setdefault(cell, {})
-            row[columns[p.info.run_id]] = r.data.metrics.get(metric, float("nan"))
-            for m in COST_METRICS if cost else ():
-                row[f"{m} {p.info.run_id[:8]}"] = r.data.metrics.get(m, float("nan"))
-    frame = pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(columns.values())).sort_index()
-    first = list(columns.values())[0] if columns else None
-    for col in list(columns.values())[1:]:
-        frame[f"Δ {col.split()[-1]}"] = frame[col] - frame[first]
-    if cost:
-        every = pd.DataFrame.from_dict(rows, orient="index").reindex(index=frame.index)
-        for m in COST_METRICS:
-            cols = [f"{m} {rid[:8]}" for rid in columns]
-            shown = every.reindex(columns=cols)
-            if shown.notna().any().any():  # no price in any run: no dollar columns at all
-                frame = frame.join(shown)
-    frame.index.name = "cell (headline metric)"
-    return frame
+def log_texts(files: dict[str, str], artifact_dir: str | None = None) -> None:
+    """Text files into the active run's artifacts, in one upload."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, content in files.items():
+            (Path(tmp) / name).write_text(content)
+        mlflow.log_artifacts(tmp, artifact_dir)

@@ -110,13 +110,3 @@ def _length_bias(judgments: list[Judgment], lengths: dict[tuple[str, int], int])
         per[(j.instance_id, j.repeat)].append(float(j.score))
     keys = [k for k in per if k in lengths]
     return correlations([sum(per[k]) / len(per[k]) for k in keys], [float(lengths[k]) for k in keys])[1]
-
-
-def log_reliability(plan: Plan, root: str) -> Any:
-    """Into the active (parent) MLflow run: judge_validity/reliability.{csv,md}, when any LLM judge scored."""
-    from perseval.report.tracking import log_table
-
-    table = reliability_table(plan, root)
-    if not table.empty:
-        log_table(table.set_index(["benchmark", "run", "judge"]), "reliability", "judge_validity")
-    return table

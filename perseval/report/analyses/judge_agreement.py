@@ -1,4 +1,5 @@
-"""`perseval judge-check`: a judge's agreement with human labels, from what a run already stored.
+"""A judge's agreement with human labels (`perseval judge-check`), from what a run already stored. (Whether a
+judge discriminates answers of known verdict, without labels, is its probe check: perseval.pipeline.probes.)
 
 Three sources of pairs, in this order:
   --judge-labels FILE  the judge's labels in a second file of the labels layout (the IBA validation
@@ -10,12 +11,11 @@ Three sources of pairs, in this order:
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
-import mlflow
+
 import pandas as pd
 
-from perseval.experiment.config import MLflowSettings, ResolvedExperiment
+from perseval.experiment.config import ResolvedExperiment
 from perseval.core.errors import InputError
 from perseval.judges.labels import file_pairs, instance_users, judge_scores, label_pairs, read_labels
 from perseval.metrics.validity import Pairs, validity_table
@@ -23,7 +23,6 @@ from perseval.pipeline.plan import Plan, make_plan
 from perseval.core.instances import InstanceScore, Judgment
 from perseval.pipeline.stages import load_instances
 from perseval.core.store import StageStore
-from perseval.report.tracking import ensure_experiment, log_table, mlflow_key
 from perseval.kernel.registry import benchmark_class
 
 
@@ -68,8 +67,8 @@ def data_label_pairs(plan: Plan, root: str) -> list[Pairs]:
     return out
 
 
-def judge_check(exp: ResolvedExperiment, labels: Path | None = None, judge_labels: Path | None = None,
-                seed: int = 0) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+def judge_agreement(exp: ResolvedExperiment, labels: Path | None = None, judge_labels: Path | None = None,
+                    seed: int = 0) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The validity table (one row per judge and criterion) and the confusion matrices."""
     root = str(Path(exp.experiment.output_root).resolve())
     if judge_labels is not None:
@@ -84,51 +83,3 @@ def judge_check(exp: ResolvedExperiment, labels: Path | None = None, judge_label
         raise InputError(where, "no labelled item has a judge score: run the experiment first (`perseval run`), and "
                                 "check that instance_id / item_id / agent name judged items (docs/judge-labels.md)")
     return validity_table(pairs, seed=seed)
-
-
-def validity_metrics(table: pd.DataFrame) -> dict[str, float]:
-    out = {}
-    for _, row in table.iterrows():
-        for stat in ("pearson", "spearman", "kappa", "alpha"):
-            v = row.get(stat)
-            if v is not None and v == v:
-                out[f"validity.{mlflow_key(row['judge'])}.{mlflow_key(row['criterion'])}.{stat}"] = float(v)
-    return out
-
-
-def log_validity(settings: MLflowSettings, name: str, table: pd.DataFrame, matrices: dict[str, pd.DataFrame],
-                 base: Path | None = None) -> str:
-    """A run `judge-check <name>` holding the table, the confusion matrices and one metric per statistic."""
-    ensure_experiment(settings, base)
-    mlflow.set_experiment(settings.experiment)
-    with mlflow.start_run(run_name=f"judge-check {name}", tags={"perseval.kind": "judge-check"}) as run:
-        log_validity_artifacts(table, matrices)
-        return run.info.run_id
-
-
-def log_validity_artifacts(table: pd.DataFrame, matrices: dict[str, pd.DataFrame]) -> None:
-    """Into the active MLflow run: judge_validity/validity.{csv,md}, one confusion_*.csv each, metrics."""
-    log_table(table.set_index(["judge", "criterion"]), "validity", "judge_validity")
-    with tempfile.TemporaryDirectory() as tmp:
-        for key, matrix in matrices.items():
-            matrix.to_csv(Path(tmp) / f"confusion_{mlflow_key(key).replace('/', '_')}.csv")
-        mlflow.log_artifacts(tmp, "judge_validity")
-    mlflow.log_metrics(validity_metrics(table))
-
-
-def format_table(table: pd.DataFrame) -> str:
-    cols = [c for c in ("judge", "criterion", "n", "clusters", "pearson", "spearman", "kappa", "kappa_ci_low",
-                        "kappa_ci_high", "alpha", "alpha_level", "alpha_ci_low", "alpha_ci_high") if c in table]
-    return table[cols].to_markdown(index=False, floatfmt=".3f")
-
-
-
-def log_run_validity(plan: Plan, root: str) -> None:
-    """Into the active (parent) MLflow run: the validity table of every evaluator whose data carries human
-    labels (Bespoke's meta-test), beside the paper's Table 3, and the judges' reliability table."""
-    from perseval.report.reliability import log_reliability
-
-    pairs = data_label_pairs(plan, root)
-    if pairs:
-        log_validity_artifacts(*validity_table(pairs, seed=plan.exp.experiment.seed))
-    log_reliability(plan, root)  # judges against each other and themselves: no label needed

@@ -8,17 +8,16 @@ p-values of the comparisons one table shows are Holm-corrected together.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, TypeVar
+from typing import Callable, Mapping, TypeVar
 
 import pandas as pd
 
-from perseval.metrics.settings import StatisticsSettings
-from perseval.metrics.differences import compare_values, instance_values  # noqa: F401  (re-exported)
+from perseval.metrics.differences import compare_values, instance_values
 from perseval.metrics.uncertainty import Difference, holm
 from perseval.pipeline.plan import Cell, Plan
 from perseval.core.instances import InstanceScore
 from perseval.core.store import StageStore
-from perseval.report.rows import spread
+from perseval.report.analyses.status import spread
 
 
 def cell_values(root: str, cell: Cell, metric: str) -> pd.DataFrame:
@@ -41,7 +40,7 @@ def pick_baseline(cell: Mapping[str, str | None], candidates: list[tuple[Mapping
 
 
 def baseline_cell(plan: Plan, cell: Cell) -> Cell | None:
-    """The cell of the entry's baseline agent that `cell` is compared with (perseval.report.comparisons.pick_baseline)."""
+    """The cell of the entry's baseline agent that `cell` is compared with (perseval.report.analyses.comparisons.pick_baseline)."""
     baseline = plan.exp.experiment.benchmarks[cell.bench_index].baseline
     if baseline is None or cell.agent == baseline:
         return None
@@ -60,41 +59,36 @@ class Comparison:
     p_holm: float | None  # the difference's p-value, Holm-corrected across the table's comparisons
 
 
-def baseline_comparisons(plan: Plan, root: str, metrics: dict[str, str]) -> dict[str, Comparison]:
+def baseline_comparisons(plan: Plan, root: str, metrics: dict[str, str], interpretable: set[str] | None = None,
+                         frame: Callable[[Cell], pd.DataFrame] | None = None) -> dict[str, Comparison]:
     """Cell key -> its comparison with its baseline cell, on the headline metric (`metrics`: cell key ->
-    headline metric). Cells of one benchmark entry share their instances: always paired."""
+    headline metric), for the plain cells whose score and baseline's score are both `interpretable` (default:
+    all); the Holm family is those comparisons. Cells of one benchmark entry share their instances: always
+    paired."""
     statistics = plan.exp.experiment.statistics
     values: dict[str, pd.DataFrame] = {}
 
-    def of(c: Cell) -> pd.DataFrame:
+    def of(c: Cell) -> pd.DataFrame:  # `frame`: the caller's reader of a cell's values (read once per track)
         if c.key not in values:
-            values[c.key] = cell_values(root, c, metrics[c.key])
+            values[c.key] = frame(c) if frame is not None else cell_values(root, c, metrics[c.key])
         return values[c.key]
 
     found = {}
     for cell in plan.cells:
-        base = baseline_cell(plan, cell)
-        if base is not None and metrics[cell.key] == metrics[base.key]:
+        base = baseline_cell(plan, cell) if cell.run.control is None else None
+        if interpretable is not None and (cell.key not in interpretable or base is None or base.key not in interpretable):
+            continue
+        scored = base is not None and all(StageStore(root, "score", c.key).parts() for c in (cell, base))
+        if scored and metrics[cell.key] == metrics[base.key]:
             found[cell.key] = (base, compare_values(of(cell), of(base), statistics,
                                                     paired=cell.run.data.key == base.run.data.key))
     adjusted = holm([d.p_value for _, d in found.values()])
     return {k: Comparison(base, d, p) for (k, (base, d)), p in zip(found.items(), adjusted)}
 
 
-def comparison_fields(comparison: Comparison | None, baseline: str | None) -> dict[str, Any]:
-    """The headline row's comparison columns (None where the cell has no comparison)."""
-    d = comparison.difference if comparison else None
-    mde, reason = difference_mde(d)
-    return {"baseline": baseline, "delta_vs_baseline": d.mean if d else None,
-            "delta_ci_low": d.ci_low if d else None, "delta_ci_high": d.ci_high if d else None,
-            "delta_p": comparison.p_holm if comparison else None, "delta_paired": d.paired if d else None,
-            "delta_n_users": d.n_users if d else None, "mde": mde, **({"mde_reason": reason} if reason else {}),
-            "delta_effective_users": d.effective_users if d else None}
-
-
 def difference_mde(d: Difference | None) -> tuple[float | None, str | None]:
     """A difference's MDE, or None and why: from an SE of 0 beside an interval with a width it would read 0,
-    a precision the interval does not have (perseval.report.rows.spread)."""
+    a precision the interval does not have (perseval.report.analyses.status.spread)."""
     if d is None:
         return None, None
     _, reason = spread(d.se, d.ci_low, d.ci_high)
