@@ -372,15 +372,22 @@ def validate(config: Path = CONFIG) -> None:
 
 @app.command()
 def show(config: Path = CONFIG,
-         as_json: bool = typer.Option(False, "--json", help="print JSON (what tests and protocol sheets read)")) -> None:
+         as_json: bool = typer.Option(False, "--json", help="print JSON (what tests and protocol sheets read)"),
+         path: Optional[str] = typer.Option(None, help="only the value at this path, keys joined by '/' (e.g. "
+                                                        "benchmarks/iba/agents/iba-rag/params/top_k)")) -> None:
     """Print the effective settings of every cell after every override: what a run will send (starts nothing)."""
     import yaml
 
-    from perseval.report.show import effective_settings
+    from perseval.report.show import MISSING, at_path, effective_settings
 
     apply_offline_env()
     exp, plan = _load_or_exit(config)
     settings = effective_settings(exp, plan)
+    if path is not None:
+        settings = at_path(settings, path.strip("/"))
+        if settings is MISSING:
+            _error(f"--path {path}: no such setting in {config}; `perseval show {config}` prints every path")
+            raise typer.Exit(2)
     typer.echo(json.dumps(settings, indent=2) if as_json else yaml.safe_dump(settings, sort_keys=False))
 
 

@@ -33,21 +33,9 @@ POINTER = re.compile(r"^([A-Za-z_][\w.]*):([A-Za-z_][\w.]*)$")  # "module:attrib
 # (module, name) -> why it has no caller in the repository's code
 ALLOWED: dict[tuple[str, str], str] = {
     ("perseval.kernel.commands", "register_commands"): "the API by which an installed plugin adds commands",
-    # h51's (perseval/report/ is being restructured on another branch): listed here so this test holds until that
-    # branch lands, then tightened
-    ("perseval.report.headline", "cell_status"): "h51's: used only by tests",
-    ("perseval.report.headline", "headline"): "h51's: used only by tests",
-    ("perseval.report.headline", "is_complete"): "h51's: used only by tests",
-    ("perseval.report.headline", "uncertainty_metrics"): "h51's: used only by tests",
-    ("perseval.report.protocols", "check_sheet"): "h51's: used only by tests",
-    ("perseval.report.protocols", "read_sheet"): "h51's: used only by tests",
-    ("perseval.report.traces", "pair_differences"): "h51's: no caller",
 }
-# files whose imports still take a name through a re-export, or import one they do not use: h51's, being
-# restructured on another branch (report/run_compare.py takes compare_values and instance_values through
-# report/comparisons.py, flows/cli.py takes HOST through llm/deployments.py, report/ takes Plan and Cell through
-# pipeline/plan.py, report/comparisons.py imports StatisticsSettings unused)
-REEXPORT_ALLOWED = ("perseval/report/", "flows/cli.py")
+# files whose imports may take a name through a re-export (none)
+REEXPORT_ALLOWED: tuple[str, ...] = ()
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:

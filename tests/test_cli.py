@@ -124,3 +124,20 @@ def test_ui_says_which_existing_store_it_opens(tmp_path, monkeypatch):
     opened = runner.invoke(app, ["ui", "--tracking-uri", f"sqlite:///{db}"])
     assert isinstance(opened.exception, _Exec) and f"MLflow store: sqlite:///{db}" in opened.output.replace("\n", "")
     assert "new, empty" not in opened.output
+
+
+def test_show_path_prints_one_effective_value_and_names_a_wrong_path():
+    """`perseval show --path` answers "what will this setting be after every override" with the value alone; a path
+    that is not there is one line and exit 2."""
+    from typer.testing import CliRunner
+
+    from perseval_flows.cli import app
+
+    quick = "configs/experiments/quickstart.yaml"
+    shown = CliRunner().invoke(app, ["show", quick, "--json", "--path", "benchmarks"])
+    assert shown.exit_code == 0, shown.output
+    first = sorted(json.loads(shown.output))[0]
+    one = CliRunner().invoke(app, ["show", quick, "--json", "--path", f"/benchmarks/{first}/"])
+    assert one.exit_code == 0 and json.loads(one.output) == json.loads(shown.output)[first]
+    bad = CliRunner().invoke(app, ["show", quick, "--path", "benchmarks/no-such-benchmark"])
+    assert bad.exit_code == 2 and "--path benchmarks/no-such-benchmark: no such setting" in bad.output

@@ -13,7 +13,8 @@ from perseval.agents.base import AgentContext
 from perseval.benchmarks.apeb.agents.random_ranker import APeBRandom
 from perseval.experiment.load import load_experiment
 from perseval.pipeline.controls import SWAPPED_HISTORY, derangement, history_owners, owner_swap, swapped_context, Control
-from perseval.report.analyses.gains import instance_values
+from perseval.core.instances import InstanceScore
+from perseval.metrics.aggregate import per_instance, scores_frame
 from perseval.pipeline.plan import make_plan
 from perseval.core.instances import AgentOutput, Document, Instance, Passage
 from perseval.kernel.registry import register_agent
@@ -23,6 +24,14 @@ from perseval.core.store import StageStore
 from .conftest import CONFIGS
 from .plan_runs import _compute, _tree
 from perseval.experiment.load import experiment_file
+
+
+def instance_values(root: str, cell) -> dict[str, float]:
+    """Instance id -> the cell's headline metric (mean over repeats; NaN: unscored), as the score stage wrote it."""
+    store = StageStore(root, "score", cell.key)
+    frame = per_instance(scores_frame(store.read_records(InstanceScore)))
+    rows = frame[frame["metric"] == store.manifest().get("headline_metric")]
+    return {str(i): float(v) for i, v in zip(rows["instance_id"], rows["value"])}
 
 
 @register_agent("test.apeb-history-blind")

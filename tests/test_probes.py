@@ -12,7 +12,8 @@ from sklearn.metrics import roc_auc_score
 from perseval.benchmarks.action_judges import CheckpointParams
 from perseval.llm.settings import ModelConfig, Sampling
 from perseval.experiment.specs import JudgeSpec
-from perseval.pipeline.probes import EMPTY, GOOD, WRONG, judge_probes, probe_answers, probe_report
+from perseval.benchmarks.probes import EMPTY, GOOD, WRONG
+from perseval.pipeline.probes import judge_probes, probe_answers, probe_report
 from perseval.report.words import NOT_INTERPRETABLE
 
 from .scripted import ScriptedChat

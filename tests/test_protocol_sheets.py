@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from perseval.experiment.load import load_experiment
-from perseval.report.protocols import Row, check_row, check_sheet, read_sheet
+from tests.protocol_sheets import Row, check_row, check_sheet, read_sheet
 from perseval.report.show import MISSING, effective_settings
 from tests.conftest import CONFIGS, REPO, copy_configs
 from tests.bespoke_official import official  # noqa: F401 (fixture)

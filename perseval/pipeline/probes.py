@@ -39,7 +39,8 @@ from typing import Any
 from perseval.experiment.components import make_judges
 from perseval.llm.settings import ModelConfig
 from perseval.experiment.load import judge_specs
-from perseval.pipeline.plan import DataUnit, Plan, probe_key
+from perseval.pipeline.plan import probe_key
+from perseval.pipeline.units import DataUnit, Plan
 from perseval.pipeline.stages import PROBE
 from perseval.core.instances import AgentOutput, Instance, Judgment
 from perseval.experiment.specs import JudgeSpec

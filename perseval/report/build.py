@@ -17,8 +17,9 @@ from perseval.kernel.registry import agent_class
 from perseval.metrics.uncertainty import mde
 from perseval.pipeline.controls import uses_history
 from perseval.pipeline.cost import PlanCost
-from perseval.pipeline.plan import Cell, Plan
-from perseval.pipeline.probes import GOOD, UNCALIBRATED_NOTE, probe_reports
+from perseval.pipeline.units import Cell, Plan
+from perseval.benchmarks.probes import GOOD
+from perseval.pipeline.probes import UNCALIBRATED_NOTE, probe_reports
 from perseval.report.analyses.comparisons import Comparison, baseline_comparisons, difference_mde
 from perseval.report.analyses.gains import Values, attributions, controls
 from perseval.report.analyses.status import ScoreManifest, number, spread, text, whole

@@ -28,7 +28,8 @@ from perseval.experiment.entries import entry_ids
 from perseval.experiment.load import bound, judge_specs
 from perseval.llm.embedded import serving
 from perseval.kernel.params import EVERY_FIELD
-from perseval.pipeline.plan import Plan, make_plan
+from perseval.pipeline.plan import make_plan
+from perseval.pipeline.units import Plan
 from perseval.kernel.registry import benchmark_class
 
 MISSING = object()

@@ -14,7 +14,7 @@ import pandas as pd
 
 from perseval.metrics.differences import compare_values, instance_values
 from perseval.metrics.uncertainty import Difference, holm
-from perseval.pipeline.plan import Cell, Plan
+from perseval.pipeline.units import Cell, Plan
 from perseval.core.instances import InstanceScore
 from perseval.core.store import StageStore
 from perseval.report.analyses.status import spread

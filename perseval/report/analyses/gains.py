@@ -29,7 +29,7 @@ from perseval.experiment.load import bound
 from perseval.metrics.aggregate import per_instance, scores_frame
 from perseval.metrics.uncertainty import holm, paired_difference
 from perseval.pipeline.controls import SWAPPED_HISTORY, uses_history
-from perseval.pipeline.plan import Cell, Plan
+from perseval.pipeline.units import Cell, Plan
 from perseval.pipeline.stages import load_documents, load_instances
 from perseval.report.analyses.attribution import attribution, evidence_recall, evidence_turns
 from perseval.report.record import Attribution, Controls, Gain, MetricGain
@@ -44,21 +44,9 @@ def _per_instance(root: str, cell: Cell) -> Any:
     return per_instance(scores_frame(store.read_records(InstanceScore) if store.parts() else []))
 
 
-def metric_values(root: str, cell: Cell) -> dict[str, dict[str, float]]:
-    """Metric -> instance id -> value (mean over repeats; NaN: unscored) of every metric a cell's score stage
-    wrote."""
-    return _by_metric(_per_instance(root, cell))
-
-
 def _by_metric(inst: Any) -> dict[str, dict[str, float]]:
     return {str(m): {str(i): float(v) for i, v in zip(g["instance_id"], g["value"])}
             for m, g in inst.groupby("metric")}
-
-
-def instance_values(root: str, cell: Cell) -> dict[str, float]:
-    """Instance id -> the cell's headline metric (mean over repeats; NaN: unscored)."""
-    metric = StageStore(root, "score", cell.key).manifest().get("headline_metric")
-    return metric_values(root, cell).get(str(metric), {})
 
 
 def _needs(exp: ResolvedExperiment, agent: str) -> frozenset[str]:

@@ -19,7 +19,8 @@ from perseval.experiment.config import ResolvedExperiment
 from perseval.core.errors import InputError
 from perseval.judges.labels import file_pairs, instance_users, judge_scores, label_pairs, read_labels
 from perseval.metrics.validity import Pairs, validity_table
-from perseval.pipeline.plan import Plan, make_plan
+from perseval.pipeline.plan import make_plan
+from perseval.pipeline.units import Plan
 from perseval.core.instances import InstanceScore, Judgment
 from perseval.pipeline.stages import load_instances
 from perseval.core.store import StageStore

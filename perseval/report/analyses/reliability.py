@@ -19,7 +19,7 @@ from typing import Any
 import pandas as pd
 
 from perseval.metrics.validity import correlations, krippendorff_alpha
-from perseval.pipeline.plan import Cell, Plan
+from perseval.pipeline.units import Cell, Plan
 from perseval.core.instances import AgentOutput, Judgment
 from perseval.core.store import StageStore
 

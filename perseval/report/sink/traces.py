@@ -34,7 +34,7 @@ from mlflow.tracing.constant import SpanAttributeKey, TraceMetadataKey
 from mlflow.tracking import MlflowClient
 
 from perseval.experiment.config import TraceSelection
-from perseval.pipeline.plan import Cell
+from perseval.pipeline.units import Cell
 from perseval.pipeline.stages import as_scored
 from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
 from perseval.core.store import StageStore

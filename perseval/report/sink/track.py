@@ -30,7 +30,7 @@ from perseval.core.store import MANIFEST, StageStore
 from perseval.experiment.config import ResolvedExperiment
 from perseval.metrics.ci_tables import cluster_of
 from perseval.pipeline.cost import PlanCost
-from perseval.pipeline.plan import Cell, Plan
+from perseval.pipeline.units import Cell, Plan
 from perseval.pipeline.probes import probe_units
 from perseval.report.analyses.status import ScoreManifest
 from perseval.report.build import build_cells

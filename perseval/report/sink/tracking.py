@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 from perseval.experiment.config import MLflowSettings, ResolvedExperiment
 from perseval.metrics.aggregate import OVERALL
 from perseval.core.owner import owner_gone
-from perseval.pipeline.plan import Cell
+from perseval.pipeline.units import Cell
 from perseval.report.store_paths import resolve_tracking, sqlite_path
 
 MAX_PARAM = 6000

@@ -10,7 +10,7 @@ import pandas as pd
 
 from perseval.experiment.config import MLflowSettings
 from perseval.metrics.validity import validity_table
-from perseval.pipeline.plan import Plan
+from perseval.pipeline.units import Plan
 from perseval.report.analyses.judge_agreement import data_label_pairs
 from perseval.report.analyses.reliability import reliability_table
 from perseval.report.sink.tracking import ensure_experiment, log_table, mlflow_key
