@@ -30,7 +30,7 @@ from perseval.pipeline.plan import Plan, make_plan
 from perseval.pipeline.units import MIN_SHARD, Sharding
 from perseval.core.progress import stage_bar
 from perseval.report.headline import headline_rows, track
-from perseval.pipeline.stages import Runtime, data_manifest, score_summary
+from perseval.pipeline.stages import Runtime, data_manifest, finish_index, prepare_index, score_summary
 from perseval.core.store import StageStore
 from perseval_tasks.stages import (analyze_task, construct_task, index_task, judge_task, probe_task, run_shard_task,
                           score_task)
@@ -46,9 +46,12 @@ class StageClock:
     windows: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
-def _wait(stage: str, futures: dict[Any, PrefectFuture], clock: StageClock) -> dict[Any, Any]:
-    """Results of a stage's futures, advancing its progress bar as each finishes."""
-    t0, started = time.monotonic(), time.time()
+def _wait(stage: str, futures: dict[Any, PrefectFuture], clock: StageClock, since: float | None = None
+          ) -> dict[Any, Any]:
+    """Results of a stage's futures, advancing its progress bar as each finishes; the stage's time counts from
+    `since` (time.monotonic(): the stage began before its tasks were submitted) or from now."""
+    started = time.time() - (time.monotonic() - since if since is not None else 0.0)
+    t0 = since if since is not None else time.monotonic()
     by_future = {id(f): k for k, f in futures.items()}
     results: dict[Any, Any] = {}
     with stage_bar(stage, len(futures), clock.show and bool(futures)) as bar:
@@ -114,8 +117,13 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
         if stop_after == "construct":
             return {"run_id": rt.run_id, "data": {k: asdict(m) for k, m in data.items()}, "timings": timings,
                     "entered_at": entered_at}
-        _wait("index", {u.key: index_task.submit(u, rt) for u in plan.index if not index_done(root, u)},
-              clock)
+        t0 = time.monotonic()  # the index stage: each unfinished index's owner ranges, its shards, its manifest
+        indexing = {u.key: (u, prepare_index(root, u)) for u in plan.index if not index_done(root, u)}
+        _wait("index", {(k, s): index_task.submit(u, s, owners, rt) for k, (u, ranges) in indexing.items()
+                        for s, owners in enumerate(ranges)}, clock, t0)
+        for u, ranges in indexing.values():
+            finish_index(u, rt, len(ranges))
+        clock.timings["index"] = round(time.monotonic() - t0, 2)
         shard_ids = {k: list(m.shard_ids) for k, m in data.items()}
         reshard(root, plan, {k: m.shard_size for k, m in data.items()}, e.shard_size or MIN_SHARD)
         todo = pending(root, plan, shard_ids)
