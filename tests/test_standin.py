@@ -82,3 +82,25 @@ def test_a_set_latency_delays_each_answer():
         elapsed = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=10).elapsed.total_seconds()
         bad = httpx.post(f"{url}/v1/chat/completions", content=b"{not json", timeout=10)
     assert elapsed >= 0.3 and bad.status_code == 400
+
+
+def test_a_client_keeps_max_concurrency_requests_in_flight_over_its_connection_pools(tmp_path):
+    """LLMClient spreads its requests over pools of a few connections (httpcore's bookkeeping costs per
+    connection of a pool): the server still sees exactly max_concurrency requests at once, on as many
+    connections, whatever the pools' size."""
+    with standin_process(latency_ms=150) as url:
+        endpoint = Endpoint("stand-in", "openai", f"{url}/v1", "stand-in", "stand-in", max_concurrency=20,
+                            timeout_s=10, retries=0)
+        client = LLMClient(endpoint, Sampling(temperature=0.0, max_tokens=8), RequestCache(tmp_path / "c.sqlite"),
+                           role="agent", run_id="t", seed=1)
+
+        async def ask():
+            try:
+                return await asyncio.gather(*(client.chat([{"role": "user", "content": f"q{i}"}]) for i in range(70)))
+            finally:
+                await client.aclose()
+
+        results = asyncio.run(ask())
+        stats = httpx.get(f"{url}/stats").json()
+    assert all(r.status == "ok" for r in results) and stats["served"] == 70
+    assert stats["peak_in_flight"] == 20 and stats["connections"] == 20

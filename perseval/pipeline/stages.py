@@ -14,7 +14,7 @@ import json
 import time
 from collections import Counter, defaultdict
 from contextlib import AsyncExitStack
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -541,8 +541,11 @@ def _cell_records(root: str, unit: AnalysisUnit, stage: str) -> pd.DataFrame:
         if key in seen:
             continue
         seen.add(key)
-        records = StageStore(root, stage, key).read_records(AgentOutput if stage == "run" else Judgment)
-        df = pd.DataFrame([asdict(r) for r in records])
+        cls = AgentOutput if stage == "run" else Judgment
+        records = StageStore(root, stage, key).read_records(cls)
+        # by field, not dataclasses.asdict per record: its deep copy of every trace and prompt was most of the
+        # analyze stage
+        df = pd.DataFrame({f.name: [getattr(r, f.name) for r in records] for f in fields(cls)})
         ids = {"agent": c.agent, "backbone": c.backbone or "-", "retriever": c.retriever}
         if stage == "judge":
             ids |= {"cell": c.name, "judge": c.judge, "judge_model": c.judge_model or "-"}
