@@ -27,6 +27,7 @@ import functools
 import importlib.util
 import json
 import os
+import ssl
 import threading
 import time
 from contextlib import nullcontext
@@ -126,9 +127,17 @@ def _land(flight: tuple[str, str], fut: concurrent.futures.Future, result: "Chat
 
 # Requests in flight per connection pool. httpcore looks at every connection of its pool (is it idle, has it
 # expired: a readability poll of its socket) each time a request starts or a response closes, so one pool of
-# 64 connections cost more CPU per request than the request itself against a fast server (3.2 ms per request
-# at 16 in flight, 4.8 ms at 64; docs/guides/performance.md): a client spreads its requests over pools of LANE.
-LANE = 8
+# 64 connections cost more CPU per request than the request itself against a fast server: a client spreads its
+# requests over pools of LANE (scripts/bench_client.py, 64 in flight: 7-8 ms of CPU per request in one pool,
+# 5-5.7 in pools of 8, 3.6-4.1 in pools of 2, 3.4-4.3 in pools of 1; 2-core machine under load).
+LANE = 2
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's roots, or SSL_CERT_FILE), made once per process: making it loads
+    the CA bundle, 48 ms of CPU per client, more than the rest of a client together."""
+    return httpx.create_ssl_context()
+
+
 AUTH_ERRORS = (openai.AuthenticationError, openai.PermissionDeniedError)  # 401, 403: no retry can fix them
 
 
@@ -170,7 +179,7 @@ class LLMClient:
     def _sdk_client(self, api_key: str | None) -> openai.AsyncOpenAI:
         # a watched server: every attempt (each of the SDK's retries too) first asks whether it has exited
         hooks = {"request": [self._alive]} if self.endpoint.exit_file else {}
-        http = openai.DefaultAsyncHttpxClient(event_hooks=hooks, limits=httpx.Limits(
+        http = openai.DefaultAsyncHttpxClient(event_hooks=hooks, verify=_tls(), limits=httpx.Limits(
             max_connections=LANE, max_keepalive_connections=LANE))
         return openai.AsyncOpenAI(base_url=self.endpoint.base_url, api_key=api_key or "missing",
                                   timeout=self.endpoint.timeout_s, max_retries=self.endpoint.retries, http_client=http)
