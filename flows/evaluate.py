@@ -148,13 +148,14 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
     requests = held_cache.request_counts(rt.run_id)
     n_requests = sum(n for by_status in requests.values() for n in by_status.values())
     distinct = held_cache.distinct_keys(rt.run_id)  # == n_requests when nothing was sent twice
-    t0 = time.monotonic()
+    t0, began = time.monotonic(), time.time()
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
     costs = plan_cost(exp, plan, UnitRecords(root, shard_ids), rt.run_id)
     rows = with_probe_flags(plan, root, with_controls(plan, root, headline_rows(plan, scores, costs, root)))
     parent = track(exp, plan, root, scores, analyses, stats, costs, rows, Path(mlflow_base) if mlflow_base else None)
     timings["track"] = round(time.monotonic() - t0, 2)
+    clock.windows["track"] = (round(began, 3), round(time.time(), 3))
     return {"mlflow_run_id": parent, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
             "llm_distinct_requests": distinct, "headline": rows, "timings": timings,
             "cost": costs.summary(plan),
