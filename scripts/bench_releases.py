@@ -203,7 +203,8 @@ def one_release(name: str, spec: dict[str, Any], url: str, concurrency: int, kee
     summary = json.loads((work / "summary-cold.json").read_text())
     again = json.loads((work / "summary-cached.json").read_text())
     out["compare"] = command(work, "compare", summary["mlflow_run_id"], again["mlflow_run_id"])
-    cell = summary["headline"][-1]["agent"]  # a cell as the headline names it
+    row = summary["headline"][-1]
+    cell = "/".join(str(row[k] or "-") for k in ("benchmark", "agent", "backbone", "retriever", "judge"))
     out["samples"] = command(work, "samples", summary["mlflow_run_id"], cell, "--limit", "20")
     out["ui"] = ui_seconds(work, f"release-{name}")
     out["instances"] = max(row["n"] for row in summary["headline"])
