@@ -31,7 +31,7 @@ from perseval.pipeline.units import MIN_SHARD, Sharding
 from perseval.core.progress import stage_bar
 from perseval.report.sink.track import track
 from perseval.report.views.summary import summary_cells
-from perseval.pipeline.stages import Runtime, data_manifest, score_summary
+from perseval.pipeline.stages import Runtime, data_manifest, finish_index, prepare_index, score_summary
 from perseval.core.store import StageStore
 from perseval_tasks.stages import (analyze_task, construct_task, index_task, judge_task, probe_task, run_shard_task,
                           score_task)
@@ -47,9 +47,12 @@ class StageClock:
     windows: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
-def _wait(stage: str, futures: dict[Any, PrefectFuture], clock: StageClock) -> dict[Any, Any]:
-    """Results of a stage's futures, advancing its progress bar as each finishes."""
-    t0, started = time.monotonic(), time.time()
+def _wait(stage: str, futures: dict[Any, PrefectFuture], clock: StageClock, since: float | None = None
+          ) -> dict[Any, Any]:
+    """Results of a stage's futures, advancing its progress bar as each finishes; the stage's time counts from
+    `since` (time.monotonic(): the stage began before its tasks were submitted) or from now."""
+    started = time.time() - (time.monotonic() - since if since is not None else 0.0)
+    t0 = since if since is not None else time.monotonic()
     by_future = {id(f): k for k, f in futures.items()}
     results: dict[Any, Any] = {}
     with stage_bar(stage, len(futures), clock.show and bool(futures)) as bar:
@@ -115,8 +118,13 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
         if stop_after == "construct":
             return {"run_id": rt.run_id, "data": {k: asdict(m) for k, m in data.items()}, "timings": timings,
                     "entered_at": entered_at}
-        _wait("index", {u.key: index_task.submit(u, rt) for u in plan.index if not index_done(root, u)},
-              clock)
+        t0 = time.monotonic()  # the index stage: each unfinished index's owner ranges, its shards, its manifest
+        indexing = {u.key: (u, prepare_index(root, u)) for u in plan.index if not index_done(root, u)}
+        _wait("index", {(k, s): index_task.submit(u, s, owners, rt) for k, (u, ranges) in indexing.items()
+                        for s, owners in enumerate(ranges)}, clock, t0)
+        for u, ranges in indexing.values():
+            finish_index(u, rt, len(ranges))
+        clock.timings["index"] = round(time.monotonic() - t0, 2)
         shard_ids = {k: list(m.shard_ids) for k, m in data.items()}
         reshard(root, plan, {k: m.shard_size for k, m in data.items()}, e.shard_size or MIN_SHARD)
         todo = pending(root, plan, shard_ids)
@@ -141,13 +149,14 @@ def evaluate(experiment: ResolvedExperiment | str, output_root: str | None = Non
     requests = held_cache.request_counts(rt.run_id)
     n_requests = sum(n for by_status in requests.values() for n in by_status.values())
     distinct = held_cache.distinct_keys(rt.run_id)  # == n_requests when nothing was sent twice
-    t0 = time.monotonic()
+    t0, began = time.monotonic(), time.time()
     stats = {"llm_requests": float(n_requests), **{f"seconds.{k}": v for k, v in timings.items()},
              **{f"llm_requests.{role}.{st}": float(n) for role, d in requests.items() for st, n in d.items()}}
     costs = plan_cost(exp, plan, UnitRecords(root, shard_ids), rt.run_id)
     record = track(exp, plan, root, scores, analyses, stats, costs, Path(mlflow_base) if mlflow_base else None,
                    cache)  # the run record, built once: every view renders it (perseval.report.record)
     timings["track"] = round(time.monotonic() - t0, 2)
+    clock.windows["track"] = (round(began, 3), round(time.time(), 3))
     return {"mlflow_run_id": record.run_id, "run_id": rt.run_id, "requests": requests, "llm_requests": n_requests,
             "llm_distinct_requests": distinct, **summary_cells(record), "timings": timings,
             "cost": costs.summary(plan),

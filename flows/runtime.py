@@ -8,6 +8,7 @@ unfinished task runs, so the Prefect UI does not show abandoned runs as live.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,20 @@ UNFINISHED = [StateType.RUNNING, StateType.PENDING, StateType.SCHEDULED]
 QUIET_WORKERS = {"distributed.worker.profile.enabled": False, "distributed.admin.system-monitor.interval": "5s"}
 
 
+def in_process(settings: DaskSettings) -> bool:
+    """Whether the tasks run on threads of this process: as the file says, or, unset, where the machine has no
+    core for each worker process besides this one and a model server's. There the workers only took CPU and
+    memory: on 2 cores a cold quickstart took 357 s on a LocalCluster and 323 s in process, and 2,000 LaMP
+    instances against an instant server peaked at 1.8 GB with the cluster, 1.0 GB in process, with 40 s less
+    spent outside the stages (the cluster's start and shutdown; docs/guides/performance.md)."""
+    if settings.in_process is not None:
+        return settings.in_process
+    return (os.cpu_count() or 1) < settings.n_workers + 2
+
+
 def task_runner(settings: DaskSettings, address: str | None = None) -> TaskRunner:
-    """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes; or, with
-    `in_process` (and no scheduler address given), threads of this process: as many as the cluster would run
+    """A DaskTaskRunner on an existing scheduler, or on a LocalCluster of worker processes; or, in process
+    (`in_process`, and no scheduler address given), threads of this process: as many as the cluster would run
     tasks at once, with no worker process, nanny or scheduler beside the model server.
 
     The LocalCluster listens on the loopback interface only and has no dashboard. A Dask scheduler always
@@ -51,7 +63,7 @@ def task_runner(settings: DaskSettings, address: str | None = None) -> TaskRunne
     addr = address or settings.address
     if addr:
         return DaskTaskRunner(address=addr)
-    if settings.in_process:
+    if in_process(settings):
         return ThreadPoolTaskRunner(max_workers=settings.n_workers * settings.threads_per_worker)
     return DaskTaskRunner(cluster_kwargs={"n_workers": settings.n_workers, "host": HOST,
                                           "threads_per_worker": settings.threads_per_worker,

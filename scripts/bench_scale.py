@@ -81,7 +81,7 @@ AGENTS = ("lamp-oracle", "lamp-no-profile", "lamp-rag")
 
 
 def write_configs(work: Path, per_task: int, base_url: str, concurrency: int, shard_size: int | None,
-                  agents: tuple[str, ...] = AGENTS, retrievers: tuple[str, ...] = ("bm25",),
+                  in_process: bool | None = None, agents: tuple[str, ...] = AGENTS, retrievers: tuple[str, ...] = ("bm25",),
                   controls: tuple[str, ...] = ("swapped-history",)) -> Path:
     cfg = work / "configs"
     for sub in ("models", "deployments", "experiments"):
@@ -102,6 +102,8 @@ def write_configs(work: Path, per_task: int, base_url: str, concurrency: int, sh
                    "artifact_root": "mlruns/artifacts"}}
     if shard_size:
         experiment["shard_size"] = shard_size
+    if in_process is not None:
+        experiment["dask"] = {"in_process": in_process}
     path = cfg / "experiments" / "scale.yaml"
     path.write_text(yaml.safe_dump(experiment, sort_keys=False))
     return path
@@ -183,12 +185,32 @@ def perseval_run(config: Path, work: Path, tag: str) -> dict[str, Any]:
             "timings": got["timings"], "llm_requests": got["llm_requests"]}
 
 
+def prefect_database(folder: Path) -> tuple[Path, float]:
+    """A Prefect database with every migration applied, made once (`prefect server database upgrade`), and the
+    seconds it took: each run's Prefect home starts from a copy, as on a machine that has run Prefect before
+    (a first-ever run on a machine creates it while its local server starts: 26 s here under load, 11 s CPU)."""
+    home = folder / "prefect-template"
+    home.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    subprocess.run([sys.executable, "-m", "prefect", "server", "database", "upgrade", "-y"], check=True,
+                   env={**os.environ, "PREFECT_HOME": str(home)}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return home / "prefect.db", time.monotonic() - t0
+
+
+def seed_prefect_home(work: Path, database: Path | None) -> None:
+    """The run's own Prefect home (bench_pipeline.child_env), holding a copy of the migrated database."""
+    if database is not None:
+        (work / "prefect-home").mkdir(parents=True, exist_ok=True)
+        shutil.copy(database, work / "prefect-home" / database.name)
+
+
 def one_size(instances: int, url: str, concurrency: int, shard_size: int | None, plain_rate: float,
-             keep: Path | None) -> dict[str, Any]:
+             keep: Path | None, in_process: bool | None = None, database: Path | None = None) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix=f"scale-{instances}-", dir=keep))
+    seed_prefect_home(work, database)
     per_task = instances // 2
     write_release(work / "release", per_task)
-    config = write_configs(work, per_task, f"{url}/v1", concurrency, shard_size)
+    config = write_configs(work, per_task, f"{url}/v1", concurrency, shard_size, in_process)
     cold = perseval_run(config, work, "cold")
     again = perseval_run(config, work, "cached")
     t = cold["timings"]
@@ -231,17 +253,27 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000], help="instances per run (half per task)")
     ap.add_argument("--concurrency", type=int, default=64, help="the deployment's max_concurrency")
     ap.add_argument("--shard-size", type=int, default=None, help="an explicit shard_size (default: the automatic one)")
+    ap.add_argument("--in-process", choices=("default", "true", "false"), default="default",
+                    help="the experiment's dask.in_process (default: left out)")
+    ap.add_argument("--fresh-prefect", action="store_true",
+                    help="each run creates its Prefect database, as a machine's first run does")
     ap.add_argument("--plain-requests", type=int, default=3000)
     ap.add_argument("--latency-ms", type=float, default=0.0, help="the stand-in's latency per completion")
     ap.add_argument("--keep", type=Path, default=None, help="keep each run's working folder under this folder")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="scale-prefect-", dir=args.keep))
+    database, made_s = prefect_database(scratch) if not args.fresh_prefect else (None, 0.0)
     with standin_process(args.latency_ms) as url:
         plain = asyncio.run(plain_client(url, args.plain_requests, args.concurrency))
         rows = []
         for n in args.sizes:
-            rows.append(one_size(n, url, args.concurrency, args.shard_size, plain, args.keep))
+            in_process = None if args.in_process == "default" else args.in_process == "true"
+            rows.append(one_size(n, url, args.concurrency, args.shard_size, plain, args.keep, in_process, database))
             print(json.dumps(rows[-1]), flush=True)
+    shutil.rmtree(scratch, ignore_errors=True)
+    if database is not None:
+        print(f"(the Prefect database, made once and copied into each run's Prefect home: {made_s:.1f} s)")
     report(rows, plain)
     if args.json:
         args.json.write_text(json.dumps({"machine": f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),

@@ -28,9 +28,9 @@ def construct_task(unit: DataUnit, rt: Runtime) -> dict[str, Any]:
     return stages.construct(unit, rt)
 
 
-@task(name="index", cache_policy=NO_CACHE, task_run_name="index {unit.data.name} {unit.retriever.name}")
-def index_task(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
-    return stages.index(unit, rt)
+@task(name="index-shard", cache_policy=NO_CACHE, task_run_name="index {unit.data.name} {unit.retriever.name} #{shard}")
+def index_task(unit: IndexUnit, shard: int, owners: stages.OwnerRange, rt: Runtime) -> dict[str, Any]:
+    return stages.index_shard(unit, shard, owners, rt)
 
 
 @task(name="run-shard", cache_policy=NO_CACHE, task_run_name="run {unit.label} #{shard}")

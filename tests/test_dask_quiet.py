@@ -30,7 +30,7 @@ def _profile_samples(cluster_kwargs: dict) -> tuple[int, dict]:
 
 @pytest.mark.parametrize("quiet", [True, False], ids=["shipped", "dask-default"])
 def test_the_flow_s_cluster_does_not_profile_its_workers(quiet: bool) -> None:
-    kwargs = dict(task_runner(DaskSettings(n_workers=1, threads_per_worker=1)).cluster_kwargs)
+    kwargs = dict(task_runner(DaskSettings(n_workers=1, threads_per_worker=1, in_process=False)).cluster_kwargs)
     if not quiet:  # the control: the same cluster with Dask's own worker config samples the waiting task
         kwargs.pop("config")
     samples, seen = _profile_samples(kwargs)

@@ -448,7 +448,8 @@ def test_the_dask_cluster_has_no_dashboard_and_leaves_8787_alone():
     from perseval_flows.runtime import task_runner
     from perseval.experiment.config import DaskSettings
 
-    kwargs = dict(task_runner(DaskSettings()).cluster_kwargs, n_workers=0)  # the runner's own kwargs, no worker
+    # the runner's own kwargs, no worker
+    kwargs = dict(task_runner(DaskSettings(in_process=False)).cluster_kwargs, n_workers=0)
     with LocalCluster(**kwargs) as cluster:
         assert cluster.scheduler_address.startswith("tcp://127.0.0.1:")
         [(host, port)] = [s.getsockname()[:2] for s in cluster.scheduler.http_server._sockets.values()]

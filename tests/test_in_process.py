@@ -23,9 +23,22 @@ from .conftest import write_configs
 def test_in_process_runs_as_many_threads_as_the_cluster_would_run_tasks():
     runner = task_runner(DaskSettings(in_process=True, n_workers=2, threads_per_worker=3))
     assert isinstance(runner, ThreadPoolTaskRunner) and runner._max_workers == 6
-    assert isinstance(task_runner(DaskSettings()), DaskTaskRunner)  # the default: a LocalCluster of processes
+    assert isinstance(task_runner(DaskSettings(in_process=False)), DaskTaskRunner)  # a LocalCluster of processes
     # a scheduler named on the command line wins over in_process: the user asked for that cluster
     assert isinstance(task_runner(DaskSettings(in_process=True), "tcp://127.0.0.1:1"), DaskTaskRunner)
+
+
+@pytest.mark.parametrize("cores, workers, threads", [(2, 2, True), (3, 2, True), (4, 2, False), (16, 8, False),
+                                                       (8, 8, True)])
+def test_unset_the_tasks_run_in_process_unless_each_worker_has_a_core_of_its_own(monkeypatch, cores, workers,
+                                                                                 threads):
+    """A core for this process and one for a model server, then one per worker process: with fewer, a
+    LocalCluster's workers only take CPU and memory from them."""
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    runner = task_runner(DaskSettings(n_workers=workers))
+    assert isinstance(runner, ThreadPoolTaskRunner if threads else DaskTaskRunner)
+    assert isinstance(task_runner(DaskSettings(n_workers=workers, in_process=not threads)),
+                      DaskTaskRunner if threads else ThreadPoolTaskRunner)  # what the file says wins
 
 
 @pytest.mark.integration

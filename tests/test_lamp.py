@@ -88,6 +88,28 @@ def test_the_sample_loads_every_task_as_users_with_their_profiles():
     assert bench.stats(data.instances, data.documents)["questions_by_task"].loc["LaMP-3", "questions"] == 3
 
 
+def test_the_build_streams_one_task_at_a_time_in_parts_of_whole_profiles(monkeypatch):
+    """The construct stage receives LaMP in parts (a task's file at a time, BATCH questions each, in
+    instance-id order): together they are the build in one piece, sorted as the stage sorts it, with its info."""
+    import perseval.benchmarks.lamp.benchmark as lamp_module
+
+    monkeypatch.setattr(lamp_module, "BATCH", 2)
+    bench = Lamp(Lamp.Params(tasks=["LaMP-4", "LaMP-2", "LaMP-3"]))
+    whole = bench.build(sample=10, seed=1, source=DATA)
+
+    async def parts():
+        return [b async for b in bench.batches(sample=10, seed=1, source=DATA)]
+
+    batches = asyncio.run(parts())
+    assert [len(b.instances) for b in batches] == [2, 1, 2, 1, 2, 1, 0] and batches[-1].info == whole.info
+    for b in batches:
+        assert {d.owner for d in b.documents} == {i.user_id for i in b.instances}  # a profile travels whole
+    streamed = [i for b in batches for i in b.instances]
+    assert streamed == sorted(whole.instances, key=lambda i: i.instance_id)
+    assert sorted([d for b in batches for d in b.documents], key=lambda d: d.doc_id) == \
+        sorted(whole.documents, key=lambda d: d.doc_id)
+
+
 def test_the_time_based_split_reads_the_time_folder_with_dates():
     _, data = build(setting="time", tasks=["LaMP-3"])
     assert [i.instance_id for i in data.instances] == ["lamp-3-time-dev-301", "lamp-3-time-dev-311",

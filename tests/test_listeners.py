@@ -69,5 +69,5 @@ def test_prefect_server_and_mlflow_ui_bind_loopback():
 
 
 def test_the_dask_local_cluster_binds_loopback():
-    kwargs = task_runner(DaskSettings(n_workers=1, threads_per_worker=1)).cluster_kwargs
+    kwargs = task_runner(DaskSettings(n_workers=1, threads_per_worker=1, in_process=False)).cluster_kwargs
     assert kwargs["host"] == LOOPBACK and kwargs["dashboard_address"].startswith(f"{LOOPBACK}:")

@@ -28,7 +28,7 @@ TINY = {
         {"name": "apeb", "sample": 1, "agents": ["apeb-no-history", "apeb-oracle"]},
     ],
     "overrides": cpu_overrides(),  # the CPU budgets (the shipped agent YAMLs hold the paper's)
-    "dask": {"n_workers": 2, "threads_per_worker": 1},
+    "dask": {"n_workers": 2, "threads_per_worker": 1, "in_process": False},  # a LocalCluster, what this test covers
     "mlflow": {"experiment": "tiny", "tracking_uri": "sqlite:///mlruns/mlflow.db", "artifact_root": "mlruns/art"},
 }
 

@@ -54,19 +54,7 @@ def test_answers_are_fixed_by_the_request_and_differ_between_requests():
 def test_perseval_s_client_gets_schema_answers_and_p_true_from_the_process_over_http(tmp_path):
     with standin_process() as url:
         assert httpx.get(f"{url}/v1/models").json()["data"][0]["id"] == "stand-in"
-        endpoint = Endpoint("stand-in", "openai", f"{url}/v1", "stand-in", "stand-in", max_concurrency=8,
-                            timeout_s=10, retries=0)
-        client = LLMClient(endpoint, Sampling(temperature=0.0, max_tokens=64), RequestCache(tmp_path / "c.sqlite"),
-                           role="judge", run_id="t", seed=1)
-
-        async def ask():
-            try:
-                return await asyncio.gather(*(client.chat([{"role": "user", "content": f"is {i} met?"}],
-                                                          json_schema=SCHEMAS[0], logprobs=5) for i in range(16)))
-            finally:
-                await client.aclose()
-
-        results = asyncio.run(ask())
+        results = _ask(url, tmp_path, 8, [f"is {i} met?" for i in range(16)], json_schema=SCHEMAS[0], logprobs=5)
         served = httpx.get(f"{url}/stats").json()["served"]
     assert served == 16 and all(r.status == "ok" for r in results)
     for r in results:
@@ -82,3 +70,30 @@ def test_a_set_latency_delays_each_answer():
         elapsed = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=10).elapsed.total_seconds()
         bad = httpx.post(f"{url}/v1/chat/completions", content=b"{not json", timeout=10)
     assert elapsed >= 0.3 and bad.status_code == 400
+
+
+def test_a_client_keeps_max_concurrency_requests_in_flight_over_its_connection_pools(tmp_path):
+    """LLMClient spreads its requests over pools of a few connections (httpcore's bookkeeping costs per
+    connection of a pool): the server still sees exactly max_concurrency requests at once, on as many
+    connections, whatever the pools' size."""
+    with standin_process(latency_ms=150) as url:
+        results = _ask(url, tmp_path, 20, [f"q{i}" for i in range(70)])
+        stats = httpx.get(f"{url}/stats").json()
+    assert all(r.status == "ok" for r in results) and stats["served"] == 70
+    assert stats["peak_in_flight"] == 20 and stats["connections"] == 20
+
+
+def _ask(url: str, tmp_path, concurrency: int, questions: list[str], **kwargs) -> list:
+    """Every question through one real LLMClient to the stand-in at `url`, all at once."""
+    endpoint = Endpoint("stand-in", "openai", f"{url}/v1", "stand-in", "stand-in", max_concurrency=concurrency,
+                        timeout_s=10, retries=0)
+    client = LLMClient(endpoint, Sampling(temperature=0.0, max_tokens=64), RequestCache(tmp_path / "c.sqlite"),
+                       role="judge", run_id="t", seed=1)
+
+    async def ask():
+        try:
+            return await asyncio.gather(*(client.chat([{"role": "user", "content": q}], **kwargs) for q in questions))
+        finally:
+            await client.aclose()
+
+    return asyncio.run(ask())

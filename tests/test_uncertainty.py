@@ -54,6 +54,18 @@ def test_cr2_is_statsmodels_hc2_on_singletons_and_cr1_on_equal_users():
     assert bm_df(np.array([1.0, 1, 1, 1, 1, 20])) < 5  # one user holding most instances: fewer df
 
 
+def test_bell_mccaffrey_df_in_closed_form_is_the_matrix_one():
+    """bm_df sums (tr M)^2 / tr(M^2) without forming the G x G matrix M (Imbens & Kolesar 2016, section 3);
+    the matrix form, written out here with numpy, gives the same df."""
+    rng = np.random.default_rng(11)
+    for users in (2, 3, 7, 40, 300):
+        counts = rng.integers(1, 25, size=users).astype(float)
+        n = counts.sum()
+        a = 1 / np.sqrt(1 - counts / n) / n
+        m = (np.diag(counts) - np.outer(counts, counts) / n) * np.outer(a, a)
+        assert bm_df(counts) == pytest.approx(np.trace(m) ** 2 / np.sum(m * m), rel=1e-10)
+
+
 def test_beta_interval_is_statsmodels_jeffreys_on_whole_counts():
     for x, n in [(1, 12), (3, 12), (11, 12), (40, 57)]:
         ref = proportion_confint(x, n, alpha=0.05, method="jeffreys")

@@ -86,8 +86,10 @@ class DaskSettings(Strict):
     threads_per_worker: int = Field(1, ge=1)
     # True: no Dask; the tasks run on n_workers x threads_per_worker threads of the perseval process (Prefect's
     # ThreadPoolTaskRunner). On one small machine where the model server does the work, worker processes,
-    # their nannies and heartbeats buy nothing but CPU taken from it. An execution choice: it enters no key.
-    in_process: bool = False
+    # their nannies and heartbeats buy nothing but CPU taken from it. False: a LocalCluster of n_workers
+    # processes. None (unset): threads where the machine has no core for each worker besides this process and
+    # a model server (perseval_flows.runtime). An execution choice: it enters no key.
+    in_process: bool | None = None
 
 
 # Which instances become MLflow traces (perseval.report.sink.traces): all, those that went wrong, or the first N of each

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Collection
 
 from perseval.experiment import checks
 from perseval.kernel.capabilities import capabilities
@@ -360,11 +360,12 @@ def judge_specs(exp: ResolvedExperiment, index: int) -> list[JudgeSpec]:
 
 # --- checking the input folders an experiment names -----------------------------------------------------
 
-def source_problems(exp: ResolvedExperiment) -> list[str]:
+def source_problems(exp: ResolvedExperiment, skip: Collection[int] = ()) -> list[str]:
     """One line per problem of every benchmark entry's `source:` (file, row, field, what was expected),
-    found by the benchmarks' own readers before any server starts; empty when every source reads."""
+    found by the benchmarks' own readers before any server starts; empty when every source reads. `skip`: the
+    entries (by position) not to read, their data being built already."""
     problems = []
     for i, entry in enumerate(exp.experiment.benchmarks):
-        if entry.source:
+        if entry.source and i not in skip:
             problems += benchmark_class(entry.name).validate_source(Path(entry.source), bound(exp).benchmarks[i])
     return problems

@@ -28,6 +28,7 @@ import functools
 import importlib.util
 import json
 import os
+import ssl
 import threading
 import time
 from contextlib import nullcontext
@@ -128,6 +129,19 @@ def _land(flight: tuple[str, str], fut: concurrent.futures.Future, result: "Chat
     fut.set_result(result)
 
 
+# Requests in flight per connection pool. httpcore looks at every connection of its pool (is it idle, has it
+# expired: a readability poll of its socket) each time a request starts or a response closes, so one pool of
+# 64 connections cost more CPU per request than the request itself against a fast server: a client spreads its
+# requests over pools of LANE (scripts/bench_client.py, 64 in flight: 7-8 ms of CPU per request in one pool,
+# 5-5.7 in pools of 8, 3.6-4.1 in pools of 2, 3.4-4.3 in pools of 1; 2-core machine under load).
+LANE = 2
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """httpx's default TLS context (certifi's roots, or SSL_CERT_FILE), made once per process: making it loads
+    the CA bundle, 48 ms of CPU per client, more than the rest of a client together."""
+    return httpx.create_ssl_context()
+
+
 AUTH_ERRORS = (openai.AuthenticationError, openai.PermissionDeniedError)  # 401, 403: no retry can fix them
 
 
@@ -154,16 +168,25 @@ class LLMClient:
         self.endpoint, self.sampling, self.cache = endpoint, sampling, cache
         self.role, self.run_id = role, run_id
         self.seed = sampling.seed if sampling.seed is not None else seed
-        self._sem = asyncio.Semaphore(endpoint.max_concurrency)
         # a server with a prefix cache computes a prefix shared by requests in flight together once
         self._gate = PrefixGate() if endpoint.prefix_first else None
         api_key = secret_from_env(endpoint.api_key_env) if endpoint.api_key_env else "not-needed"
-        # a watched server: every attempt (each of the SDK's retries too) first asks whether it has exited
-        http = openai.DefaultAsyncHttpxClient(event_hooks={"request": [self._alive]}) if endpoint.exit_file \
-            else None
-        self._client = openai.AsyncOpenAI(base_url=endpoint.base_url, api_key=api_key or "missing",
-                                          timeout=endpoint.timeout_s, max_retries=endpoint.retries, http_client=http)
+        # max_concurrency requests in flight, over lanes of at most LANE: one SDK client (one connection pool)
+        # each, a slot naming its lane
+        lanes = -(-endpoint.max_concurrency // LANE)
+        self._clients = [self._sdk_client(api_key) for _ in range(lanes)]
+        self._slots: asyncio.Queue[int] = asyncio.Queue()
+        for slot in range(endpoint.max_concurrency):
+            self._slots.put_nowait(slot % lanes)
         self.usage = Usage()  # what this client sent and what the cache answered (perseval.pipeline.cost)
+
+    def _sdk_client(self, api_key: str | None) -> openai.AsyncOpenAI:
+        # a watched server: every attempt (each of the SDK's retries too) first asks whether it has exited
+        hooks = {"request": [self._alive]} if self.endpoint.exit_file else {}
+        http = openai.DefaultAsyncHttpxClient(event_hooks=hooks, verify=_tls(), limits=httpx.Limits(
+            max_connections=LANE, max_keepalive_connections=LANE))
+        return openai.AsyncOpenAI(base_url=self.endpoint.base_url, api_key=api_key or "missing",
+                                  timeout=self.endpoint.timeout_s, max_retries=self.endpoint.retries, http_client=http)
 
     def _request(self, messages: list[dict[str, Any]], json_schema: dict[str, Any] | None, max_tokens: int | None,
                  temperature: float | None, repeat: int, tools: list[dict[str, Any]] | None,
@@ -237,16 +260,19 @@ class LLMClient:
         settled = False  # _send's one write stores the answer, logs the request and drops the claim together
         try:
             async with self._gate.turn(json.dumps(messages, ensure_ascii=False)) if self._gate else nullcontext():
-                async with self._sem:
+                lane = await self._slots.get()
+                try:
                     hit = self._cached(key)
                     if hit is not None:
                         return hit
                     gone = server_exit(self.endpoint)
                     if gone is not None:  # not sent, not counted: no request reaches a dead server's port
                         return ChatResult(text="", status="failed", error=redact(f"not sent: {gone}")[:2000])
-                    result = await self._send(req, key, schema)
+                    result = await self._send(self._clients[lane], req, key, schema)
                     settled = True
                     return result
+                finally:
+                    self._slots.put_nowait(lane)
         finally:
             if not settled:
                 self.cache.unclaim(key)
@@ -257,12 +283,13 @@ class LLMClient:
         if gone is not None:
             raise httpx.ConnectError(f"not sent: {gone}", request=request)
 
-    async def _send(self, req: dict[str, Any], key: str, schema: dict[str, Any] | None) -> ChatResult:
+    async def _send(self, client: openai.AsyncOpenAI, req: dict[str, Any], key: str,
+                    schema: dict[str, Any] | None) -> ChatResult:
         start = time.monotonic()
         try:
             params = {k: v for k, v in req.items() if k not in NON_OPENAI}
             extra = {**self.endpoint.extra_body, **{k: req[k] for k in NON_OPENAI if k in req}}
-            resp = await self._client.chat.completions.create(**params, extra_body=extra or None)
+            resp = await client.chat.completions.create(**params, extra_body=extra or None)
         except openai.OpenAIError as exc:  # retries are exhausted by now
             error, status = f"{type(exc).__name__}: {exc}", "failed"
             if isinstance(exc, AUTH_ERRORS):  # logged apart: the run's summary says what to fix, not "again"
@@ -296,7 +323,8 @@ class LLMClient:
             append_jsonl(path, capture_record(self.role, self.endpoint, req, result, key, schema))
 
     async def aclose(self) -> None:
-        await self._client.close()
+        for client in self._clients:
+            await client.close()
         self.cache.flush(final=True)  # answers a full disk kept from the cache: written now, or said
 
 

@@ -169,6 +169,8 @@ class StandIn:
     def __init__(self, model: str = "stand-in", latency_s: float = 0.0):
         self.model, self.latency_s = model, latency_s
         self.served = 0  # completions answered, shown by GET /stats
+        self.in_flight = self.peak_in_flight = 0  # completions being answered at once (now, at most)
+        self.clients: set[tuple[str, int]] = set()  # the client connections (address, port) completions came on
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -180,13 +182,20 @@ class StandIn:
             return
         path, method = scope["path"], scope["method"]
         if method == "POST" and path.endswith("/chat/completions"):
-            await self._complete(receive, send)
+            self.clients.add(tuple(scope.get("client") or ("", 0)))
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                await self._complete(receive, send)
+            finally:
+                self.in_flight -= 1
         elif method == "GET" and path in ("/health", "/v1/health"):
             await _reply(send, 200, {"status": "ok"})
         elif method == "GET" and path.endswith("/models"):
             await _reply(send, 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
         elif method == "GET" and path == "/stats":
-            await _reply(send, 200, {"served": self.served})
+            await _reply(send, 200, {"served": self.served, "peak_in_flight": self.peak_in_flight,
+                                     "connections": len(self.clients)})
         else:
             await _reply(send, 404, {"error": {"message": f"no route {method} {path}"}})
 

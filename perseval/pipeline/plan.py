@@ -26,7 +26,7 @@ from perseval.experiment.load import bound
 from perseval.core.hashing import content_key
 from perseval.llm.identity import model_identity
 from perseval.kernel.params import Params
-from perseval.kernel.registry import benchmark_class
+from perseval.kernel.registry import benchmark_class, retriever_class
 from perseval.experiment.specs import AgentSpec, JudgeSpec
 from perseval.pipeline.units import AnalysisUnit, Cell, DataUnit, IndexUnit, JudgeUnit, Plan, RunUnit
 
@@ -56,7 +56,11 @@ def data_key(entry: BenchmarkEntry, params: Params, seed: int, construction: dic
 
 
 def index_key(dkey: str, retriever: RetrieverConfig) -> str:
-    return content_key(*stages.INDEX.key_head, dkey, retriever.model_dump(exclude={"name"}))
+    # the kind's on-disk layout enters from its first change on (Retriever.layout): an index folder written in
+    # another layout is never read as this one, and the keys of kinds that kept theirs stay
+    layout = retriever_class(retriever.kind).layout
+    return content_key(*stages.INDEX.key_head, dkey, retriever.model_dump(exclude={"name"}),
+                       *([{"layout": layout}] if layout > 1 else []))
 
 
 def run_key(dkey: str, ikey: str | None, agent: AgentSpec, model: ModelConfig | None, repeats: int,

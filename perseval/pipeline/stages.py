@@ -10,15 +10,18 @@ experiments never write one unit at once: the one that waited finds it done
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections import Counter, defaultdict
 from contextlib import AsyncExitStack
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from perseval.agents.base import AgentContext
@@ -42,11 +45,11 @@ from perseval.core.instances import (CORPUS_OWNER, AgentOutput, Document, Instan
 from perseval.core.redact import redact_records
 from perseval.judges.base import at_threshold
 from perseval.kernel.registry import benchmark_class, load_plugins
-from perseval.retrieval.base import ChunkIndex
+from perseval.retrieval.base import ChunkIndex, chunks_file, shard_counts
 from perseval.pipeline.runner import judge_shard, run_agent_shard, score_outputs
 from perseval.core.schema import from_table
 from perseval.retrieval.search import make_search
-from perseval.core.store import StageStore, unit_lock
+from perseval.core.store import StageStore, atomic_write_text, unit_lock
 
 
 @dataclass(frozen=True)
@@ -194,12 +197,17 @@ def shard_instances(root: str, dkey: str, shard: int, shard_size: int) -> list[I
     return from_table(pa.concat_tables(tables), Instance) if tables else []
 
 
-def load_documents(root: str, dkey: str, owners: set[str] | None = None) -> list[Document]:
-    """All documents, or only those of `owners` (a shard reads its own users, not the whole history)."""
+def load_documents(root: str, dkey: str, owners: set[str] | None = None,
+                   between: tuple[str | None, str | None] = (None, None), text_only: bool = False) -> list[Document]:
+    """All documents, or only those of `owners` (a shard reads its own users, not the whole history), or of
+    the owners `between` first (inclusive) and stop (exclusive; None: unbounded), an index shard's.
+    `text_only`: owner, id and text alone (what an index is built from: decoding every document's meta was a
+    third of an index shard's time)."""
     store = StageStore(root, "documents", dkey)
-    if owners is None:
-        return store.read_records(Document)
-    return from_table(store.read(filters=[("owner", "in", sorted(owners))]), Document)
+    filters = [("owner", "in", sorted(owners))] if owners is not None else []
+    filters += [("owner", op, bound) for op, bound in zip((">=", "<"), between) if bound is not None]
+    table = store.read(filters=filters or None)
+    return from_table(table.select(["owner", "doc_id", "text"]) if text_only else table, Document)
 
 
 def shard_of(items: list[Instance], shard: int, shard_size: int) -> list[Instance]:
@@ -209,19 +217,83 @@ def shard_of(items: list[Instance], shard: int, shard_size: int) -> list[Instanc
 # ---- index --------------------------------------------------------------------------------------
 
 INDEX = Stage("index", 2)
+# Documents per index shard: an index unit is built by several tasks, each over a range of owners, so that one
+# task holds a bounded share of the history (800,000 LaMP profile items were one task of 179 s before) and
+# the shards of a large history run side by side. Derived from the data alone: the same data is always cut
+# alike, so a resumed index keeps its finished shards.
+INDEX_SHARD_DOCUMENTS = 25_000
+RANGES_FILE = "_ranges.json"  # the owner ranges of an index's shards, beside them
+
+OwnerRange = tuple[str | None, str | None]  # [first, stop) in sorted owner order; None: unbounded
 
 
-def index(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
+def owner_ranges(root: str, dkey: str, per_shard: int = INDEX_SHARD_DOCUMENTS) -> list[OwnerRange]:
+    """The owner ranges of the index shards of a data key: owners sorted, cut where the documents counted so
+    far pass each multiple of the history's size over the shard count (an owner is never split)."""
+    store = StageStore(root, "documents", dkey)
+    column = pa.chunked_array([pq.read_table(p, columns=["owner"]).column("owner") for p in store.parts()],
+                              pa.string())
+    counts = column.value_counts()
+    if len(counts) < 2:
+        return [(None, None)]
+    order = pc.sort_indices(counts.field("values"))
+    owners, sizes = counts.field("values").take(order).to_pylist(), counts.field("counts").take(order).to_numpy()
+    n = min(len(owners), -(-len(column) // per_shard))
+    cuts = np.searchsorted(np.cumsum(sizes), [len(column) * k / n for k in range(1, n)], side="left") + 1
+    bounds = [None, *dict.fromkeys(owners[c] for c in cuts if c < len(owners)), None]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def prepare_index(root: str, unit: IndexUnit) -> list[OwnerRange]:
+    """The shards of an unfinished index, recorded beside them; an index begun with other ranges (another
+    INDEX_SHARD_DOCUMENTS) is cleared first: its shards would overlap these."""
+    store = StageStore(root, "index", unit.key)
+    ranges = owner_ranges(root, unit.data.key)
+    with unit_lock(root, "index", unit.key):
+        path = store.dir / RANGES_FILE
+        try:
+            begun = [tuple(r) for r in json.loads(path.read_text())]
+        except (OSError, ValueError, TypeError):
+            begun = None
+        if begun != ranges:
+            store.clear()
+            atomic_write_text(json.dumps(ranges), path)
+    return ranges
+
+
+def index_shard(unit: IndexUnit, shard: int, owners: OwnerRange, rt: Runtime) -> dict[str, Any]:
+    """One index shard: the documents of one owner range, chunked and indexed (skipped when it is done)."""
     load_plugins(rt.plugins)
+    folder = rt.store("index", unit.key).dir
+    with unit_lock(rt.root, "index", unit.key, shard):
+        done = folder / chunks_file(shard)
+        if done.exists():
+            return shard_counts(done)
+        retriever = make_retriever(unit.retriever, unit.params)
+        return retriever.build(load_documents(rt.root, unit.data.key, between=owners, text_only=True), folder, shard)
+
+
+def finish_index(unit: IndexUnit, rt: Runtime, n_shards: int) -> dict[str, Any]:
+    """Mark an index complete once every shard is there: its manifest sums the shards' counts and seconds."""
     store = rt.store("index", unit.key)
     with unit_lock(rt.root, "index", unit.key):
         if not index_done(rt.root, unit):
-            store.clear()
-            t0 = time.monotonic()
-            counts = make_retriever(unit.retriever, unit.params).build(load_documents(rt.root, unit.data.key), store.dir)
-            store.mark_complete({"retriever": unit.retriever.model_dump(), "data_key": unit.data.key, **counts,
-                                 "seconds": round(time.monotonic() - t0, 2), "run_id": rt.run_id})
+            counts = [shard_counts(store.dir / chunks_file(s)) for s in range(n_shards)]
+            totals = {k: sum(c.get(k, 0) for c in counts) for k in ("owners", "documents", "chunks", "seconds")}
+            store.mark_complete({"retriever": unit.retriever.model_dump(), "data_key": unit.data.key,
+                                 **totals, "seconds": round(totals["seconds"], 2), "shards": n_shards,
+                                 "run_id": rt.run_id})
     return {"key": unit.key, **store.manifest()}
+
+
+def index(unit: IndexUnit, rt: Runtime) -> dict[str, Any]:
+    """A whole index unit in this process, shard after shard (the flow maps the shards over tasks instead)."""
+    if not index_done(rt.root, unit):
+        ranges = prepare_index(rt.root, unit)
+        for shard, owners in enumerate(ranges):
+            index_shard(unit, shard, owners, rt)
+        return finish_index(unit, rt, len(ranges))
+    return {"key": unit.key, **rt.store("index", unit.key).manifest()}
 
 
 # ---- run agents ---------------------------------------------------------------------------------
@@ -472,8 +544,11 @@ def _cell_records(root: str, unit: AnalysisUnit, stage: str) -> pd.DataFrame:
         if key in seen:
             continue
         seen.add(key)
-        records = StageStore(root, stage, key).read_records(AgentOutput if stage == "run" else Judgment)
-        df = pd.DataFrame([asdict(r) for r in records])
+        cls = AgentOutput if stage == "run" else Judgment
+        records = StageStore(root, stage, key).read_records(cls)
+        # by field, not dataclasses.asdict per record: its deep copy of every trace and prompt was most of the
+        # analyze stage
+        df = pd.DataFrame({f.name: [getattr(r, f.name) for r in records] for f in fields(cls)})
         ids = {"agent": c.agent, "backbone": c.backbone or "-", "retriever": c.retriever}
         if stage == "judge":
             ids |= {"cell": c.name, "judge": c.judge, "judge_model": c.judge_model or "-"}
