@@ -508,10 +508,9 @@ def compare(runs: Optional[list[str]] = typer.Argument(None, help="MLflow run id
     figure is read from the runs' records."""
     from perseval.report import commands
 
-    client = _store(tracking_uri)
-    _command(commands.compare, console, client, [_mlflow_experiment(s) for s in runs or ["perseval-quickstart"]],
-             latest=latest, out=out, cost=cost, baseline=baseline, level=level, detect=detect, between=between,
-             instances=instances, ui=ui_url)
+    specs = [_mlflow_experiment(s) for s in runs or ["perseval-quickstart"]]  # a bad name: before the store's check
+    _command(commands.compare, console, _store(tracking_uri), specs, latest=latest, out=out, cost=cost,
+             baseline=baseline, level=level, detect=detect, between=between, instances=instances, ui=ui_url)
 
 
 def _store(tracking_uri: str) -> Any:

@@ -29,14 +29,14 @@ def test_a_run_skips_reading_a_source_whose_data_is_built(tmp_path, monkeypatch,
     config = write_configs(tmp_path, 3, "http://127.0.0.1:9/v1", 4, None, retrievers=(), controls=(),
                            agents=("lamp-oracle",))
     monkeypatch.chdir(tmp_path)
-    _, plan = _load_or_exit(config, str(tmp_path / "runs"), skip_built=True)
+    _, plan = _load_or_exit(config, output_root=str(tmp_path / "runs"), skip_built=True)
     assert reads == [str(tmp_path / "release")]  # nothing built: read and checked
     for stage in ("data", "documents"):  # the construct stage's two outputs of this data key, complete
         store = StageStore(tmp_path / "runs", stage, plan.data[0].key)
         store.dir.mkdir(parents=True)
         store.mark_complete({})
-    _load_or_exit(config, str(tmp_path / "runs"), skip_built=True)
+    _load_or_exit(config, output_root=str(tmp_path / "runs"), skip_built=True)
     assert len(reads) == 1  # built: not read again
-    _load_or_exit(config, str(tmp_path / "runs"))  # perseval validate's call: always read
-    _load_or_exit(config, str(tmp_path / "elsewhere"), skip_built=True)  # another output root holds nothing
+    _load_or_exit(config, output_root=str(tmp_path / "runs"))  # perseval validate's call: always read
+    _load_or_exit(config, output_root=str(tmp_path / "elsewhere"), skip_built=True)  # another output root holds nothing
     assert len(reads) == 3
