@@ -71,9 +71,9 @@ def test_lamp_runs_end_to_end_with_the_swapped_history_control(workdir, prefect_
     assert head["lamp-oracle"]["score"] == 100.0 and head["lamp-oracle"]["n"] == 6
     rag = head["lamp-rag"]
     assert rag["n"] == 6 and rag["n_users"] == 6 and rag["failed_outputs"] == 0
-    assert rag["swapped_score"] is not None and rag["personalization_gain"] == pytest.approx(
-        rag["score"] - rag["swapped_score"])
-    assert rag["no_history_agent"] == "lamp-no-profile"
+    gain = rag["controls"]["personalization"]  # own - swapped history, over the instances both scored
+    assert gain["reference_score"] is not None and gain["point"] == pytest.approx(gain["own"] - gain["reference_score"])
+    assert "lamp-no-profile" in rag["controls"]["history"]["reference_label"]  # the history gain's reference
     # what the swapped runs really sent: each prompt's profile items are another user's of the same task.
     # random-k always shows k items; BM25 shows only items sharing a term with the query (none may)
     swapped = [o for key in {r["key"] for r in result["run_outputs"].values()}

@@ -74,8 +74,8 @@ def test_longlamp_runs_end_to_end_with_the_swapped_history_control(workdir, pref
     assert head["longlamp-oracle"]["score"] == 100.0 and head["longlamp-oracle"]["n"] == 6
     rag = head["longlamp-rag"]
     assert rag["n"] == 6 and rag["n_users"] == 6 and rag["failed_outputs"] == 0
-    assert rag["swapped_score"] is not None and rag["personalization_gain"] == pytest.approx(
-        rag["score"] - rag["swapped_score"])
+    gain = rag["controls"]["personalization"]  # own - swapped history, over the instances both scored
+    assert gain["reference_score"] is not None and gain["point"] == pytest.approx(gain["own"] - gain["reference_score"])
     # what the swapped runs really sent: random-k's two items are another user's of the same task
     outputs = [o for key in {r["key"] for r in result["run_outputs"].values()}
                for o in StageStore(workdir / "runs", "run", key).read_records(AgentOutput)]

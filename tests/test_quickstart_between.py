@@ -52,8 +52,9 @@ def test_between_lists_the_quickstart_instances_that_differ_with_both_scores_and
     differ = sorted(i for i in set(a) & set(b) if a[i] is not None and b[i] is not None and a[i] != b[i])
     assert differ, (a, b)  # the quickstart's iba-rag and iba-no-history differ on some instance
     lines = shown.stdout.splitlines()
-    for iid in differ:
-        line = next((ln for ln in lines if ln.split()[:1] == [iid]), "")
-        assert f"{a[iid]:.1f}" in line and f"{b[iid]:.1f}" in line, line
+    for iid in differ:  # its row in the slot judge's pair (the LLM judge's pair lists it too, as not judged)
+        rows = [ln for ln in lines if ln.split()[:1] == [iid]]
+        line = next((ln for ln in rows if f"{a[iid]:.1f}" in ln and f"{b[iid]:.1f}" in ln), "")
+        assert line, rows
         assert len([w for w in line.split() if w.startswith("tr-")]) == 2, line  # a trace id for each side
     assert any(i.startswith("iba-0001-") for i in differ), differ  # as `make demo` shows it

@@ -15,7 +15,7 @@ def _children() -> set[int]:
 def test_the_dask_cluster_starts_on_the_first_submitted_task_not_with_the_flow():
     """The flow enters its task runner at the start; a re-run that submits nothing must not pay for workers."""
     before = _children()
-    with task_runner(DaskSettings(n_workers=1)) as runner:
+    with task_runner(DaskSettings(n_workers=1, in_process=False)) as runner:  # a LocalCluster, as on more cores
         assert _children() - before == set()  # entered, as the flow does: no scheduler, no worker yet
         runner.client  # what the first submit does
         assert _children() - before  # now a worker process runs

@@ -101,7 +101,8 @@ def test_every_view_names_the_two_entries_cells_apart(ran, workdir, monkeypatch)
     assert {n.split("/")[0] for n in zs} == {"prefeval:gen", "prefeval:cls"}
     controls = zs[CLS]["controls"]  # the record's section: the gain against its swapped-history cell, or why none
     assert controls and (controls["personalization"] or controls["note"]), zs[CLS]
-    assert any(r["name"] == "prefeval-zero-shot [swapped-history]" and r["benchmark"] == "prefeval:cls"
+    assert any(r["name"].startswith("prefeval-zero-shot") and r["name"].endswith(" [swapped-history]")
+               and r["control"] == "swapped-history" and r["benchmark"] == "prefeval:cls"
                for r in result["controls"])  # the control cell's own row
 
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir}/mlruns/mlflow.db")
