@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 from bench_pipeline import child_env  # noqa: E402  (scripts/, this script's folder)
-from bench_scale import WORDS, perseval_run, prefect_database, seed_prefect_home  # noqa: E402
+from bench_scale import perseval_run, prefect_database, seed_prefect_home, words  # noqa: E402
 from perseval.llm.deployments import free_port  # noqa: E402
 from perseval.llm.standin import standin_process  # noqa: E402
 
@@ -53,36 +53,32 @@ EVERY = 1_000_000  # an entry's sample above a release's size keeps all of it
 TAGS = ("sci-fi", "comedy", "action", "romance", "classic", "fantasy", "dystopia", "true story")
 
 
-def _words(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n))
-
-
 def _lamp_row(task: str, qid: str, rng: random.Random, items: int) -> tuple[dict[str, Any], str]:
     """One question of `task` in the official layout, with `items` profile items, and its gold output."""
     n = task[len("LaMP-"):]
     item: Callable[[int], dict[str, Any]]
     if n == "1":
-        a, b = _words(rng, 6), _words(rng, 6)
-        text = (f'For an author who has written the paper with the title "{_words(rng, 6)}", which reference is '
+        a, b = words(rng, 6), words(rng, 6)
+        text = (f'For an author who has written the paper with the title "{words(rng, 6)}", which reference is '
                 f'related? Just answer with [1] or [2] without explanation. [1]: "{a}" [2]: "{b}"')
-        item, gold = (lambda k: {"title": _words(rng, 6), "abstract": _words(rng, 30)}), rng.choice(["[1]", "[2]"])
+        item, gold = (lambda k: {"title": words(rng, 6), "abstract": words(rng, 30)}), rng.choice(["[1]", "[2]"])
     elif n == "2":
         text = (f"Which tag does this movie relate to among the following tags? Just answer with the tag name "
-                f"without further explanation. tags: [{', '.join(TAGS)}] description: {_words(rng, 20)}")
-        item, gold = (lambda k: {"description": _words(rng, 15), "tag": rng.choice(TAGS)}), rng.choice(TAGS)
+                f"without further explanation. tags: [{', '.join(TAGS)}] description: {words(rng, 20)}")
+        item, gold = (lambda k: {"description": words(rng, 15), "tag": rng.choice(TAGS)}), rng.choice(TAGS)
     elif n == "3":
         text = ("What is the score of the following review on a scale of 1 to 5? just answer with 1, 2, 3, 4, or 5 "
-                f"without further explanation. review: {_words(rng, 40)}")
-        item, gold = (lambda k: {"text": _words(rng, 40), "score": str(rng.randint(1, 5))}), str(rng.randint(1, 5))
+                f"without further explanation. review: {words(rng, 40)}")
+        item, gold = (lambda k: {"text": words(rng, 40), "score": str(rng.randint(1, 5))}), str(rng.randint(1, 5))
     elif n == "4":
-        text = f"Generate a headline for the following article: {_words(rng, 60)}"
-        item, gold = (lambda k: {"text": _words(rng, 60), "title": _words(rng, 8)}), _words(rng, 8)
+        text = f"Generate a headline for the following article: {words(rng, 60)}"
+        item, gold = (lambda k: {"text": words(rng, 60), "title": words(rng, 8)}), words(rng, 8)
     elif n == "5":
-        text = f"Generate a title for the following abstract of a paper: {_words(rng, 50)}"
-        item, gold = (lambda k: {"title": _words(rng, 8), "abstract": _words(rng, 50)}), _words(rng, 8)
+        text = f"Generate a title for the following abstract of a paper: {words(rng, 50)}"
+        item, gold = (lambda k: {"title": words(rng, 8), "abstract": words(rng, 50)}), words(rng, 8)
     else:
-        text = f"Paraphrase the following tweet without any explanation before or after it: {_words(rng, 15)}"
-        item, gold = (lambda k: {"text": _words(rng, 15)}), _words(rng, 15)
+        text = f"Paraphrase the following tweet without any explanation before or after it: {words(rng, 15)}"
+        item, gold = (lambda k: {"text": words(rng, 15)}), words(rng, 15)
     profile = [{"id": f"{qid}{k:03d}", **item(k)} for k in range(items)]
     return {"id": qid, "input": text, "profile": profile}, gold
 

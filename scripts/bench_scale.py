@@ -45,8 +45,13 @@ WORDS = ("river station council budget vote cycle lane school market harbour fes
          "storm garden rail tram tower park film ship star crew robot moon detective novel city").split()
 
 
+def words(rng: random.Random, n: int) -> str:
+    """`n` words drawn from WORDS: the generated releases' text (bench_releases.py writes with it too)."""
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
 def _sentence(rng: random.Random, n: int) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+    return words(rng, n).capitalize() + "."
 
 
 def write_release(folder: Path, per_task: int, seed: int = 7, profile_items: int = PROFILE_ITEMS) -> None:
