@@ -354,3 +354,26 @@ def test_a_small_sample_interval_stays_on_the_scale():
     assert d.ci_high <= 100.0 and d.ci_low < d.mean == pytest.approx(800 / 9)
     e = cluster_mean([100.0, 100.0, 90.0, 100.0, 100.0, 95.0], list("abcdef"))
     assert e.ci_high <= 100.0 and e.ci_low < e.mean
+
+
+def test_sign_flip_patterns_in_blocks_are_the_patterns_drawn_at_once(monkeypatch):
+    """Many users: the patterns are drawn and bounded a block of rows at a time (memory); the p and interval
+    are those of every pattern drawn in one matrix (to the last bits of BLAS's sums), block boundaries
+    anywhere."""
+    from perseval.metrics import sign_flip as sf
+    rng = np.random.default_rng(3)
+    sums, counts = rng.normal(0.2, 1, 300), rng.integers(1, 4, 300).astype(float)
+    at_once = sf.sign_flip(sums, counts, alpha=0.05, resamples=999, rng=np.random.default_rng(1))
+    one = np.vstack([np.ones((1, 300)), np.random.default_rng(1).integers(0, 2, size=(999, 300)).astype(float)])
+    low, high = sf._bounds(sums, counts, one)  # the whole matrix, as before blocks
+    for block_rows in (1, 7, 250):
+        monkeypatch.setattr(sf, "BLOCK_BYTES", 8 * 300 * block_rows)
+        blocks = list(sf.patterns(300, 999, np.random.default_rng(1)))
+        assert len(blocks) == 1 + math.ceil(999 / block_rows)
+        assert np.array_equal(np.vstack(blocks), one)
+        got = sf.sign_flip(sums, counts, alpha=0.05, resamples=999, rng=np.random.default_rng(1))
+        assert got.p_value == at_once.p_value  # the same patterns accept: bounds differ by rounding at most
+        assert (got.low, got.high) == pytest.approx((at_once.low, at_once.high), rel=1e-12)
+    need = math.ceil(0.05 * 1000 - 1e-9)
+    assert (at_once.low, at_once.high) == pytest.approx((float(np.partition(low, need - 1)[need - 1]),
+                                                         float(-np.partition(-high, need - 1)[need - 1])), rel=1e-12)

@@ -61,11 +61,11 @@ class StageStore:
     def parts(self) -> list[Path]:
         return sorted(self.dir.glob("part-*.parquet"))
 
-    def read(self, filters: list[tuple[str, str, Any]] | None = None) -> pa.Table:
+    def read(self, filters: list[tuple[str, str, Any]] | None = None, columns: list[str] | None = None) -> pa.Table:
         parts = self.parts()
         if not parts:
             raise FileNotFoundError(f"no Parquet parts under {self.dir}")
-        return pa.concat_tables([pq.read_table(p, filters=filters) for p in parts])
+        return pa.concat_tables([pq.read_table(p, filters=filters, columns=columns) for p in parts])
 
     def read_records(self, cls: type) -> list[Any]:
         return from_table(self.read(), cls)

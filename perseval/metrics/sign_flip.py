@@ -20,6 +20,7 @@ import itertools
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Iterator
 
 import numpy as np
 
@@ -40,11 +41,21 @@ def _all_patterns(n_users: int) -> np.ndarray:
     return out
 
 
-def patterns(n_users: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
-    """Sign patterns as rows of 0/1 (1: kept): all of them, or the observed one and `resamples` random."""
+BLOCK_BYTES = 32 * 2**20  # patterns are drawn and bounded this many bytes at a time: 2,001 x 20,000 users in
+# one matrix was 320 MB, and its draw and complement as many again (the same draws either way: a generator's
+# integers drawn block by block are the ones it draws at once)
+
+
+def patterns(n_users: int, resamples: int, rng: np.random.Generator) -> Iterator[np.ndarray]:
+    """Sign patterns as rows of 0/1 (1: kept), in blocks of rows: all of them, or the observed one and
+    `resamples` random ones."""
     if n_users <= EXACT_MAX_USERS:
-        return _all_patterns(n_users)
-    return np.vstack([np.ones((1, n_users)), rng.integers(0, 2, size=(resamples, n_users)).astype(float)])
+        yield _all_patterns(n_users)
+        return
+    yield np.ones((1, n_users))
+    rows = max(1, BLOCK_BYTES // (8 * n_users))
+    for start in range(0, resamples, rows):
+        yield rng.integers(0, 2, size=(min(rows, resamples - start), n_users)).astype(float)
 
 
 def _bounds(sums: np.ndarray, counts: np.ndarray, keep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,9 +72,9 @@ def _bounds(sums: np.ndarray, counts: np.ndarray, keep: np.ndarray) -> tuple[np.
 def sign_flip(sums: np.ndarray, counts: np.ndarray, *, alpha: float, resamples: int,
               rng: np.random.Generator) -> FlipInterval:
     """Two-sided p of H0(0) and the 1 - alpha interval from the users' summed differences and counts."""
-    keep = patterns(len(sums), resamples, rng)
-    low, high = _bounds(sums, counts, keep)
-    total = len(keep)
+    ends = [_bounds(sums, counts, keep) for keep in patterns(len(sums), resamples, rng)]
+    low, high = np.concatenate([lo for lo, _ in ends]), np.concatenate([hi for _, hi in ends])
+    total = len(low)
     need = math.ceil(alpha * total - 1e-9)  # p(delta) = accepted / total >= alpha
     upper = float(-np.partition(-high, need - 1)[need - 1])  # the need-th largest upper end
     lower = float(np.partition(low, need - 1)[need - 1])

@@ -14,7 +14,7 @@ from rich.console import Console
 from perseval.metrics.settings import StatisticsSettings
 from perseval.report.analyses.run_compare import changed_cells, differences, run_pairs, within_pairs
 from perseval.report.names import resolve_cell, resolve_cells
-from perseval.report.record import CellRecord, RecordError, RunRecord
+from perseval.report.record import CellRecord, RecordError, RunRecord, as_dict
 from perseval.report.sink.runs import download_record, parent_runs, quiet_artifacts, sample_lines
 from perseval.report.views.compare import compare_frame, compare_tables, shown_differences
 from perseval.report.views.frames import frame_table
@@ -158,7 +158,7 @@ def sample_json(record: RunRecord, cell: CellRecord, shown: Sequence[Any]) -> st
     """The cell as the record holds it, and the instances shown (in their order) with what the per-sample log
     holds of each: its messages, answer and parsed answer."""
     return json.dumps({"run_id": record.run_id, "computed_by": record.computed_by, **cell.model_dump(),
-                       "instances": [s.instance.model_dump() | {k: s.line.get(k) for k in ("messages", "answer",
+                       "instances": [as_dict(s.instance) | {k: s.line.get(k) for k in ("messages", "answer",
                                                                                           "parsed")}
                                      for s in shown]}, indent=1, ensure_ascii=False)
 

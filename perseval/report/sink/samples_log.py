@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from perseval.core.instances import Judgment
 from perseval.llm.cache import RequestCache
@@ -37,22 +37,43 @@ def sample_line(cell: CellRecord, inst: InstanceRecord, o: Outcome,
             "trace_id": inst.trace_id}
 
 
-def write_samples(folder: Path, cells: Iterable[CellRecord], instances: Iterable[InstanceRecord],
-                  found: dict[str, Outcomes], cache_path: str | None) -> Path:
-    """samples.jsonl in the record's folder, in the record's order of cells and instances."""
+def write_cell_samples(parts: Path, cell: CellRecord, instances: Sequence[InstanceRecord], outs: Outcomes,
+                       cache_path: str | None) -> None:
+    """One cell's lines into `parts`, a line per instance record (each built from one of `outs`), before the
+    trace ids are known: assemble_samples puts the cells together in the record's order with them. The sent
+    messages are read from the request cache MESSAGE_BATCH instances at a time (all of a 20,000-instance cell's
+    at once held hundreds of MB)."""
+    cache = RequestCache(cache_path) if cache_path else None
+    with open(parts / f"{cell.key}.jsonl", "w") as fh:
+        for start in range(0, len(instances), MESSAGE_BATCH):
+            batch = [(inst, outs[(inst.instance_id, inst.repeat)]) for inst in instances[start:start + MESSAGE_BATCH]]
+            keys = sorted({k for _, o in batch for k in o.output.requests})
+            messages = cache.sent_messages(keys) if cache is not None and keys else {}
+            for inst, o in batch:
+                fh.write(json.dumps(sample_line(cell, inst, o, messages), ensure_ascii=False) + "\n")
+
+
+MESSAGE_BATCH = 1000
+
+
+def assemble_samples(parts: Path, folder: Path, cells: Iterable[CellRecord],
+                     instances: Iterable[InstanceRecord]) -> Path:
+    """samples.jsonl in the record's folder from the cells' parts (a line per instance record, in its order),
+    in the record's order of cells, each traced line given its trace id (only those are decoded again)."""
     by_cell: dict[str, list[InstanceRecord]] = {}
     for i in instances:
         by_cell.setdefault(i.cell, []).append(i)
-    keys = sorted({k for outs in found.values() for o in outs.values() for k in o.output.requests})
-    messages = RequestCache(cache_path).sent_messages(keys) if cache_path and keys else {}
     path = folder / SAMPLES
-    with open(path, "w") as fh:
+    with open(path, "w") as out:
         for cell in cells:
-            outs = found.get(cell.key, {})
-            for inst in by_cell.get(cell.key, []):
-                o = outs.get((inst.instance_id, inst.repeat))
-                if o is not None:
-                    fh.write(json.dumps(sample_line(cell, inst, o, messages), ensure_ascii=False) + "\n")
+            part = parts / f"{cell.key}.jsonl"
+            if not part.is_file():
+                continue
+            with open(part) as fh:
+                for inst, line in zip(by_cell.get(cell.key, []), fh, strict=True):
+                    if inst.trace_id:
+                        line = json.dumps(json.loads(line) | {"trace_id": inst.trace_id}, ensure_ascii=False) + "\n"
+                    out.write(line)
     return path
 
 

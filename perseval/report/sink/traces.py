@@ -11,7 +11,7 @@ judge; an unscored or failed verdict carries its raw text as the assessment's er
 
 Everything is read from the Parquet records the run, judge and score stages wrote (AgentOutput.trace,
 Judgment, InstanceScore), in the track stage, which builds the run record's instances from the same outcomes
-(cell_outcomes): a trace, the record and `samples` name one user per instance, the one the statistics cluster
+(run_outcomes): a trace, the record and `samples` name one user per instance, the one the statistics cluster
 on. Traces are written once per agent run (tag perseval.run_key):
 a later track finds them in the experiment and links them to its own child runs, so a re-run writes no
 trace again. A cell's traces are those tagged `perseval.score_key.<judge>` with its score key. Tags on
@@ -24,8 +24,8 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Any, Iterable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Iterable, Iterator
 
 import mlflow
 import pyarrow.parquet as pq
@@ -37,6 +37,7 @@ from perseval.experiment.config import TraceSelection
 from perseval.pipeline.units import Cell
 from perseval.pipeline.stages import as_scored
 from perseval.core.instances import AgentOutput, Instance, InstanceScore, Judgment
+from perseval.core.schema import from_table
 from perseval.core.store import StageStore
 from perseval.metrics.ci_tables import cluster_of
 
@@ -118,11 +119,15 @@ def _records(root: str, stage: str, key: str, cls: type) -> list[Any]:
     return store.read_records(cls) if store.parts() else []
 
 
-def run_records(root: str, cell: Cell) -> tuple[list[AgentOutput], dict[str, Instance]]:
-    """The agent run's outputs and the instances they answer: what every judge cell of the run shares."""
-    outputs = _records(root, "run", cell.run.key, AgentOutput)
-    if not outputs:
+def run_records(root: str, cell: Cell, steps: bool = True) -> tuple[list[AgentOutput], dict[str, Instance]]:
+    """The agent run's outputs and the instances they answer: what every judge cell of the run shares.
+    `steps=False`: the outputs without their recorded steps (`trace`: retrieved passages, prompts; most of an
+    output's size), for a reader that needs its answer and status only (with_steps adds them back)."""
+    store = StageStore(root, "run", cell.run.key)
+    if not store.parts():
         return [], {}
+    names = None if steps else [f.name for f in fields(AgentOutput) if f.name != "trace"]
+    outputs = from_table(store.read(columns=names), AgentOutput)
     return outputs, {i.instance_id: i for i in StageStore(root, "data", cell.run.data.key).read_records(Instance)}
 
 
@@ -157,7 +162,7 @@ def gold_evidence(root: str, data_key: str) -> dict[tuple[str, str], list[dict[s
     store = StageStore(root, "documents", data_key)
     if not store.parts():
         return {}
-    table = store.read().select(["owner", "doc_id", "meta"]).to_pydict()
+    table = store.read(columns=["owner", "doc_id", "meta"]).to_pydict()
     out = {}
     for owner, doc_id, meta in zip(table["owner"], table["doc_id"], table["meta"]):
         if meta and "supports" in meta:
@@ -403,18 +408,38 @@ def written_traces(experiment_id: str, run_key: str) -> dict[tuple[str, int], st
 Outcomes = dict[tuple[str, int], Outcome]  # (instance_id, repeat) -> what happened
 
 
-def cell_outcomes(root: str, cells: list[tuple[Cell, str]]) -> dict[str, Outcomes]:
-    """Cell key -> every output of the cell (its (cell, headline metric) pair) with its instance, judgments and
-    score; each agent run's records read once for all the cells that judge it."""
+def run_outcomes(root: str, cells: list[tuple[Cell, str]], steps: bool = True) -> Iterator[dict[str, Outcomes]]:
+    """Per agent run, cell key -> every output of the cell (its (cell, headline metric) pair) with its instance,
+    judgments and score: each run's records read once for all the cells that judge it, and one run's outcomes
+    held at a time (a caller keeps what it needs of them, never every run's at once). `steps`: as run_records."""
     groups: dict[str, list[tuple[Cell, str]]] = {}
     for pair in cells:
         groups.setdefault(pair[0].run.key, []).append(pair)
-    out: dict[str, Outcomes] = {}
     for group in groups.values():
-        shared = run_records(root, group[0][0])  # read once: every judge cell of the run answers the same outputs
-        for cell, metric in group:
-            out[cell.key] = {(o.instance.instance_id, o.output.repeat): o for o in outcomes(root, cell, metric, shared)}
-    return out
+        shared = run_records(root, group[0][0], steps)  # read once: every judge cell of the run answers the same
+        yield {cell.key: {(o.instance.instance_id, o.output.repeat): o for o in outcomes(root, cell, metric, shared)}
+               for cell, metric in group}
+
+
+def with_steps(root: str, cell: Cell, found: Outcomes) -> Outcomes:
+    """`found` (outcomes of one cell, read without their outputs' steps) with the steps read back: only these
+    outputs' rows are decoded."""
+    store = StageStore(root, "run", cell.run.key)
+    ids = sorted({iid for iid, _ in found})
+    if not ids or not store.parts():
+        return found
+    rows = store.read(filters=[("instance_id", "in", ids)], columns=["instance_id", "repeat", "trace"]).to_pylist()
+    steps = {(r["instance_id"], r["repeat"]): r["trace"] for r in rows}
+    return {k: replace(o, output=replace(o.output, trace=json.loads(steps[k]) if steps.get(k) else []))
+            for k, o in found.items()}
+
+
+def chosen(per_cell: list[Outcomes], selection: str | int) -> set[tuple[str, int]]:
+    """The (instance_id, repeat) of one agent run's outputs that get a trace: those `selection` keeps under any
+    of the run's judges (an output is kept when one of its outcomes is)."""
+    keys = sorted(per_cell[0]) if per_cell else []
+    return {(o.instance.instance_id, o.output.repeat) for d in per_cell for o in select(
+        [d[k] for k in keys if k in d], selection)}
 
 
 @dataclass
@@ -439,7 +464,7 @@ def by_agent_run(cells: list[tuple[Cell, str, str]]) -> list[list[tuple[Cell, st
 def log_traces(root: str, cells: list[tuple[Cell, str, str]], found: dict[str, Outcomes], experiment_id: str,
                selection: str | int, labels: dict[str, str] | None = None) -> dict[str, dict[tuple[str, int], str]]:
     """For each agent run of the (cell, child run id, headline metric) triples: write one trace per selected
-    output that has none yet (`found`: each cell's outcomes, cell_outcomes), with every judge's spans and
+    output that has none yet (`found`: each cell's outcomes, run_outcomes, or those `selection` keeps), with every judge's spans and
     verdicts, and link each trace to the child run of every judge cell; tag each child run with the counts. The
     spans of all cells are stored before the first assessment (MLflow's asynchronous trace export flushed after
     each agent run and every EXPORT_BATCH traces). Returns cell key -> (instance_id, repeat) -> trace id."""
@@ -471,11 +496,8 @@ def _write_run(root: str, group: list[tuple[Cell, str, str]], per_cell: list[Out
                selection: str | int, labels: dict[str, str] | None) -> RunTraces:
     first = group[0][0]
     have = written_traces(experiment_id, first.run.key)
-    # the selection by what went wrong under any judge: an output is kept when one of its outcomes is
-    keys = sorted(per_cell[0])
-    chosen = {(o.instance.instance_id, o.output.repeat) for d in per_cell for o in select(
-        [d[k] for k in keys if k in d], selection)}
-    keys = [k for k in keys if k in chosen]
+    picked = chosen(per_cell, selection)
+    keys = [k for k in sorted(per_cell[0]) if k in picked]
     todo = [k for k in keys if k not in have]
     gold = gold_evidence(root, first.run.data.key) if todo else {}
     run_id = group[0][1]

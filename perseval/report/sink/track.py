@@ -1,8 +1,8 @@
 """The track stage: the run record built once, then rendered into MLflow and the run's output folder.
 
 1. The record's cells from the stage outputs in one typed pass (perseval.report.build), and its instances from
-   every output of every cell (perseval.report.sink.traces.cell_outcomes): one user, score, status and the
-   verdicts per instance.
+   every output of every cell, one agent run at a time (gather): one user, score, status and the verdicts per
+   instance, and each cell's lines of the per-sample log; only the outcomes that get a trace are kept.
 2. Whether these results equal the previous record's of the same experiment (its results digest): a cached
    re-run computes nothing new, so it writes no trace, links none again, logs no Parquet outputs and no
    per-sample log; its child runs and record name the run that computed the results (`computed_by`). Where no
@@ -17,6 +17,9 @@
 from __future__ import annotations
 
 import logging
+import shutil
+import tempfile
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -36,9 +39,10 @@ from perseval.report.analyses.status import ScoreManifest
 from perseval.report.build import build_cells
 from perseval.report.record import (ARTIFACT_DIR, COMPUTED_BY_TAG, DIGEST_TAG, RECORD, SAMPLES, CellRecord, Cost,
                                     ExperimentRef, InstanceRecord, RunRecord, Traces, Verdict, latest_record,
-                                    make_record, record_dir, results_digest, write_record)
-from perseval.report.sink.samples_log import link_samples, write_samples
-from perseval.report.sink.traces import Outcomes, cell_outcomes, log_traces, n_outputs, resolve_selection
+                                    make_record, record_dir, records_dir, results_digest, write_record)
+from perseval.report.sink.samples_log import assemble_samples, link_samples, write_cell_samples
+from perseval.report.sink.traces import (Outcomes, chosen, log_traces, n_outputs, resolve_selection, run_outcomes,
+                                        with_steps)
 from perseval.report.sink.tracking import (OWNER_KEY, cell_tags, describe_run, ensure_experiment, log_cell,
                                            log_table, log_texts, mark_abandoned_runs, mlflow_key, start_parent_run,
                                            table_metrics, tracking_lock)
@@ -239,21 +243,69 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any
     by_key = {c.key: c for c in plan.cells}
     previous = latest_record(root, exp.key())
     prior = previous.record
-    found: dict[str, Outcomes] = {}
-    if prior is not None and unchanged_since(prior, plan, root):  # a cached re-run: the same results, not rebuilt
-        cells = [c.model_copy(update={"cost": Cost(**costs.cells[c.key]["cell"].row())}) for c in prior.cells]
-        instances = prior.instances
-    else:
-        cells = build_cells(plan, root, manifests, costs)
-        found = cell_outcomes(root, [(by_key[c.key], manifests[c.key].headline_metric) for c in cells])
-        instances = [i for c in cells for i in instance_records(c, found.get(c.key, {}))]
-    repeat = prior is not None and prior.results_digest == results_digest(cells, instances)
     selection = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells))
+    records_dir(root).mkdir(parents=True, exist_ok=True)
+    parts = Path(tempfile.mkdtemp(prefix=".samples-", dir=records_dir(root)))  # each cell's samples lines
+    try:
+        if prior is not None and unchanged_since(prior, plan, root):  # a cached re-run: the same results
+            cells = [c.model_copy(update={"cost": Cost(**costs.cells[c.key]["cell"].row())}) for c in prior.cells]
+            kept = Gathered(prior.instances)
+        else:
+            cells = build_cells(plan, root, manifests, costs)
+            kept = gather(root, cells, by_key, manifests, selection, parts, request_cache)
+        return _log(exp, plan, root, scores, analyses, stats, costs, experiment.experiment_id, cells, kept, prior,
+                    previous.damaged, selection, parts)
+    finally:
+        shutil.rmtree(parts, ignore_errors=True)
+
+
+@dataclass
+class Gathered:
+    """What the track stage keeps of the outcomes, read one agent run at a time: every instance record, the
+    outcomes that get a trace, how many outputs each cell has and every answer (the samples pages)."""
+
+    instances: list[InstanceRecord]
+    traced: dict[str, Outcomes] = field(default_factory=dict)  # cell key -> the outcomes `selection` keeps
+    outputs: dict[str, int] = field(default_factory=dict)  # cell key -> its agent outputs
+    answers: dict[str, dict[tuple[str, int], str]] = field(default_factory=dict)
+
+
+def gather(root: str, cells: list[CellRecord], by_key: dict[str, Cell], manifests: dict[str, ScoreManifest],
+           selection: str | int, parts: Path, request_cache: str | None) -> Gathered:
+    """Every cell's instance records and its samples lines (into `parts`), one agent run's outcomes in memory
+    at a time (at 20,000 instances all of them at once held over a gigabyte); keeps what the traces and the
+    samples pages need."""
+    named = {c.key: c for c in cells}
+    records: dict[str, list[InstanceRecord]] = {}
+    kept = Gathered([])
+    pairs = [(by_key[c.key], manifests[c.key].headline_metric) for c in cells]
+    for per_run in run_outcomes(root, pairs, steps=False):  # the steps: only for the outputs traced
+        keep = chosen(list(per_run.values()), selection)
+        for key, outs in per_run.items():
+            records[key] = instance_records(named[key], outs)
+            write_cell_samples(parts, named[key], records[key], outs, request_cache)
+            kept.traced[key] = with_steps(root, by_key[key], {k: o for k, o in outs.items() if k in keep})
+            kept.outputs[key] = len(outs)
+            kept.answers[key] = {k: o.output.text for k, o in outs.items()}
+    kept.instances = [i for c in cells for i in records.get(c.key, [])]
+    return kept
+
+
+def _log(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any], analyses: dict[str, dict[str, Any]],
+         stats: dict[str, float], costs: PlanCost, experiment_id: str, cells: list[CellRecord], kept: Gathered,
+         prior: RunRecord | None, damaged: list[str], selection: str | int, parts: Path) -> RunRecord:
+    """The parent and child runs, the traces, the record and the per-sample log, from the cells and what
+    `gather` kept."""
+    manifests = {k: ScoreManifest.of(v) for k, v in scores.items()}
+    by_key = {c.key: c for c in plan.cells}
+    instances = kept.instances
+    digest = results_digest(cells, instances)  # trace ids are not in it: the same before and after the traces
+    repeat = prior is not None and prior.results_digest == digest
     ref = ExperimentRef(name=exp.experiment.name, file=exp.path, settings_digest=exp.key(),
                         mlflow_experiment=exp.experiment.mlflow.experiment)
     timings = {k.split(".", 1)[1]: float(v) for k, v in stats.items() if k.startswith("seconds.")}
     requests = int(stats["llm_requests"]) if "llm_requests" in stats else None
-    with start_parent_run(exp, experiment.experiment_id, {OWNER_KEY: owner_tag()}) as parent:
+    with start_parent_run(exp, experiment_id, {OWNER_KEY: owner_tag()}) as parent:
         run_id = parent.info.run_id
         computed_by = prior.computed_by if repeat and prior else None
         child = {c.key: _child(exp, by_key[c.key], c, manifests[c.key], costs, root, computed_by) for c in cells}
@@ -263,18 +315,18 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any
             traced = prior.traces
         else:
             written = log_traces(root, [(by_key[c.key], child[c.key], manifests[c.key].headline_metric) for c in cells],
-                                 found, experiment.experiment_id, selection, {c.key: c.label for c in cells})
+                                 kept.traced, experiment_id, selection, {c.key: c.label for c in cells})
             ids = {(k, *ik): tid for k, by in written.items() for ik, tid in by.items()}
-            traced = _traced(cells, by_key, found, written, selection)
-        instances = [i.model_copy(update={"trace_id": ids.get((i.cell, i.instance_id, i.repeat))}) for i in instances]
-        record = make_record(run_id, ref, cells, instances, prior, timings, requests, traced)
-        if previous.damaged and record.computed_by == run_id:
-            record = _computed_by_from_tags(record, previous.damaged)
+            traced = _traced(cells, by_key, kept.outputs, written, selection)
+        instances = [replace(i, trace_id=ids.get((i.cell, i.instance_id, i.repeat))) for i in instances]
+        record = make_record(run_id, ref, cells, instances, prior, timings, requests, traced, digest)
+        if damaged and record.computed_by == run_id:
+            record = _computed_by_from_tags(record, damaged)
         folder = write_record(record, root)
         _parent(exp, plan, root, record, analyses, stats, costs)
         if record.computed_by == run_id:
-            write_samples(folder, record.cells, record.instances, found, request_cache)
-            _samples_pages(record, found, experiment.experiment_id)
+            assemble_samples(parts, folder, record.cells, record.instances)
+            _samples_pages(record, kept.answers, experiment_id)
             mlflow.log_artifacts(str(folder), ARTIFACT_DIR)
         else:  # the per-sample log is the computing run's (linked here; `samples` reads that run's artifact)
             link_samples(folder, record_dir(root, record.computed_by))
@@ -284,18 +336,18 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any
         return record
 
 
-def _traced(cells: list[CellRecord], by_key: dict[str, Cell], found: dict[str, Outcomes],
+def _traced(cells: list[CellRecord], by_key: dict[str, Cell], outputs: dict[str, int],
             written: dict[str, dict[tuple[str, int], str]], selection: str | int) -> Traces:
     """How many agent outputs have a trace, of how many (each agent run's outputs counted once)."""
     runs: dict[str, tuple[int, set[tuple[str, int]]]] = {}
     for c in cells:
-        n, traced = runs.setdefault(by_key[c.key].run.key, (len(found.get(c.key, {})), set()))
+        n, traced = runs.setdefault(by_key[c.key].run.key, (outputs.get(c.key, 0), set()))
         traced.update(written.get(c.key, {}))
     return Traces(selection=str(selection), traced=sum(len(t) for _, t in runs.values()),
                   outputs=sum(n for n, _ in runs.values()))
 
 
-def _samples_pages(record: RunRecord, found: dict[str, Outcomes], experiment_id: str) -> None:
+def _samples_pages(record: RunRecord, answers: dict[str, dict[tuple[str, int], str]], experiment_id: str) -> None:
     """Each cell's samples page (every instance with its verdicts and trace link) as an artifact of its child
     run; the links are root-relative, so they open in the UI that shows the artifact, wherever it runs."""
     client = MlflowClient()
@@ -303,7 +355,5 @@ def _samples_pages(record: RunRecord, found: dict[str, Outcomes], experiment_id:
     for i in record.instances:
         by_cell.setdefault(i.cell, []).append(i)
     for c in record.cells:
-        outs = found.get(c.key, {})
-        answers = {k: o.output.text for k, o in outs.items()}
-        client.log_text(c.mlflow_run_id, samples_html(c, by_cell.get(c.key, []), answers, "", experiment_id),
-                        "samples.html")
+        client.log_text(c.mlflow_run_id, samples_html(c, by_cell.get(c.key, []), answers.get(c.key, {}), "",
+                                                      experiment_id), "samples.html")
