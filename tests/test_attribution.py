@@ -65,3 +65,26 @@ def test_rag_records_the_passages_of_its_prompt_and_they_are_scored_against_the_
     evidence = evidence_turns(data.instances, data.documents)
     recall = evidence_recall([out], evidence)[inst.instance_id]
     assert recall == len(evidence[inst.instance_id] & set(used)) / len(evidence[inst.instance_id])
+
+
+def test_evidence_documents_are_the_tagged_ones_read_without_their_text(tmp_path):
+    """The evidence analyses (attribution in the record, IBA's evidence by step) read only the documents tagged
+    as evidence, with owner, id and meta and no text: the same documents is_evidence keeps of all of them."""
+    from perseval.core.instances import Document
+    from perseval.core.store import StageStore
+    from perseval.pipeline.stages import evidence_documents, load_documents
+    from perseval.report.analyses.attribution import is_evidence
+    docs = [Document("u1", "u1#0", "plain turn", meta={"item_id": "3"}),
+            Document("u1", "u1#1", "I am vegan", meta={"supports": [{"dimension": "diet", "value": "vegan"}]}),
+            Document("u2", "u2#0", "a turn", meta={}),
+            Document("u2", "u2#1", "tagged", meta={"dimension": "tone"}),
+            Document("u3", "u3#0", "no supports", meta={"supports": []})]
+    store = StageStore(tmp_path, "documents", "d")
+    store.write_records(0, docs[:3], Document)
+    store.write_records(1, docs[3:], Document)
+    got = evidence_documents(str(tmp_path), "d")
+    assert all(d.text == "" for d in got)
+    whole = [d for d in load_documents(str(tmp_path), "d") if is_evidence(d)]
+    assert [(d.owner, d.doc_id, d.meta) for d in got if is_evidence(d)] == [(d.owner, d.doc_id, d.meta) for d in whole]
+    assert {d.doc_id for d in whole} == {"u1#1", "u2#1"}
+    assert evidence_documents(str(tmp_path), "none") == []

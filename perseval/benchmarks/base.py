@@ -46,6 +46,7 @@ class AnalysisInputs:
     `outputs()`: one row per agent output of every distinct run (AgentOutput fields plus agent, backbone,
     retriever); `judgments()`: one row per judgment of every cell (Judgment fields plus the cell's identity
     columns, `judge` being the cell's judge name); `documents()`: the benchmark entry's history documents;
+    `evidence()`: those tagged as evidence (meta `supports` or `dimension`), read without their text;
     `agents`: each agent's validated params, by agent name (typed: no need to read them back from the
     frame's `agent_params` text).
     """
@@ -56,6 +57,7 @@ class AnalysisInputs:
     judgments: Callable[[], pd.DataFrame]
     documents: Callable[[], list[Document]]
     agents: Mapping[str, Params] = field(default_factory=dict)
+    evidence: Callable[[], list[Document]] = lambda: []  # the documents tagged as evidence, without their text
 
 
 class Benchmark(Configurable[P], ABC):

@@ -210,6 +210,22 @@ def load_documents(root: str, dkey: str, owners: set[str] | None = None,
     return from_table(table.select(["owner", "doc_id", "text"]) if text_only else table, Document)
 
 
+EVIDENCE_TAGS = ('"supports"', '"dimension"')  # a document's meta naming either is (or may be) gold evidence
+
+
+def evidence_documents(root: str, dkey: str) -> list[Document]:
+    """The documents whose meta tags them as evidence, with their owner, id and meta but no text: what the
+    evidence analyses read. The text column is never read and the other documents' meta never decoded (a full
+    IBA-Bench history is hundreds of thousands of turns)."""
+    store = StageStore(root, "documents", dkey)
+    if not store.parts():
+        return []
+    table = store.read(columns=["owner", "doc_id", "meta"])
+    tagged = table.filter(pc.or_(*[pc.fill_null(pc.match_substring(table["meta"], tag), False)
+                                   for tag in EVIDENCE_TAGS]))
+    return from_table(tagged.append_column("text", pa.array([""] * tagged.num_rows, pa.string())), Document)
+
+
 def shard_of(items: list[Instance], shard: int, shard_size: int) -> list[Instance]:
     return items[shard * shard_size:(shard + 1) * shard_size]
 
@@ -526,6 +542,7 @@ def _analyze(unit: AnalysisUnit, rt: Runtime) -> None:
         scores, instances,
         outputs=lambda: _cell_records(rt.root, unit, "run"), judgments=lambda: _cell_records(rt.root, unit, "judge"),
         documents=lambda: load_documents(rt.root, unit.data.key),
+        evidence=lambda: evidence_documents(rt.root, unit.data.key),
         agents={c.agent: c.run.agent.params for c in unit.cells}))
     headlines = [StageStore(rt.root, "score", c.key).manifest().get("headline_metric") for c in unit.cells]
     results |= uncertainty_tables(scores, instances, max(set(headlines), key=headlines.count, default=None),

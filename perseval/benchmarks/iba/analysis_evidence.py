@@ -73,12 +73,15 @@ def evidence_by_step(outputs: pd.DataFrame, documents: list[Document], instances
     if outputs is None or outputs.empty or not any(gold.values()):
         return None
     rows = []
-    for rec in outputs.to_dict("records"):
-        g = gold.get(rec["instance_id"])
+    # column by column, not a dict per output (to_dict("records") copied every output, its trace included)
+    cells = zip(*[outputs[c] if c in outputs else ["-"] * len(outputs) for c in CELL])
+    traces = outputs["trace"] if "trace" in outputs else [None] * len(outputs)
+    for iid, trace, cell in zip(outputs["instance_id"], traces, cells):
+        g = gold.get(iid)
         if not g:
             continue
-        held = held_by_step(rec.get("trace"), g)
-        rows.append({**{c: rec.get(c, "-") for c in CELL}, "instance_id": rec["instance_id"], "gold": len(g),
+        held = held_by_step(trace, g)
+        rows.append({**dict(zip(CELL, cell)), "instance_id": iid, "gold": len(g),
                      **{s: (float("nan") if v is None else v) for s, v in held.items()}})
     if not rows:
         return None

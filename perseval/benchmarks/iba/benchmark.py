@@ -138,7 +138,7 @@ class IbaBenchmark(Benchmark[IbaParams]):
 
     def analyze_run(self, inputs: AnalysisInputs) -> dict[str, Any]:
         api_ids = {i.instance_id for i in inputs.instances if IbaPayload.of(i).is_api_call}
-        steps = evidence_by_step(inputs.outputs(), inputs.documents(), inputs.instances)  # traces, not scores
+        steps = evidence_by_step(inputs.outputs(), inputs.evidence(), inputs.instances)  # traces, not scores
         return {**super().analyze_run(inputs), **slot_agreement_tables(inputs.scores, api_ids, inputs.judgments),
                 **({"evidence_by_step": steps} if steps is not None else {})}
 
