@@ -53,3 +53,23 @@ def test_a_record_row_is_slotted_and_validated():
     with pytest.raises(pydantic.ValidationError):
         InstanceRecord.__pydantic_validator__.validate_python({**{f: getattr(row, f) for f in
                                                                row.__dataclass_fields__}, "extra": 1})
+
+
+def test_a_killed_tracks_samples_parts_are_swept_and_a_live_ones_kept(tmp_path):
+    """The track stage writes each cell's samples lines in a scratch folder named after its process: a folder
+    left by a process that is gone (a track killed mid-way) is removed by the next track, one of a live
+    process (another run's track) is not."""
+    import os
+    import subprocess
+    import sys
+
+    from perseval.report.sink.track import PARTS_PREFIX, samples_parts
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = tmp_path / f"{PARTS_PREFIX}{gone.stdout.strip()}-abc"
+    live = tmp_path / f"{PARTS_PREFIX}{os.getppid()}-def"
+    for folder in (dead, live):
+        folder.mkdir()
+        (folder / "cell.jsonl").write_text("{}\n")
+    mine = samples_parts(tmp_path)
+    assert not dead.exists() and live.exists()
+    assert mine.is_dir() and mine.name.startswith(f"{PARTS_PREFIX}{os.getpid()}-")

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from typing import Any, Mapping
 
 import mlflow
 import pandas as pd
+import psutil
 import yaml
 from mlflow.tracking import MlflowClient
 
@@ -244,8 +246,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any
     previous = latest_record(root, exp.key())
     prior = previous.record
     selection = resolve_selection(exp.experiment.mlflow.traces, n_outputs(root, plan.cells))
-    records_dir(root).mkdir(parents=True, exist_ok=True)
-    parts = Path(tempfile.mkdtemp(prefix=".samples-", dir=records_dir(root)))  # each cell's samples lines
+    parts = samples_parts(records_dir(root))  # each cell's samples lines until the record is written
     try:
         if prior is not None and unchanged_since(prior, plan, root):  # a cached re-run: the same results
             cells = [c.model_copy(update={"cost": Cost(**costs.cells[c.key]["cell"].row())}) for c in prior.cells]
@@ -257,6 +258,20 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any
                     previous.damaged, selection, parts)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
+
+
+PARTS_PREFIX = ".samples-"
+
+
+def samples_parts(folder: Path) -> Path:
+    """A scratch folder for the cells' samples lines in `folder`, named after this process; those of a process
+    that is gone (a track killed before it removed its own) are removed first."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob(f"{PARTS_PREFIX}*-*"):
+        pid = old.name[len(PARTS_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            shutil.rmtree(old, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{PARTS_PREFIX}{os.getpid()}-", dir=folder))
 
 
 @dataclass
