@@ -254,7 +254,7 @@ def _track(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any
         else:
             cells = build_cells(plan, root, manifests, costs)
             kept = gather(root, cells, by_key, manifests, selection, parts, request_cache)
-        return _log(exp, plan, root, scores, analyses, stats, costs, experiment.experiment_id, cells, kept, prior,
+        return _log(exp, plan, root, manifests, analyses, stats, costs, experiment.experiment_id, cells, kept, prior,
                     previous.damaged, selection, parts)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
@@ -306,12 +306,12 @@ def gather(root: str, cells: list[CellRecord], by_key: dict[str, Cell], manifest
     return kept
 
 
-def _log(exp: ResolvedExperiment, plan: Plan, root: str, scores: dict[str, Any], analyses: dict[str, dict[str, Any]],
-         stats: dict[str, float], costs: PlanCost, experiment_id: str, cells: list[CellRecord], kept: Gathered,
-         prior: RunRecord | None, damaged: list[str], selection: str | int, parts: Path) -> RunRecord:
+def _log(exp: ResolvedExperiment, plan: Plan, root: str, manifests: dict[str, ScoreManifest],
+         analyses: dict[str, dict[str, Any]], stats: dict[str, float], costs: PlanCost, experiment_id: str,
+         cells: list[CellRecord], kept: Gathered, prior: RunRecord | None, damaged: list[str], selection: str | int,
+         parts: Path) -> RunRecord:
     """The parent and child runs, the traces, the record and the per-sample log, from the cells and what
-    `gather` kept."""
-    manifests = {k: ScoreManifest.of(v) for k, v in scores.items()}
+    `gather` kept (`manifests`: the cells' score manifests, as _track read them)."""
     by_key = {c.key: c for c in plan.cells}
     instances = kept.instances
     digest = results_digest(cells, instances)  # trace ids are not in it: the same before and after the traces
